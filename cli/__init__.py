@@ -1,0 +1,1 @@
+"""The ``oxla`` command line (click). Entry point: :func:`oxla.cli.main.main`."""

@@ -1,0 +1,139 @@
+"""The ``oxla`` click group: lazy built-in commands, plugin commands, error handling.
+
+Every subcommand runs inside :meth:`OxlaGroup.invoke`, so errors are handled in one
+place: an :class:`~oxla.errors.OxlaError` prints ``error: ...`` to stderr and exits 2,
+any other exception exits 1 with ``internal error: ...``; ``--debug`` shows the
+traceback instead. Commands need no error handling of their own.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import click
+
+from oxla import plugins
+from oxla.errors import OxlaError
+
+EXIT_USER_ERROR = 2
+EXIT_INTERNAL_ERROR = 1
+
+
+def _show_warning(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+    """Prints oxla's own warnings as one ``warning: ...`` line on stderr."""
+    click.echo(f"warning: {message}", err=True)
+
+
+def report_error(exc: BaseException) -> int:
+    """Prints ``exc`` the way the CLI reports errors; returns the exit status.
+
+    Args:
+        exc: the exception a command raised.
+
+    Returns:
+        2 for an :class:`OxlaError` (the user can fix it), 1 for anything else.
+    """
+    if isinstance(exc, OxlaError):
+        click.echo(exc.render(), err=True)
+        return EXIT_USER_ERROR
+    detail = f"{type(exc).__name__}: {exc}"
+    click.echo(f"internal error: {detail}; rerun with --debug for the traceback", err=True)
+    return EXIT_INTERNAL_ERROR
+
+
+def debug_requested(ctx: click.Context | None) -> bool:
+    """True when ``--debug`` was given (or ``OXLA_DEBUG=1`` is set)."""
+    if os.environ.get("OXLA_DEBUG", "") not in ("", "0"):
+        return True
+    root = ctx.find_root() if ctx is not None else None
+    return bool(root is not None and root.params.get("debug"))
+
+
+class OxlaGroup(click.Group):
+    """A click group whose built-in commands are imported on use, and which adds the
+    commands plugins declare through ``oxla_cli_commands``.
+
+    Args:
+        lazy_commands: command name -> ``"module:attribute"`` of a ``click.Command``.
+    """
+
+    def __init__(self, *args: Any, lazy_commands: dict[str, str] | None = None, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.lazy_commands = dict(lazy_commands or {})
+
+    def _plugin_commands(self) -> dict[str, click.Command]:
+        out = {}
+        for name, info in plugins.cli_commands().items():
+            if name in self.lazy_commands or name in self.commands:
+                warnings.warn(
+                    f"a plugin command '{name}' clashes with the built-in one and is ignored",
+                    plugins.PluginWarning,
+                    stacklevel=2,
+                )
+                continue
+            out[name] = info.command
+        return out
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        names = set(self.commands) | set(self.lazy_commands)
+        try:
+            names |= set(self._plugin_commands())
+        except OxlaError as exc:  # --help must work even with conflicting plugins
+            click.echo(f"warning: {exc.one_line().removeprefix('error: ')}", err=True)
+        return sorted(names)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.commands:
+            return self.commands[cmd_name]
+        if cmd_name in self.lazy_commands:
+            module_name, _, attr = self.lazy_commands[cmd_name].partition(":")
+            return getattr(importlib.import_module(module_name), attr)
+        return self._plugin_commands().get(cmd_name)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except Exception as exc:
+            if debug_requested(ctx):
+                raise
+            ctx.exit(report_error(exc))
+
+    def main(self, args: Sequence[str] | None = None, *rest: Any, **kwargs: Any) -> Any:
+        with warnings.catch_warnings():
+            warnings.simplefilter("default", plugins.PluginWarning)
+            original = warnings.showwarning
+
+            def show(message, category, filename, lineno, file=None, line=None):
+                if issubclass(category, plugins.PluginWarning):
+                    _show_warning(message, category)
+                else:
+                    original(message, category, filename, lineno, file, line)
+
+            warnings.showwarning = show
+            return super().main(args, *rest, **kwargs)
+
+
+def exit_on_error(fn: Any) -> Any:
+    """Wraps a plain function (outside the ``oxla`` group) with the CLI's error handling.
+
+    Commands inside the group do not need it; scripts that embed oxla can use it.
+    """
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:
+            if debug_requested(click.get_current_context(silent=True)):
+                raise
+            sys.exit(report_error(exc))
+
+    return wrapper

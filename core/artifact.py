@@ -1,0 +1,87 @@
+"""The ``.oxla`` artifact container: a zip with a JSON manifest, never pickle.
+
+A backend's ``Executable.save`` writes its payload (optimized StableHLO text, native
+code, constants) through :func:`write_artifact`; :func:`oxla.load` reads the manifest
+to find the backend and calls that backend's ``load(path)``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from typing import Any
+
+from oxla.errors import OxlaError
+
+MANIFEST = "manifest.json"
+FORMAT = "oxla-artifact"
+FORMAT_VERSION = 1
+
+
+def write_artifact(
+    path: str | os.PathLike[str],
+    backend: str,
+    files: dict[str, bytes],
+    meta: dict[str, Any] | None = None,
+) -> None:
+    """Writes an artifact.
+
+    Args:
+        path: destination, conventionally ``*.oxla``.
+        backend: the name of the backend that can load it.
+        files: member name -> content, e.g. ``{"module.mlir": b"...", "kernel.o": b"..."}``.
+        meta: extra JSON-serializable manifest entries (backend-specific).
+    """
+    import oxla
+
+    manifest = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "backend": backend,
+        "oxla_version": oxla.__version__,
+        "files": sorted(files),
+        **(meta or {}),
+    }
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr(MANIFEST, json.dumps(manifest, indent=2, sort_keys=True))
+        for name, data in sorted(files.items()):
+            zf.writestr(name, data)
+
+
+def read_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Returns the manifest of an artifact.
+
+    Raises:
+        OxlaError: the file is missing, not a zip, or has no valid oxla manifest.
+    """
+    try:
+        with zipfile.ZipFile(path) as zf:
+            manifest = json.loads(zf.read(MANIFEST))
+    except FileNotFoundError as exc:
+        raise OxlaError(f"no such file: '{os.fspath(path)}'") from exc
+    except (zipfile.BadZipFile, KeyError, json.JSONDecodeError) as exc:
+        raise OxlaError(f"'{os.fspath(path)}' is not an oxla artifact: {exc}") from exc
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise OxlaError(f"'{os.fspath(path)}' is not an oxla artifact: bad manifest format")
+    if manifest.get("format_version") != FORMAT_VERSION:
+        raise OxlaError(
+            f"'{os.fspath(path)}' has artifact format version {manifest.get('format_version')}, "
+            f"expected {FORMAT_VERSION}"
+        )
+    if not isinstance(manifest.get("backend"), str):
+        raise OxlaError(f"'{os.fspath(path)}' is not an oxla artifact: manifest names no backend")
+    return manifest
+
+
+def read_member(path: str | os.PathLike[str], name: str) -> bytes:
+    """Returns the content of one member of an artifact.
+
+    Raises:
+        OxlaError: the member is missing.
+    """
+    with zipfile.ZipFile(path) as zf:
+        try:
+            return zf.read(name)
+        except KeyError as exc:
+            raise OxlaError(f"artifact '{os.fspath(path)}' has no member '{name}'") from exc

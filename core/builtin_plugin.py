@@ -1,0 +1,42 @@
+"""The built-in plugin: the reference interpreter backend and the core passes.
+
+It registers through the same hooks as third-party plugins (distribution ``oxla``).
+Imports of the interpreter and the passes happen when they are used, not here.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+
+from oxla.hookspecs import hookimpl
+from oxla.protocols import Backend, BackendInfo, PassInfo
+
+
+def _make_interpreter() -> Backend:
+    from oxla.interpreter import InterpreterBackend
+
+    return InterpreterBackend()
+
+
+@hookimpl
+def oxla_backends() -> list[BackendInfo]:
+    return [
+        BackendInfo(
+            name="interpreter",
+            description="reference interpreter: numpy semantics for every StableHLO op",
+            factory=_make_interpreter,
+        )
+    ]
+
+
+@hookimpl
+def oxla_passes() -> list[PassInfo]:
+    # The core passes declare themselves in ``oxla.passes.builtin_passes()``; until that
+    # package provides it there are none. An import error inside it is a real failure and
+    # propagates (it is reported like any broken plugin).
+    if importlib.util.find_spec("oxla.passes") is None:
+        return []
+    passes = importlib.import_module("oxla.passes")
+    provider = getattr(passes, "builtin_passes", None)
+    return list(provider()) if provider is not None else []

@@ -1,0 +1,508 @@
+"""The IR data model: values, operations, blocks, regions, modules (MLIR's shapes).
+
+One generic :class:`Operation` class serves every op; its name selects an
+:class:`~oxla.ir.opdef.OpDef` that gives named access to operands, results and
+attributes. Every value keeps a use list, so ``replace_all_uses_with`` and ``erase``
+cost O(uses).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from oxla.ir.attributes import Attribute
+from oxla.ir.location import UNKNOWN, Location
+from oxla.ir.types import Type
+
+if TYPE_CHECKING:
+    from oxla.ir.opdef import OpDef
+
+
+class Use:
+    """One use of a value: operand ``index`` of operation ``owner``."""
+
+    __slots__ = ("owner", "index")
+
+    def __init__(self, owner: Operation, index: int):
+        self.owner = owner
+        self.index = index
+
+    def __repr__(self) -> str:
+        return f"Use({self.owner.name}#{self.index})"
+
+
+class Value:
+    """An SSA value: a block argument or an operation result.
+
+    Attributes:
+        type: the value's type.
+        uses: the operations (and operand indices) that read it.
+        name_hint: the name it had in the parsed text (``%foo``), used by the printer.
+    """
+
+    __slots__ = ("type", "uses", "name_hint", "__weakref__")
+
+    def __init__(self, type: Type, name_hint: str | None = None):
+        self.type = type
+        self.uses: list[Use] = []
+        self.name_hint = name_hint
+
+    def replace_all_uses_with(self, other: Value) -> None:
+        """Makes every user of this value read ``other`` instead. O(uses)."""
+        if other is self:
+            return
+        for use in self.uses:
+            use.owner._operands[use.index] = other
+            other.uses.append(use)
+        self.uses = []
+
+    def replace_uses_if(self, other: Value, pred) -> None:
+        """Replaces the uses for which ``pred(use)`` is true."""
+        keep = []
+        for use in self.uses:
+            if pred(use):
+                use.owner._operands[use.index] = other
+                other.uses.append(use)
+            else:
+                keep.append(use)
+        self.uses = keep
+
+    @property
+    def has_uses(self) -> bool:
+        return bool(self.uses)
+
+    @property
+    def users(self) -> list[Operation]:
+        return [u.owner for u in self.uses]
+
+    @property
+    def owner_op(self) -> Operation | None:
+        """The defining operation, or None for a block argument."""
+        return None
+
+
+class OpResult(Value):
+    """Result ``index`` of operation ``owner``."""
+
+    __slots__ = ("owner", "index")
+
+    def __init__(self, type: Type, owner: Operation, index: int, name_hint: str | None = None):
+        super().__init__(type, name_hint)
+        self.owner = owner
+        self.index = index
+
+    @property
+    def owner_op(self) -> Operation:
+        return self.owner
+
+    def __repr__(self) -> str:
+        return f"<OpResult {self.owner.name}#{self.index}: {self.type}>"
+
+
+class BlockArgument(Value):
+    """Argument ``index`` of block ``owner``."""
+
+    __slots__ = ("owner", "index")
+
+    def __init__(self, type: Type, owner: Block, index: int, name_hint: str | None = None):
+        super().__init__(type, name_hint)
+        self.owner = owner
+        self.index = index
+
+    def __repr__(self) -> str:
+        return f"<BlockArgument #{self.index}: {self.type}>"
+
+
+class Operation:
+    """A generic operation: name, operands, results, attributes, regions, location.
+
+    Create operations with :meth:`create` (or the builder), which wires up use lists.
+    Named access (``op.operand("lhs")``, ``op.attr("comparison_direction")``) goes
+    through the op's :class:`OpDef`.
+    """
+
+    __slots__ = ("name", "_operands", "results", "attributes", "regions", "loc", "parent",
+                 "_opdef", "__weakref__")
+
+    def __init__(self, name: str):
+        self.name = name
+        self._operands: list[Value] = []
+        self.results: list[OpResult] = []
+        self.attributes: dict[str, Attribute] = {}
+        self.regions: list[Region] = []
+        self.loc: Location = UNKNOWN
+        self.parent: Block | None = None
+        self._opdef: OpDef | None = None
+
+    @classmethod
+    def create(
+        cls,
+        name: str,
+        operands: Iterable[Value] = (),
+        result_types: Iterable[Type] = (),
+        attributes: dict[str, Attribute] | None = None,
+        regions: Iterable[Region] = (),
+        loc: Location | None = None,
+    ) -> Operation:
+        """Creates a detached operation; results get the given types.
+
+        Args:
+            name: full op name, e.g. ``stablehlo.add``.
+            operands: SSA values read, in order.
+            result_types: one type per result.
+            attributes: name -> attribute.
+            regions: regions, taken over by the new op.
+            loc: source location (unknown when omitted).
+        """
+        op = cls(name)
+        for i, v in enumerate(operands):
+            op._operands.append(v)
+            v.uses.append(Use(op, i))
+        op.results = [OpResult(t, op, i) for i, t in enumerate(result_types)]
+        op.attributes = dict(attributes or {})
+        for r in regions:
+            r.parent = op
+            op.regions.append(r)
+        op.loc = loc if loc is not None else UNKNOWN
+        return op
+
+    # -- operands -------------------------------------------------------------
+    @property
+    def operands(self) -> list[Value]:
+        """The operands (a read-only view; use :meth:`set_operand` to change)."""
+        return self._operands
+
+    def set_operand(self, index: int, value: Value) -> None:
+        old = self._operands[index]
+        for k, use in enumerate(old.uses):
+            if use.owner is self and use.index == index:
+                del old.uses[k]
+                break
+        self._operands[index] = value
+        value.uses.append(Use(self, index))
+
+    def set_operands(self, values: Iterable[Value]) -> None:
+        """Replaces the whole operand list."""
+        self.drop_operand_uses()
+        self._operands = list(values)
+        for i, v in enumerate(self._operands):
+            v.uses.append(Use(self, i))
+
+    def drop_operand_uses(self) -> None:
+        for i, v in enumerate(self._operands):
+            v.uses = [u for u in v.uses if not (u.owner is self and u.index == i)]
+
+    # -- named access through the OpDef ---------------------------------------
+    @property
+    def opdef(self) -> OpDef | None:
+        if self._opdef is None:
+            from oxla.ir.opdef import lookup_opdef
+
+            self._opdef = lookup_opdef(self.name)
+        return self._opdef
+
+    def operand(self, name: str) -> Value:
+        """The single operand declared as ``name`` in the OpDef."""
+        group = self.operand_group(name)
+        if len(group) != 1:
+            raise KeyError(f"'{self.name}' operand '{name}' has {len(group)} values")
+        return group[0]
+
+    def operand_group(self, name: str) -> list[Value]:
+        """All values of operand ``name`` (variadic operands give several)."""
+        od = self.opdef
+        if od is None:
+            raise KeyError(f"'{self.name}' has no op definition")
+        start, stop = od.operand_range(name, len(self._operands))
+        return self._operands[start:stop]
+
+    def result(self, name: str | int = 0) -> OpResult:
+        if isinstance(name, int):
+            return self.results[name]
+        od = self.opdef
+        if od is None:
+            raise KeyError(f"'{self.name}' has no op definition")
+        start, stop = od.result_range(name, len(self.results))
+        if stop - start != 1:
+            raise KeyError(f"'{self.name}' result '{name}' has {stop - start} values")
+        return self.results[start]
+
+    def attr(self, name: str, default: Any = None) -> Any:
+        """The attribute ``name`` (default, or the OpDef's default, when absent)."""
+        if name in self.attributes:
+            return self.attributes[name]
+        od = self.opdef
+        if od is not None:
+            a = od.attribute(name)
+            if a is not None and a.default is not None:
+                return a.default
+        return default
+
+    def has_trait(self, trait: str) -> bool:
+        od = self.opdef
+        return od is not None and trait in od.traits
+
+    # -- structure ------------------------------------------------------------
+    @property
+    def result_types(self) -> list[Type]:
+        return [r.type for r in self.results]
+
+    @property
+    def operand_types(self) -> list[Type]:
+        return [v.type for v in self._operands]
+
+    def walk(self) -> Iterator[Operation]:
+        """Pre-order walk of this op and every op nested in its regions."""
+        yield self
+        for region in self.regions:
+            for block in region.blocks:
+                for op in list(block.ops):
+                    yield from op.walk()
+
+    def walk_post(self) -> Iterator[Operation]:
+        """Post-order walk (nested ops before their parent)."""
+        for region in self.regions:
+            for block in region.blocks:
+                for op in list(block.ops):
+                    yield from op.walk_post()
+        yield self
+
+    @property
+    def parent_op(self) -> Operation | None:
+        if self.parent is None or self.parent.parent is None:
+            return None
+        return self.parent.parent.parent
+
+    def erase(self) -> None:
+        """Removes this op from its block and drops its operand uses.
+
+        Raises:
+            ValueError: if a result is still used.
+        """
+        for r in self.results:
+            if r.uses:
+                raise ValueError(f"cannot erase '{self.name}': result #{r.index} still has uses")
+        self.drop_all_references()
+        if self.parent is not None:
+            self.parent.ops.remove(self)
+            self.parent = None
+
+    def detach(self) -> None:
+        """Removes this op from its block, keeping operands and uses."""
+        if self.parent is not None:
+            self.parent.ops.remove(self)
+            self.parent = None
+
+    def drop_all_references(self) -> None:
+        """Drops operand uses of this op and of everything nested in it."""
+        for op in self.walk():
+            op.drop_operand_uses()
+            op._operands = []
+
+    def clone(self, mapping: dict[Value, Value] | None = None) -> Operation:
+        """Deep-copies this op and its regions; operands are remapped through ``mapping``.
+
+        ``mapping`` is updated with old -> new results and block arguments.
+        """
+        mapping = {} if mapping is None else mapping
+        new = Operation.create(
+            self.name,
+            [mapping.get(v, v) for v in self._operands],
+            [r.type for r in self.results],
+            dict(self.attributes),
+            [r.clone(mapping) for r in self.regions],
+            self.loc,
+        )
+        for old, nr in zip(self.results, new.results):
+            nr.name_hint = old.name_hint
+            mapping[old] = nr
+        return new
+
+    def __repr__(self) -> str:
+        return f"<Operation {self.name} at {self.loc}>"
+
+    def __str__(self) -> str:
+        from oxla.ir.printer import print_op
+
+        return print_op(self)
+
+
+class Block:
+    """A list of operations with block arguments; the last op is the terminator."""
+
+    __slots__ = ("args", "ops", "parent", "name_hint", "__weakref__")
+
+    def __init__(self, arg_types: Iterable[Type] = ()):
+        self.args: list[BlockArgument] = [
+            BlockArgument(t, self, i) for i, t in enumerate(arg_types)
+        ]
+        self.ops: list[Operation] = []
+        self.parent: Region | None = None
+        self.name_hint: str | None = None
+
+    def add_arg(self, type: Type, name_hint: str | None = None) -> BlockArgument:
+        a = BlockArgument(type, self, len(self.args), name_hint)
+        self.args.append(a)
+        return a
+
+    def append(self, op: Operation) -> Operation:
+        op.parent = self
+        self.ops.append(op)
+        return op
+
+    def insert_before(self, anchor: Operation, op: Operation) -> Operation:
+        op.parent = self
+        self.ops.insert(self.ops.index(anchor), op)
+        return op
+
+    def insert_after(self, anchor: Operation, op: Operation) -> Operation:
+        op.parent = self
+        self.ops.insert(self.ops.index(anchor) + 1, op)
+        return op
+
+    @property
+    def terminator(self) -> Operation | None:
+        return self.ops[-1] if self.ops else None
+
+    @property
+    def parent_op(self) -> Operation | None:
+        return self.parent.parent if self.parent is not None else None
+
+    def clone_into(self, region: Region, mapping: dict[Value, Value]) -> Block:
+        nb = Block([a.type for a in self.args])
+        for old, new in zip(self.args, nb.args):
+            new.name_hint = old.name_hint
+            mapping[old] = new
+        region.add_block(nb)
+        for op in self.ops:
+            nb.append(op.clone(mapping))
+        return nb
+
+
+class Region:
+    """A list of blocks owned by an operation (StableHLO uses single-block regions)."""
+
+    __slots__ = ("blocks", "parent", "__weakref__")
+
+    def __init__(self, blocks: Iterable[Block] = ()):
+        self.blocks: list[Block] = []
+        self.parent: Operation | None = None
+        for b in blocks:
+            self.add_block(b)
+
+    def add_block(self, block: Block) -> Block:
+        block.parent = self
+        self.blocks.append(block)
+        return block
+
+    @property
+    def block(self) -> Block:
+        """The single block of the region."""
+        if len(self.blocks) != 1:
+            raise ValueError(f"expected a region with one block, got {len(self.blocks)}")
+        return self.blocks[0]
+
+    def clone(self, mapping: dict[Value, Value] | None = None) -> Region:
+        mapping = {} if mapping is None else mapping
+        r = Region()
+        for b in self.blocks:
+            b.clone_into(r, mapping)
+        return r
+
+
+class Module:
+    """A ``builtin.module``: named, with attributes and a body of functions.
+
+    Attributes:
+        op: the underlying ``builtin.module`` operation (one region, one block).
+        resources: dialect resources from ``{-# dialect_resources ... #-}`` (name -> bytes).
+    """
+
+    def __init__(self, op: Operation | None = None):
+        if op is None:
+            op = Operation.create("builtin.module", regions=[Region([Block()])])
+        self.op = op
+        self.resources: dict[str, bytes] = {}
+
+    @property
+    def body(self) -> Block:
+        return self.op.regions[0].block
+
+    @property
+    def name(self) -> str | None:
+        from oxla.ir.attributes import StringAttr
+
+        a = self.op.attributes.get("sym_name")
+        return a.value if isinstance(a, StringAttr) else None
+
+    @property
+    def attributes(self) -> dict[str, Attribute]:
+        return self.op.attributes
+
+    @property
+    def functions(self) -> list[Operation]:
+        return [op for op in self.body.ops if op.name == "func.func"]
+
+    def lookup(self, name: str) -> Operation | None:
+        """The function (or other symbol) named ``name``, or None."""
+        from oxla.ir.attributes import StringAttr
+
+        for op in self.body.ops:
+            a = op.attributes.get("sym_name")
+            if isinstance(a, StringAttr) and a.value == name:
+                return op
+        return None
+
+    @property
+    def main(self) -> Operation:
+        """The entry function: ``main``, else the only public function.
+
+        Raises:
+            KeyError: when there is no unique entry.
+        """
+        f = self.lookup("main")
+        if f is not None:
+            return f
+        public = [f for f in self.functions if func_visibility(f) == "public"]
+        if len(public) == 1:
+            return public[0]
+        raise KeyError("module has no 'main' function and no single public function")
+
+    def walk(self) -> Iterator[Operation]:
+        return self.op.walk()
+
+    def clone(self) -> Module:
+        m = Module(self.op.clone())
+        m.resources = dict(self.resources)
+        return m
+
+    def __str__(self) -> str:
+        from oxla.ir.printer import print_module
+
+        return print_module(self)
+
+
+def func_visibility(func: Operation) -> str:
+    """``public`` (default), ``private`` or ``nested`` for a func.func."""
+    from oxla.ir.attributes import StringAttr
+
+    a = func.attributes.get("sym_visibility")
+    return a.value if isinstance(a, StringAttr) else "public"
+
+
+def func_name(func: Operation) -> str:
+    from oxla.ir.attributes import StringAttr
+
+    a = func.attributes["sym_name"]
+    assert isinstance(a, StringAttr)
+    return a.value
+
+
+def func_type(func: Operation):
+    """The FunctionType of a func.func."""
+    from oxla.ir.attributes import TypeAttr
+
+    a = func.attributes["function_type"]
+    assert isinstance(a, TypeAttr)
+    return a.type

@@ -1,0 +1,515 @@
+"""Plugin discovery and the registries of frontends, backends, passes and patterns.
+
+Plugins are found through entry points in group ``oxla`` the first time a registry is
+read, never at ``import oxla``. The built-ins (:mod:`oxla.builtin_plugin`) register
+through the same hooks. Rules:
+
+- ``OXLA_LOAD_PLUGINS=dist1,dist2`` loads only those distributions (the built-ins always
+  load); set but empty, it loads no third-party plugin.
+- A plugin that fails to import, or whose hook raises, is a :class:`PluginWarning`
+  naming its distribution and the exception; it becomes a :class:`~oxla.errors.PluginError`
+  only when the user selects a name it would have provided.
+- Two plugins claiming the same frontend, backend, pass, custom call or CLI command name
+  is a ``PluginError`` naming both distributions.
+
+Tests build their own :class:`PluginRegistry`, or call :func:`reset` so the next use
+rediscovers.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata as md
+import os
+import re
+import threading
+import warnings
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import pluggy
+
+from oxla import hookspecs
+from oxla.errors import PluginError
+from oxla.protocols import (
+    DESCRIPTOR_TYPES,
+    Backend,
+    BackendInfo,
+    CliCommandInfo,
+    CustomCallInfo,
+    Frontend,
+    FrontendInfo,
+    PassInfo,
+    PathLike,
+    PatternInfo,
+)
+
+ENV_LOAD_PLUGINS = "OXLA_LOAD_PLUGINS"
+
+KNOWN_DISTRIBUTIONS: dict[tuple[str, str], str] = {
+    ("backend", "cpu"): "oxla-backend-cpu",
+    ("backend", "cuda"): "oxla-backend-cuda",
+    ("backend", "hip"): "oxla-backend-hip",
+    ("frontend", "torch"): "oxla-frontend-torch",
+    ("frontend", "jax"): "oxla-frontend-jax",
+    ("frontend", "tf"): "oxla-frontend-tf",
+    ("frontend", "onnx"): "oxla-frontend-onnx",
+}
+"""Which distribution provides a well-known (kind, name): the hint in lookup errors."""
+
+
+class PluginWarning(UserWarning):
+    """A plugin could not be loaded or misbehaved; oxla goes on without it."""
+
+
+def normalize_distribution(name: str) -> str:
+    """Returns the PEP 503 normal form of a distribution name (``Oxla_Backend.CPU`` ->
+    ``oxla-backend-cpu``)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+@dataclass(frozen=True)
+class PluginSource:
+    """Where a registered plugin comes from.
+
+    Attributes:
+        distribution: the distribution name (``oxla`` for the built-ins).
+        version: its version.
+        entry_point: the entry point text (``backend_cpu = oxla_backend_cpu.plugin``),
+            or ``builtin``.
+    """
+
+    distribution: str
+    version: str
+    entry_point: str
+
+    @property
+    def entry_point_name(self) -> str:
+        return self.entry_point.split("=", 1)[0].strip()
+
+
+@dataclass(frozen=True)
+class BrokenPlugin:
+    """A plugin that failed to import or whose hook failed."""
+
+    source: PluginSource
+    error: str
+
+    def describe(self) -> str:
+        return (
+            f"plugin distribution '{self.source.distribution}' {self.source.version} "
+            f"(entry point '{self.source.entry_point}') failed to load: {self.error}"
+        )
+
+
+@dataclass(frozen=True)
+class PluginRecord:
+    """One row of ``oxla plugins``: a descriptor and where it comes from."""
+
+    name: str
+    kind: str
+    distribution: str
+    version: str
+    available: bool
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _error_text(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def discover_entry_points() -> list[tuple[md.EntryPoint, str, str]]:
+    """Returns ``(entry point, distribution, version)`` for each entry point in group
+    ``oxla`` of the installed distributions."""
+    found = []
+    for ep in md.entry_points(group=hookspecs.PROJECT_NAME):
+        dist = ep.dist
+        name = dist.metadata["Name"] if dist is not None else ep.name
+        found.append((ep, name, dist.version if dist is not None else "unknown"))
+    return found
+
+
+def _oxla_version() -> str:
+    import oxla
+
+    return oxla.__version__
+
+
+class PluginRegistry:
+    """A plugin manager plus the descriptor tables read from its hooks.
+
+    A registry is filled by :meth:`register_builtins`, :meth:`load_entry_points` (or
+    :meth:`load_entry_point` for single entry points), and :meth:`register`. Tables are
+    computed on first read and recomputed after a registration.
+    """
+
+    def __init__(self) -> None:
+        self.pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
+        self.pm.add_hookspecs(hookspecs)
+        self.broken: list[BrokenPlugin] = []
+        self._sources: dict[str, PluginSource] = {}
+        self._tables: dict[str, list[tuple[Any, PluginSource]]] = {}
+        self._instances: dict[str, Any] = {}
+        self._lock = threading.RLock()
+
+    # -- filling ------------------------------------------------------------------
+    def register(self, plugin: object, source: PluginSource) -> None:
+        """Registers a plugin object (usually a module with ``@hookimpl`` functions).
+
+        Raises:
+            PluginError: the object is not a valid plugin (a misspelt ``oxla_*`` hook).
+        """
+        with self._lock:
+            if self.pm.is_registered(plugin):
+                return
+            name = f"{source.distribution}:{source.entry_point_name}"
+            try:
+                self.pm.register(plugin, name=name)
+            except (ValueError, pluggy.PluginValidationError) as exc:
+                raise PluginError(
+                    f"plugin distribution '{source.distribution}' cannot be registered: {exc}"
+                ) from exc
+            self._sources[name] = source
+            self._tables.clear()
+
+    def register_builtins(self) -> None:
+        """Registers :mod:`oxla.builtin_plugin` as distribution ``oxla``."""
+        from oxla import builtin_plugin
+
+        self.register(builtin_plugin, PluginSource("oxla", _oxla_version(), "builtin"))
+
+    def load_entry_point(self, entry_point: md.EntryPoint, distribution: str, version: str) -> None:
+        """Imports one entry point and registers it; a failure becomes a warning."""
+        source = PluginSource(distribution, version, f"{entry_point.name} = {entry_point.value}")
+        try:
+            plugin = entry_point.load()
+            self.register(plugin, source)
+        except Exception as exc:  # a broken plugin must not break oxla
+            self._mark_broken(source, exc)
+
+    def load_entry_points(
+        self,
+        allowed: Iterable[str] | None = None,
+        entry_points: Iterable[tuple[md.EntryPoint, str, str]] | None = None,
+    ) -> None:
+        """Loads plugins from entry points, by default every one in group ``oxla``.
+
+        Args:
+            allowed: distribution names to load; ``None`` reads ``OXLA_LOAD_PLUGINS``
+                (unset: load all).
+            entry_points: ``(entry point, distribution, version)`` triples to load
+                instead of discovering them (for tests).
+        """
+        if allowed is None and ENV_LOAD_PLUGINS in os.environ:
+            allowed = [d for d in os.environ[ENV_LOAD_PLUGINS].split(",") if d.strip()]
+        wanted = None if allowed is None else {normalize_distribution(d) for d in allowed}
+        seen: set[str] = set()
+        for ep, dist_name, version in (
+            discover_entry_points() if entry_points is None else entry_points
+        ):
+            seen.add(normalize_distribution(dist_name))
+            if wanted is None or normalize_distribution(dist_name) in wanted:
+                self.load_entry_point(ep, dist_name, version)
+        for missing in sorted((wanted or set()) - seen - {"oxla"}):
+            warnings.warn(
+                f"{ENV_LOAD_PLUGINS} names '{missing}', which is not an installed oxla plugin",
+                PluginWarning,
+                stacklevel=2,
+            )
+
+    def _mark_broken(self, source: PluginSource, exc: BaseException) -> None:
+        broken = BrokenPlugin(source, _error_text(exc))
+        if broken not in self.broken:
+            self.broken.append(broken)
+            warnings.warn(broken.describe(), PluginWarning, stacklevel=3)
+
+    # -- tables -------------------------------------------------------------------
+    def _collect(self, hook_name: str) -> list[tuple[Any, PluginSource]]:
+        """Calls one registry hook plugin by plugin; returns (descriptor, source) pairs."""
+        with self._lock:
+            if hook_name in self._tables:
+                return self._tables[hook_name]
+            expected = DESCRIPTOR_TYPES[hook_name]
+            out: list[tuple[Any, PluginSource]] = []
+            for impl in getattr(self.pm.hook, hook_name).get_hookimpls():
+                source = self._sources[impl.plugin_name]
+                try:
+                    result = impl.function()
+                    items = list(result or [])
+                    for item in items:
+                        if not isinstance(item, expected):
+                            raise TypeError(
+                                f"{hook_name} returned {type(item).__name__}, "
+                                f"expected {expected.__name__}"
+                            )
+                except Exception as exc:
+                    self._mark_broken(source, exc)
+                    continue
+                out.extend((item, source) for item in items)
+            self._tables[hook_name] = out
+            return out
+
+    def _unique(self, hook_name: str, kind: str, key: Any) -> dict[Any, Any]:
+        """Returns descriptors by ``key(descriptor)``; a name claimed twice is an error."""
+        table: dict[Any, Any] = {}
+        owner: dict[Any, PluginSource] = {}
+        for item, source in self._collect(hook_name):
+            k = key(item)
+            if k in table:
+                first = owner[k].distribution
+                label = k if isinstance(k, str) else "@".join(map(str, k))
+                if first == source.distribution:
+                    raise PluginError(f"{kind} '{label}' is declared twice by '{first}'")
+                raise PluginError(
+                    f"{kind} '{label}' is provided by two distributions: "
+                    f"'{first}' and '{source.distribution}'",
+                    notes=[f"uninstall one, or select plugins with {ENV_LOAD_PLUGINS}"],
+                )
+            table[k] = item
+            owner[k] = source
+        return table
+
+    def source_of(self, hook_name: str, descriptor: Any) -> PluginSource:
+        """Returns the plugin source that declared ``descriptor``."""
+        for item, source in self._collect(hook_name):
+            if item is descriptor:
+                return source
+        raise KeyError(descriptor)
+
+    def backends(self) -> dict[str, BackendInfo]:
+        return self._unique("oxla_backends", "backend", lambda b: b.name)
+
+    def frontends(self) -> dict[str, FrontendInfo]:
+        return self._unique("oxla_frontends", "frontend", lambda f: f.name)
+
+    def passes(self) -> dict[str, PassInfo]:
+        return self._unique("oxla_passes", "pass", lambda p: p.name)
+
+    def patterns(self) -> list[PatternInfo]:
+        return [p for p, _ in self._collect("oxla_patterns")]
+
+    def custom_calls(self) -> dict[tuple[str, str], CustomCallInfo]:
+        return self._unique("oxla_custom_calls", "custom call", lambda c: (c.target, c.backend))
+
+    def cli_commands(self) -> dict[str, CliCommandInfo]:
+        return self._unique("oxla_cli_commands", "command", lambda c: c.command.name)
+
+    # -- lookups ------------------------------------------------------------------
+    def lookup_error(self, kind: str, name: str, installed: Iterable[str]) -> PluginError:
+        """Builds the error for an unknown name: what exists, and how to get more."""
+        dist = KNOWN_DISTRIBUTIONS.get((kind, name))
+        for b in self.broken:
+            if dist and normalize_distribution(b.source.distribution) == dist:
+                return PluginError(
+                    f"{kind} '{name}' is unavailable: plugin distribution "
+                    f"'{b.source.distribution}' failed to load: {b.error}"
+                )
+        msg = f"unknown {kind} '{name}'; installed: {', '.join(sorted(installed)) or 'none'}"
+        if dist:
+            msg += f"; try: pip install {dist}"
+        return PluginError(msg, notes=[b.describe() for b in self.broken])
+
+    def instance(self, kind: str, info: BackendInfo | FrontendInfo, hook_name: str) -> Any:
+        """Returns the (cached) object made by ``info.factory``.
+
+        Raises:
+            PluginError: the factory raised (a missing dependency, a broken install).
+        """
+        key = f"{kind}:{info.name}"
+        with self._lock:
+            if key not in self._instances:
+                try:
+                    self._instances[key] = info.factory()
+                except Exception as exc:
+                    dist = self.source_of(hook_name, info).distribution
+                    raise PluginError(
+                        f"{kind} '{info.name}' (distribution '{dist}') failed to load: "
+                        f"{_error_text(exc)}"
+                    ) from exc
+            return self._instances[key]
+
+    def get_backend(self, name: str, check_available: bool = True) -> Backend:
+        table = self.backends()
+        if name not in table:
+            raise self.lookup_error("backend", name, table)
+        backend = self.instance("backend", table[name], "oxla_backends")
+        if check_available:
+            ok, reason = _availability(backend)
+            if not ok:
+                raise PluginError(f"backend '{name}' is unavailable: {reason}")
+        return backend
+
+    def get_frontend(self, name: str) -> Frontend:
+        table = self.frontends()
+        if name not in table:
+            raise self.lookup_error("frontend", name, table)
+        return self.instance("frontend", table[name], "oxla_frontends")
+
+    # -- reporting ----------------------------------------------------------------
+    def records(self) -> list[PluginRecord]:
+        """Returns one record per descriptor and per broken plugin, for ``oxla plugins``."""
+        rows: list[PluginRecord] = []
+
+        def add(name: str, kind: str, source: PluginSource, ok: bool = True, why: str = ""):
+            rows.append(PluginRecord(name, kind, source.distribution, source.version, ok, why))
+
+        for kind, hook in (("backend", "oxla_backends"), ("frontend", "oxla_frontends")):
+            for info in (self.backends() if kind == "backend" else self.frontends()).values():
+                source = self.source_of(hook, info)
+                try:
+                    ok, why = _availability(self.instance(kind, info, hook))
+                except PluginError as exc:
+                    ok, why = False, exc.message
+                add(info.name, kind, source, ok, why)
+        for p in self.passes().values():
+            add(p.name, "pass", self.source_of("oxla_passes", p))
+        for pat in self.patterns():
+            add(pat.name or pat.root_op, "pattern", self.source_of("oxla_patterns", pat))
+        for c in self.custom_calls().values():
+            add(f"{c.target}@{c.backend}", "custom_call", self.source_of("oxla_custom_calls", c))
+        for cmd in self.cli_commands().values():
+            add(str(cmd.command.name), "command", self.source_of("oxla_cli_commands", cmd))
+        for b in self.broken:
+            add(b.source.entry_point_name, "plugin", b.source, False, f"failed to load: {b.error}")
+        return rows
+
+
+def _availability(obj: Any) -> tuple[bool, str]:
+    """Calls ``obj.available()`` when defined; an exception counts as unavailable."""
+    check = getattr(obj, "available", None)
+    if check is None:
+        return True, ""
+    try:
+        ok, reason = check()
+    except Exception as exc:
+        return False, f"availability check failed: {_error_text(exc)}"
+    return bool(ok), "" if ok else str(reason)
+
+
+# -- the process-wide registry -------------------------------------------------------
+_registry: PluginRegistry | None = None
+_global_lock = threading.Lock()
+
+
+def get_registry() -> PluginRegistry:
+    """Returns the process-wide registry, discovering plugins on first call."""
+    global _registry
+    with _global_lock:
+        if _registry is None:
+            registry = PluginRegistry()
+            registry.register_builtins()
+            registry.load_entry_points()
+            _registry = registry
+        return _registry
+
+
+def set_registry(registry: PluginRegistry | None) -> PluginRegistry | None:
+    """Replaces the process-wide registry (for tests and embedders); returns the old one."""
+    global _registry
+    with _global_lock:
+        old, _registry = _registry, registry
+        return old
+
+
+def reset() -> None:
+    """Forgets the process-wide registry; the next use rediscovers plugins."""
+    set_registry(None)
+
+
+def get_plugin_manager() -> pluggy.PluginManager:
+    """Returns the pluggy manager of the process-wide registry."""
+    return get_registry().pm
+
+
+def backends() -> dict[str, BackendInfo]:
+    """Returns every installed backend by name.
+
+    Raises:
+        PluginError: two plugins claim one name.
+    """
+    return get_registry().backends()
+
+
+def get_backend(name: str, check_available: bool = True) -> Backend:
+    """Returns the backend called ``name``, made on first use and then cached.
+
+    Args:
+        name: e.g. ``"interpreter"``, ``"cpu"``.
+        check_available: also require ``available()`` to be true.
+
+    Raises:
+        PluginError: unknown name (lists the installed ones and the distribution that
+            would add it), its plugin failed to load, or it is unavailable here.
+    """
+    return get_registry().get_backend(name, check_available)
+
+
+def frontends() -> dict[str, FrontendInfo]:
+    """Returns every installed frontend by name."""
+    return get_registry().frontends()
+
+
+def get_frontend(name: str) -> Frontend:
+    """Returns the frontend called ``name``; raises ``PluginError`` like :func:`get_backend`."""
+    return get_registry().get_frontend(name)
+
+
+def detect_frontend(path: PathLike) -> str | None:
+    """Returns the name of the first frontend whose ``detect(path)`` is true, or None."""
+    for name, info in sorted(frontends().items()):
+        if info.detect(path):
+            return name
+    return None
+
+
+def passes() -> dict[str, PassInfo]:
+    """Returns every registered pass by its pipeline name."""
+    return get_registry().passes()
+
+
+def patterns(root_op: str | None = None) -> list[PatternInfo]:
+    """Returns plugin rewrite patterns, optionally only those rooted at ``root_op``,
+    highest benefit first."""
+    pats = [p for p in get_registry().patterns() if root_op is None or p.root_op == root_op]
+    return sorted(pats, key=lambda p: -p.benefit)
+
+
+def custom_calls(backend: str) -> dict[str, CustomCallInfo]:
+    """Returns the custom-call implementations for one backend, by target name."""
+    return {t: c for (t, b), c in get_registry().custom_calls().items() if b == backend}
+
+
+def cli_commands() -> dict[str, CliCommandInfo]:
+    """Returns the CLI commands plugins add, by command name."""
+    return get_registry().cli_commands()
+
+
+def broken_plugins() -> list[BrokenPlugin]:
+    """Returns the plugins that failed to load in this process."""
+    return list(get_registry().broken)
+
+
+def plugin_records() -> list[PluginRecord]:
+    """Returns the rows ``oxla plugins`` prints: name, kind, distribution, version,
+    available, reason."""
+    return get_registry().records()
+
+
+def best_backend(preference: Iterable[str] = ("cuda", "hip", "cpu", "interpreter")) -> str:
+    """Returns the first installed and available backend in ``preference``.
+
+    Raises:
+        PluginError: none of them is usable.
+    """
+    registry = get_registry()
+    tried: list[str] = []
+    for name in preference:
+        try:
+            registry.get_backend(name)
+            return name
+        except PluginError as exc:
+            tried.append(exc.message)
+    raise PluginError("no usable backend", notes=tried)

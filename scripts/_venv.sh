@@ -1,0 +1,33 @@
+# Shared by scripts/demo and scripts/test (sourced, not run): makes .venv and installs
+# the core plus every extension under extensions/*/, editable.
+#   OXLA_PYTHON  interpreter to create .venv with (default: python3.11, else python3 >= 3.11)
+#   $1           the extra of the core to install ("" or "test")
+
+oxla_setup_venv() {
+    local extra="${1:-}"
+    export PIP_DISABLE_PIP_VERSION_CHECK=1
+    if [ ! -x .venv/bin/python ]; then
+        local py="${OXLA_PYTHON:-}"
+        if [ -z "$py" ]; then
+            if command -v python3.11 >/dev/null 2>&1; then
+                py=python3.11
+            elif python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+                py=python3
+            else
+                echo "error: python 3.11 or newer is needed (set OXLA_PYTHON)" >&2
+                return 2
+            fi
+        fi
+        echo "creating .venv with $py" >&2
+        "$py" -m venv .venv
+    fi
+    local core="."
+    [ -n "$extra" ] && core=".[$extra]"
+    local args=(-e "$core")
+    local ext
+    for ext in extensions/*/; do
+        [ -f "${ext}pyproject.toml" ] && args+=(-e "${ext%/}")
+    done
+    echo "installing into .venv: ${args[*]}" >&2
+    .venv/bin/python -m pip install -q "${args[@]}"
+}

@@ -1,0 +1,1 @@
+"""An oxla plugin that claims the backend name ``testdummy`` too."""
