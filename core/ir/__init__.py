@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from oxla.ir import attributes, types
 from oxla.ir.attributes import *  # noqa: F403
+from oxla.ir.builder import Builder
+from oxla.ir.infer import infer_result_types
 from oxla.ir.lexer import split_input_file
 from oxla.ir.location import (
     UNKNOWN,
@@ -61,6 +63,8 @@ __all__ = [
     "print_module",
     "print_op",
     "verify",
+    "Builder",
+    "infer_result_types",
     "split_input_file",
     "Module",
     "Operation",

@@ -355,7 +355,7 @@ def dense(array: np.ndarray, type: TensorType | None = None) -> DenseElementsAtt
     storage = et.storage_type.dtype if isinstance(et, QuantizedType) else et.dtype
     if array.dtype != storage:
         array = array.astype(storage)
-    return DenseElementsAttr(type, np.ascontiguousarray(array))
+    return DenseElementsAttr(type, np.ascontiguousarray(array).reshape(array.shape))
 
 
 def enum(kind: str, value: str) -> EnumAttr:
