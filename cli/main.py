@@ -14,6 +14,8 @@ from oxla.cli.app import OxlaGroup
 
 COMMANDS: dict[str, str] = {
     "plugins": "oxla.cli.plugins_cmd:plugins_command",
+    "compile": "oxla.cli.compile_cmd:compile_command",
+    "run": "oxla.cli.run_cmd:run_command",
 }
 """Built-in commands: name -> ``"module:attribute"`` of the ``click.Command``."""
 

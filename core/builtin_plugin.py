@@ -1,4 +1,5 @@
-"""The built-in plugin: the reference interpreter backend and the core passes.
+"""The built-in plugin: the reference interpreter backend, the ``stablehlo`` text
+frontend and the core passes.
 
 It registers through the same hooks as third-party plugins (distribution ``oxla``).
 Imports of the interpreter and the passes happen when they are used, not here.
@@ -10,7 +11,7 @@ import importlib
 import importlib.util
 
 from oxla.hookspecs import hookimpl
-from oxla.protocols import Backend, BackendInfo, PassInfo
+from oxla.protocols import Backend, BackendInfo, Frontend, FrontendInfo, PassInfo
 
 
 def _make_interpreter() -> Backend:
@@ -30,6 +31,31 @@ def oxla_backends() -> list[BackendInfo]:
     ]
 
 
+def _make_stablehlo_frontend() -> Frontend:
+    from oxla.stablehlo_frontend import StableHLOFrontend
+
+    return StableHLOFrontend()
+
+
+def _detect_stablehlo(path) -> bool:
+    from oxla.stablehlo_frontend import detect_stablehlo
+
+    return detect_stablehlo(path)
+
+
+@hookimpl
+def oxla_frontends() -> list[FrontendInfo]:
+    return [
+        FrontendInfo(
+            name="stablehlo",
+            description="StableHLO / MLIR text files (.mlir), parsed as written",
+            distribution_hint="oxla",
+            detect=_detect_stablehlo,
+            factory=_make_stablehlo_frontend,
+        )
+    ]
+
+
 @hookimpl
 def oxla_passes() -> list[PassInfo]:
     # The core passes declare themselves in ``oxla.passes.builtin_passes()``; until that
@@ -40,3 +66,4 @@ def oxla_passes() -> list[PassInfo]:
     passes = importlib.import_module("oxla.passes")
     provider = getattr(passes, "builtin_passes", None)
     return list(provider()) if provider is not None else []
+

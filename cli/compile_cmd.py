@@ -1,0 +1,89 @@
+"""``oxla compile``: import a model with a frontend, compile it, write a ``.oxla`` file."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import click
+
+from oxla import plugins
+from oxla.cli.options import backend_option, frontend_option
+from oxla.errors import PluginError
+
+INSTALL_HINTS: dict[str, tuple[str, str]] = {
+    ".jaxexport": ("jax", "pip install -e extensions/frontend_jax (or: pip install oxla-frontend-jax)"),
+    ".pt2": ("torch", "pip install oxla-frontend-torch"),
+    ".onnx": ("onnx", "pip install oxla-frontend-onnx"),
+}
+"""Suffix -> (frontend, install command) for inputs no installed frontend recognizes."""
+
+
+def resolve_frontend(path: str, name: str | None) -> str:
+    """Returns the frontend to import ``path`` with: ``name``, else the detected one.
+
+    Raises:
+        PluginError: nothing recognizes the file (says which distribution would).
+    """
+    if name is not None:
+        return name
+    detected = plugins.detect_frontend(path)
+    if detected is not None:
+        return detected
+    installed = ", ".join(sorted(plugins.frontends())) or "none"
+    for suffix, (frontend, how) in INSTALL_HINTS.items():
+        if path.endswith(suffix):
+            raise PluginError(
+                f"'{path}' looks like a {frontend} model but the {frontend} frontend is not "
+                f"installed; installed: {installed}",
+                notes=[f"install oxla-frontend-{frontend} with: {how}"],
+            )
+    raise PluginError(
+        f"no installed frontend recognizes '{path}'; installed: {installed}",
+        notes=["pass --frontend NAME"],
+    )
+
+
+@click.command("compile")
+@click.argument("input_path", metavar="IN", type=click.Path(exists=True))
+@frontend_option()
+@backend_option()
+@click.option("-o", "--output", "output", type=click.Path(), default=None,
+              help="the .oxla artifact to write (with --emit stablehlo: the .mlir file; "
+                   "default: stdout)")
+@click.option("--emit", type=click.Choice(["artifact", "stablehlo"]), default="artifact",
+              show_default=True, help="write the compiled artifact, or the imported StableHLO")
+@click.option("--input-spec", "input_specs", multiple=True, metavar="DIMS:TYPE",
+              help="concrete shape of an argument, one per argument in order (4x8:f32); "
+                   "refines dynamic dims")
+def compile_command(input_path: str, frontend: str | None, backend: str, output: str | None,
+                    emit: str, input_specs: tuple[str, ...]) -> None:
+    """Compile a model file (IN) into a .oxla artifact.
+
+    The frontend is detected from IN when --frontend is omitted: .mlir files are
+    StableHLO text, .jaxexport files jax.export artifacts.
+    """
+    import oxla
+    from oxla.ir import print_module
+
+    name = resolve_frontend(input_path, frontend)
+    options = {"arg_shapes": list(input_specs)} if input_specs else {}
+    t0 = time.perf_counter()
+    module = plugins.get_frontend(name).import_path(input_path, **options)
+    import_s = time.perf_counter() - t0
+    if emit == "stablehlo":
+        text = print_module(module)
+        if output is None:
+            click.echo(text, nl=False)
+        else:
+            with open(output, "w") as fh:
+                fh.write(text)
+            click.echo(f"wrote {output} (frontend {name}, {import_s:.3f}s)", err=True)
+        return
+    if output is None:
+        output = os.path.splitext(input_path)[0] + ".oxla"
+    exe = oxla.compile(module, backend=backend)
+    exe.save(output)
+    compile_s = exe.stats.get("compile_seconds", 0.0)
+    click.echo(f"wrote {output}: frontend {name}, backend {exe.backend}, "
+               f"import {import_s:.3f}s, compile {compile_s:.3f}s")
