@@ -27,6 +27,7 @@ import numpy as np
 
 from oxla.errors import InterpreterError
 from oxla.interpreter.registry import TOKEN, interpreter_rule
+from oxla.interpreter.rules.regions import apply_region
 from oxla.interpreter.rules.util import attr, dense_2d, result_dtype, result_type
 from oxla.ir import attributes as A
 
@@ -195,28 +196,7 @@ def _my_group(ctx, op, groups: list[list[ProcessId]], required: bool = True):
 
 
 # ---------------------------------------------------------------------------
-# Reductions with a scalar region.
-
-
-def apply_binary_region(ctx, region, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Applies a region of type ``(tensor<E>, tensor<E>) -> tensor<E>`` elementwise.
-
-    The whole arrays go through the region at once (its ops are elementwise in
-    practice); when a rule rejects that or produces the wrong shape, it falls back
-    to one call per element.
-    """
-    a, b = np.asarray(a), np.asarray(b)
-    if a.ndim > 0:
-        try:
-            out = np.asarray(ctx.run_region(region, [a, b])[0])
-            if out.shape == a.shape:
-                return out
-        except Exception:  # noqa: BLE001 - retried per element below
-            pass
-    out = np.empty(a.shape, dtype=a.dtype)
-    for ix in np.ndindex(a.shape):
-        out[ix] = np.asarray(ctx.run_region(region, [a[ix][()], b[ix][()]])[0]).reshape(())
-    return out
+# Reductions with a scalar region (applied to whole arrays by ``apply_region``).
 
 
 def _to_region_type(region, x: np.ndarray) -> np.ndarray:
@@ -232,7 +212,7 @@ def _to_region_type(region, x: np.ndarray) -> np.ndarray:
 def _reduce(ctx, region, values: list[np.ndarray]) -> np.ndarray:
     acc = _to_region_type(region, values[0])
     for v in values[1:]:
-        acc = apply_binary_region(ctx, region, acc, _to_region_type(region, v))
+        acc = apply_region(ctx, region, [acc, _to_region_type(region, v)])[0]
     return acc
 
 
