@@ -14,6 +14,9 @@ from oxla.cli.app import OxlaGroup
 
 COMMANDS: dict[str, str] = {
     "plugins": "oxla.cli.plugins_cmd:plugins_command",
+    "interpret": "oxla.cli.interpret_cmd:interpret_command",
+    "conformance": "oxla.cli.conformance_cmd:conformance_command",
+    "opt": "oxla.cli.opt_cmd:opt_command",
     "compile": "oxla.cli.compile_cmd:compile_command",
     "run": "oxla.cli.run_cmd:run_command",
 }

@@ -76,7 +76,10 @@ def expect_almost_eq(ctx, op, actual, expected, tolerance: float = DEFAULT_TOLER
         return
     a, e = _float_view(actual), _float_view(expected)
     with np.errstate(invalid="ignore"):
-        ok = (np.abs(a - e) <= tolerance) | (a == e) | (np.isnan(a) & np.isnan(e))
+        # As StableHLO's areApproximatelyEqual: equal, both NaN, or finite with the
+        # same sign and at most `tolerance` apart.
+        close = (np.abs(a - e) <= tolerance) & (np.signbit(a) == np.signbit(e))
+        ok = close | (a == e) | (np.isnan(a) & np.isnan(e))
     bad = ~ok
     if bad.ndim > actual.ndim:
         bad = bad.any(-1)
@@ -124,8 +127,8 @@ def expect_close(ctx, op, actual, expected, max_ulp: int = DEFAULT_MAX_ULP,
         parts = [(actual, expected)]
     bad = np.zeros(actual.shape, dtype=bool)
     for a, e in parts:
-        a = np.ascontiguousarray(a)
-        e = np.ascontiguousarray(e).astype(a.dtype)
+        a = np.array(a, order="C")  # (ascontiguousarray would turn 0-d into 1-d)
+        e = np.array(e, order="C").astype(a.dtype)
         d = ulp_distance(a, e)
         bad |= (d > max_ulp) | (d < min_ulp)
     if np.any(bad):

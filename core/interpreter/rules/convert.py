@@ -110,13 +110,13 @@ def bitcast_convert(ctx, op, args):
     src = op.operands[0].type.element_type
     rt = result_type(op)
     dst = rt.element_type
-    x = np.ascontiguousarray(args[0])
+    x = np.array(args[0], order="C")
     wi, wo = _bitwidth(src), _bitwidth(dst)
     ddt = dst.storage_type.dtype if isinstance(dst, T.QuantizedType) else dst.dtype
     byte_ok = (wi % 8 == 0 and wo % 8 == 0 and x.dtype.itemsize * 8 == wi
                and ddt.itemsize * 8 == wo)
     if byte_ok:
-        return [x.view(np.uint8).reshape(-1).view(ddt).reshape(rt.shape).copy()]
+        return [x.reshape(-1).view(np.uint8).view(ddt).reshape(rt.shape).copy()]
     bits = _to_bits(x, src)
     if wi == wo:
         out = bits
@@ -181,10 +181,12 @@ def reduce_precision_values(x: np.ndarray, e: int, m: int) -> np.ndarray:
         w = x.astype(np.float64)
         udt, src_e, src_m = _FORMATS[np.dtype(np.float64)]
     nbits = np.dtype(udt).itemsize * 8
-    u = np.ascontiguousarray(w).view(udt).astype(np.uint64)
+    u = np.array(w, order="C").view(udt).astype(np.uint64)
     r = _reduce_bits(u, nbits, src_e, src_m, e, m)
     out = r.astype(udt).view(w.dtype)
-    out = np.where(np.isnan(w.astype(np.float64)), w, out)
+    # NaN stays NaN; with no mantissa bits left it becomes +inf (StableHLO interpreter).
+    nan_to = w if m > 0 else np.array(np.inf).astype(w.dtype)
+    out = np.where(np.isnan(w.astype(np.float64)), nan_to, out)
     return out.astype(dt)
 
 

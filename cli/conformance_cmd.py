@@ -1,0 +1,68 @@
+"""``oxla conformance PATH... --backend NAME``: run StableHLO test files on a backend,
+each file isolated in a worker process with a timeout."""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+
+import click
+
+from oxla.cli.options import backend_option
+
+_STYLE = {"pass": "green", "fail": "red", "error": "magenta", "timeout": "yellow",
+          "skip": "dim"}
+
+
+@click.command("conformance")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@backend_option()
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
+              help="files run at a time, each in its own worker process")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60.0,
+              show_default=True, help="seconds a file may run before its worker is killed")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False),
+              help="write the totals and per-file results to this JSON file")
+@click.option("--verbose", "-v", is_flag=True, help="print passing and skipped files too")
+def conformance_command(paths: tuple[str, ...], backend: str, jobs: int, timeout: float,
+                        json_out: str | None, verbose: bool) -> None:
+    """Run every `.mlir` test file under PATHS on BACKEND and report pass/fail totals.
+
+    A crash or a hang counts as a failed file and never stops the run. Exits with status
+    1 when a file failed, errored or timed out.
+    """
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from oxla.conformance import discover, run_conformance
+
+    console = Console(stderr=False, highlight=False)
+    total = len(discover(paths))
+    counts: Counter[str] = Counter()
+    with Progress(TextColumn("[bold]conformance[/]"), BarColumn(), MofNCompleteColumn(),
+                  TextColumn("{task.description}"), console=console,
+                  transient=True) as progress:
+        task = progress.add_task("", total=total)
+
+        def on_result(res) -> None:
+            counts[res.status] += 1
+            if verbose or res.status not in ("pass", "skip"):
+                msg = f": {res.message}" if res.message else ""
+                progress.console.print(
+                    f"[{_STYLE[res.status]}]{res.status.upper():7}[/] {res.path}{msg}",
+                    markup=True, soft_wrap=True)
+            progress.update(task, advance=1, description=" ".join(
+                f"{k}={v}" for k, v in sorted(counts.items())))
+
+        report = run_conformance(paths, backend, jobs=jobs, timeout=timeout,
+                                 on_result=on_result)
+    d = report.to_dict()
+    ran = d["total"] - d["skipped"]
+    rate = f" ({100.0 * d['passed'] / ran:.2f}% of {ran} run)" if ran else ""
+    click.echo(f"{d['total']} files on '{backend}' in {report.seconds:.1f} s: "
+               f"{d['passed']} passed{rate}, {d['failed']} failed, {d['errors']} errors, "
+               f"{d['timeouts']} timeouts, {d['skipped']} skipped")
+    if json_out:
+        report.write_json(json_out)
+    if d["failed"] or d["errors"] or d["timeouts"]:
+        sys.exit(1)

@@ -1,0 +1,390 @@
+"""Running StableHLO test files: one file in-process (``oxla interpret``) and many files
+on any backend, each isolated in a worker process with a timeout (``oxla conformance``).
+
+A test file is split at ``// -----``; each chunk is a module. A module whose ``main``
+calls ``@inputs``/``@expected`` runs ``main``; otherwise every public function without
+arguments runs. ``check.*`` ops (and ``custom_call @check.*``) decide pass or fail.
+
+For a compiling backend each test function is rewritten so its top-level checks become
+extra results (:func:`split_checks`); the backend compiles and runs that function and
+the checks are evaluated here on what it returned.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import os
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+STATUSES = ("pass", "fail", "error", "timeout", "skip")
+
+
+@dataclass
+class FunctionResult:
+    """The outcome of one test function: ``status`` is pass, fail or error."""
+
+    chunk_line: int
+    name: str
+    status: str
+    messages: list[str] = field(default_factory=list)
+
+
+@dataclass
+class FileResult:
+    """The outcome of one file; it passes only if every function of every chunk does."""
+
+    path: str
+    status: str
+    message: str = ""
+    seconds: float = 0.0
+    functions: list[FunctionResult] = field(default_factory=list)
+
+
+@dataclass
+class Report:
+    """Totals over many files, as ``--json`` writes them."""
+
+    backend: str
+    files: list[FileResult] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def count(self, status: str) -> int:
+        return sum(1 for f in self.files if f.status == status)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "backend": self.backend,
+            "total": len(self.files),
+            "passed": self.count("pass"),
+            "failed": self.count("fail"),
+            "errors": self.count("error"),
+            "timeouts": self.count("timeout"),
+            "skipped": self.count("skip"),
+            "seconds": round(self.seconds, 2),
+            "files": [{"path": f.path, "status": f.status, "message": f.message}
+                      for f in self.files],
+        }
+
+    def write_json(self, path: str | os.PathLike) -> None:
+        Path(path).write_text(json.dumps(self.to_dict(), indent=1) + "\n")
+
+
+# -- discovery ---------------------------------------------------------------------------
+
+
+def discover(paths: Iterable[str | os.PathLike]) -> list[Path]:
+    """``.mlir`` files under ``paths`` (files are taken as given), sorted, no duplicates.
+
+    Raises:
+        FileNotFoundError: when a path does not exist.
+    """
+    out: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            out.extend(sorted(q for q in p.rglob("*.mlir") if q.is_file()))
+        elif p.exists():
+            out.append(p)
+        else:
+            raise FileNotFoundError(f"no such file or directory: '{p}'")
+    seen: set[Path] = set()
+    return [p for p in out if not (p in seen or seen.add(p))]
+
+
+def test_functions(module) -> list[str]:
+    """The functions of a test module to run (see the module docstring)."""
+    from oxla.ir import func_name, func_type, func_visibility
+
+    names = [func_name(f) for f in module.functions]
+    if "main" in names and ("inputs" in names or "expected" in names):
+        return ["main"]
+    return [func_name(f) for f in module.functions
+            if func_visibility(f) == "public" and not func_type(f).inputs
+            and f.regions and f.regions[0].blocks]
+
+
+# -- running one file --------------------------------------------------------------------
+
+
+def _message(exc: BaseException) -> str:
+    from oxla.errors import OxlaError
+
+    if isinstance(exc, OxlaError):
+        return exc.one_line().removeprefix("error: ")
+    return f"{type(exc).__name__}: {exc}".splitlines()[0]
+
+
+def _run_interpreter(module, name: str) -> list[str]:
+    from oxla.interpreter import Context, run_function
+
+    ctx = Context(module=module)
+    run_function(module, name, [], ctx)
+    return [str(f) for f in ctx.failures]
+
+
+def run_file(path: str | os.PathLike, backend: str = "interpreter") -> FileResult:
+    """Runs every test function of one file in this process.
+
+    Never raises for a broken test: parse errors, missing rules and backend errors
+    become ``error`` results.
+    """
+    from oxla.ir import parse_module, split_input_file
+
+    t0 = time.perf_counter()
+    path = str(path)
+    res = FileResult(path, "skip")
+    try:
+        text = Path(path).read_text()
+    except OSError as e:
+        res.status, res.message = "error", f"cannot read file: {e}"
+        return res
+    runner = _run_interpreter if backend == "interpreter" else _backend_runner(backend)
+    for chunk, offset in split_input_file(text):
+        line = offset + 1
+        if not any(ln.strip() and not ln.strip().startswith("//")
+                   for ln in chunk.splitlines()):
+            continue  # an empty chunk (only comments)
+        try:
+            module = parse_module(chunk, path, offset)
+            names = test_functions(module)
+        except Exception as e:  # a chunk that does not parse fails the file
+            res.functions.append(FunctionResult(line, "<parse>", "error", [_message(e)]))
+            continue
+        for name in names:
+            try:
+                failures = runner(module, name)
+                status = "fail" if failures else "pass"
+                res.functions.append(FunctionResult(line, name, status, failures))
+            except Exception as e:
+                res.functions.append(FunctionResult(line, name, "error", [_message(e)]))
+    res.seconds = time.perf_counter() - t0
+    if not res.functions:
+        res.message = "no test functions"
+        return res
+    bad = [f for f in res.functions if f.status != "pass"]
+    if not bad:
+        res.status = "pass"
+        return res
+    res.status = "error" if any(f.status == "error" for f in bad) else "fail"
+    first = next(f for f in bad if f.status == res.status)
+    more = f" (+{len(bad) - 1} more)" if len(bad) > 1 else ""
+    res.message = f"@{first.name}: {first.messages[0] if first.messages else ''}{more}"
+    return res
+
+
+# -- compiling backends: checks split out as extra results -------------------------------
+
+
+@dataclass
+class SplitCheck:
+    """A check removed from a function: ``kind`` plus the result indices it reads."""
+
+    op: Any
+    kind: str
+    results: tuple[int, ...]
+    expected: Any = None
+
+
+_CHECK_KINDS = {
+    "check.expect_eq": "eq", "check.expect_eq_const": "eq",
+    "check.expect_almost_eq": "almost_eq", "check.expect_almost_eq_const": "almost_eq",
+    "check.expect_close": "close",
+}
+
+
+def split_checks(module, name: str):
+    """A copy of ``module`` whose function ``name`` (its only public function) returns
+    its checks' operands instead of checking them, and the list of removed checks.
+
+    Raises:
+        NotSupportedError: checks inside regions, probes, or a check result used.
+    """
+    from oxla.errors import NotSupportedError
+    from oxla.interpreter.rules.checks import CHECK_CUSTOM_CALLS
+    from oxla.ir import attributes as A
+    from oxla.ir import func_name
+    from oxla.ir import types as T
+
+    m = module.clone()
+    fn = m.lookup(name)
+    body = fn.regions[0].blocks[0]
+    ret = body.terminator
+    outs = list(ret.operands)
+    checks: list[SplitCheck] = []
+    for op in list(fn.walk()):
+        kind = _CHECK_KINDS.get(op.name)
+        if op.name == "stablehlo.custom_call":
+            target = A.to_python(op.attributes.get("call_target_name"))
+            if target in CHECK_CUSTOM_CALLS:
+                kind = {"check.expect_eq": "eq", "check.eq": "eq",
+                        "check.expect_almost_eq": "almost_eq",
+                        "check.expect_close": "close"}[target]
+        elif op.name.startswith("check.") or op.name == "interpreter.probe":
+            if kind is None:
+                raise NotSupportedError(f"'{op.name}' cannot be split out of a compiled test")
+        if kind is None:
+            continue
+        if op.parent is not body:
+            raise NotSupportedError(f"'{op.name}' inside a region cannot be split out", op.loc)
+        if any(r.uses for r in op.results):
+            raise NotSupportedError(f"the result of '{op.name}' is used", op.loc)
+        first = len(outs)
+        outs.extend(op.operands)
+        expected = op.attributes["value"].array if "value" in op.attributes else None
+        checks.append(SplitCheck(op, kind, tuple(range(first, len(outs))), expected))
+        op.erase()
+    ret.set_operands(outs)
+    old = A.to_python(fn.attributes["function_type"])
+    fn.attributes["function_type"] = A.TypeAttr(
+        T.FunctionType(tuple(old.inputs), tuple(v.type for v in outs)))
+    for f in m.functions:  # make `name` the module's entry
+        if f is not fn:
+            f.attributes["sym_visibility"] = A.StringAttr("private")
+            if func_name(f) == "main":
+                f.attributes["sym_name"] = A.StringAttr("__oxla_test_main")
+    fn.attributes.pop("sym_visibility", None)
+    return m, checks
+
+
+def _backend_runner(backend: str) -> Callable:
+    from oxla.plugins import get_backend
+
+    be = get_backend(backend)
+
+    def run(module, name: str) -> list[str]:
+        from oxla.interpreter.engine import Context
+        from oxla.interpreter.rules import checks as C
+
+        m, checks = split_checks(module, name)
+        exe = be.compile(m)
+        vals = exe()
+        ctx = Context(module=m)
+        for c in checks:
+            a = vals[c.results[0]]
+            e = c.expected if c.expected is not None else vals[c.results[1]]
+            {"eq": C.expect_eq, "almost_eq": C.expect_almost_eq,
+             "close": C.expect_close}[c.kind](ctx, c.op, a, e)
+        return [str(f) for f in ctx.failures]
+
+    return run
+
+
+# -- isolated workers --------------------------------------------------------------------
+
+
+def _worker(conn, backend: str) -> None:
+    while True:
+        try:
+            task = conn.recv()
+        except EOFError:
+            return
+        if task is None:
+            return
+        try:
+            res = run_file(task, backend)
+            res.functions = []  # keep messages small over the pipe
+        except BaseException as e:  # report, never die silently
+            res = FileResult(str(task), "error", _message(e))
+        conn.send(res)
+
+
+class _Slot:
+    def __init__(self, ctx, backend: str):
+        self.parent, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_worker, args=(child, backend), daemon=True)
+        self.proc.start()
+        child.close()
+        self.task: str | None = None
+        self.started = 0.0
+
+    def kill(self) -> None:
+        if self.proc.is_alive():
+            self.proc.kill()
+        self.proc.join(5)
+        self.parent.close()
+
+
+def run_conformance(paths: Sequence[str | os.PathLike], backend: str = "interpreter",
+                    jobs: int = 1, timeout: float = 60.0,
+                    on_result: Callable[[FileResult], None] | None = None) -> Report:
+    """Runs every test file under ``paths`` on ``backend``, ``jobs`` files at a time.
+
+    Each file runs in a worker process; a file running longer than ``timeout`` seconds
+    has its worker killed (status ``timeout``), a worker that dies makes its file an
+    ``error``; the run always goes on. ``on_result`` sees each result as it lands.
+    """
+    from multiprocessing.connection import wait
+
+    files = [str(p) for p in discover(paths)]
+    t0 = time.perf_counter()
+    report = Report(backend)
+    ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+    pending = list(reversed(files))
+    results: dict[str, FileResult] = {}
+    slots = [_Slot(ctx, backend) for _ in range(max(1, min(jobs, len(files) or 1)))]
+
+    def done(res: FileResult) -> None:
+        results[res.path] = res
+        if on_result is not None:
+            on_result(res)
+
+    try:
+        while pending or any(s.task is not None for s in slots):
+            for i, s in enumerate(slots):
+                if s.task is None and pending:
+                    s.task, s.started = pending.pop(), time.perf_counter()
+                    try:
+                        s.parent.send(s.task)
+                    except (BrokenPipeError, OSError):
+                        pending.append(s.task)
+                        s.task = None
+                        s.kill()
+                        slots[i] = _Slot(ctx, backend)
+            busy = [s for s in slots if s.task is not None]
+            ready = wait([s.parent for s in busy] + [s.proc.sentinel for s in busy], 0.2)
+            now = time.perf_counter()
+            for i, s in enumerate(slots):
+                if s.task is None:
+                    continue
+                if s.parent in ready:
+                    try:
+                        res = s.parent.recv()
+                    except (EOFError, OSError):
+                        res = None
+                    if res is not None:
+                        res.seconds = now - s.started
+                        s.task = None
+                        done(res)
+                        continue
+                if not s.proc.is_alive() or s.proc.sentinel in ready:
+                    code = s.proc.exitcode
+                    done(FileResult(s.task, "error", f"worker crashed (exit code {code})",
+                                    now - s.started))
+                    s.task = None
+                    s.kill()
+                    slots[i] = _Slot(ctx, backend)
+                elif now - s.started > timeout:
+                    done(FileResult(s.task, "timeout", f"timed out after {timeout:g} s",
+                                    now - s.started))
+                    s.task = None
+                    s.kill()
+                    slots[i] = _Slot(ctx, backend)
+    finally:
+        for s in slots:
+            try:
+                s.parent.send(None)
+            except (BrokenPipeError, OSError):
+                pass
+            s.proc.join(1)
+            s.kill()
+    report.files = [results[f] for f in files]
+    report.seconds = time.perf_counter() - t0
+    return report
+
+
+__all__ = ["FileResult", "FunctionResult", "Report", "discover", "test_functions",
+           "run_file", "split_checks", "run_conformance", "STATUSES", "asdict"]
