@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import pytest
+
+pytest.importorskip("jax")
+pytest.importorskip("oxla_frontend_jax")
+
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pytest
-from jax.example_libraries import optimizers, stax
-
 import oxla_frontend_jax as oj
+from jax.example_libraries import optimizers, stax
 
 
 def _mlp():

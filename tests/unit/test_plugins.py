@@ -181,7 +181,7 @@ def test_unknown_backend_lists_installed_and_hints_distribution():
         "error: unknown backend 'hip'; installed: cpu, interpreter; "
         "try: pip install oxla-backend-hip"
     )
-    with pytest.raises(PluginError, match=r"^error: unknown frontend 'xyz'; installed: none$"):
+    with pytest.raises(PluginError, match=r"^error: unknown frontend 'xyz'; installed: stablehlo$"):
         registry.get_frontend("xyz")
 
 

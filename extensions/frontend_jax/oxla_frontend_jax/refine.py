@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from oxla.errors import InterpreterError, NotSupportedError, RuntimeInputError
+from oxla.errors import NotSupportedError, RuntimeInputError
 from oxla.ir import Module, Operation, parse_type
 from oxla.ir import attributes as A
 from oxla.ir import types as T
@@ -198,7 +198,7 @@ def shape_assertion_interpreter(ctx: Any, op: Operation, args: list[np.ndarray])
     is false.
 
     Raises:
-        InterpreterError: the inputs do not satisfy the polymorphic shape constraints.
+        RuntimeInputError: the inputs do not satisfy the polymorphic shape constraints.
     """
     if bool(np.asarray(args[0])):
         return []
@@ -208,4 +208,4 @@ def shape_assertion_interpreter(ctx: Any, op: Operation, args: list[np.ndarray])
         message = message.format(*values)
     except (IndexError, KeyError, ValueError):
         pass
-    raise InterpreterError(message[0].lower() + message[1:].rstrip("."), op.loc)
+    raise RuntimeInputError(message[0].lower() + message[1:].rstrip("."), op.loc)
