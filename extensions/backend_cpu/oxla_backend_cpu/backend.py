@@ -1,0 +1,100 @@
+"""The ``cpu`` backend: StableHLO to native code, as named stages read top to bottom.
+
+1. core pipeline (``oxla.passes.run_pipeline``) when the core provides it;
+2. fusion (:mod:`oxla_backend_cpu.fusion`);
+3. scheduling (program order, :mod:`oxla_backend_cpu.buffers`);
+4. buffer assignment (one arena, first fit, :mod:`oxla_backend_cpu.buffers`);
+5. codegen (:mod:`oxla_backend_cpu.codegen`, emitters in ``oxla_codegen_llvm``);
+6. JIT and executable (:mod:`oxla_backend_cpu.executable`).
+
+With ``CompileOptions.dump_dir`` each stage writes what it produced there.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from oxla.ir import Module, print_module, verify
+from oxla.protocols import CompileOptions
+from oxla_backend_cpu.executable import BACKEND, CPUExecutable, load_artifact
+
+
+def _core_pipeline(module: Module, options: CompileOptions) -> tuple[Module, str]:
+    try:
+        from oxla.passes import run_pipeline
+    except ImportError:
+        return module, "core pipeline: not yet available"
+    spec = options.pipeline or "default"
+    out = run_pipeline(module, spec)
+    return (out if isinstance(out, Module) else module), f"core pipeline: {spec}"
+
+
+class CPUBackend:
+    """Compiles StableHLO for the host CPU through LLVM; BLAS for dots."""
+
+    name = BACKEND
+
+    def available(self) -> tuple[bool, str]:
+        try:
+            import llvmlite.binding  # noqa: F401
+            import scipy.linalg.cython_blas  # noqa: F401
+        except ImportError as exc:
+            return False, f"missing dependency: {exc.name}"
+        return True, ""
+
+    def compile(self, module: Module, options: CompileOptions | None = None) -> CPUExecutable:
+        """Compiles ``module``'s ``main``.
+
+        Raises:
+            NotSupportedError: an op, type or form this backend cannot compile yet (the
+                message names the op and its location).
+            VerifyError: the module is invalid.
+        """
+        from oxla_codegen_llvm import CPUTarget
+        from oxla_codegen_llvm.jit import compile_ir
+
+        from oxla_backend_cpu.blas import blas_symbols
+        from oxla_backend_cpu.buffers import assign_buffers, schedule
+        from oxla_backend_cpu.codegen import emit_module
+        from oxla_backend_cpu.fusion import fuse
+
+        options = options or CompileOptions()
+        t0 = time.perf_counter()
+        verify(module)
+        dump = _Dumper(options.dump_dir)
+        module, note = _core_pipeline(module, options)
+        dump("1-core-pipeline.mlir", print_module(module))
+        plan = fuse(module)
+        plan.notes.insert(0, note)
+        plan = schedule(plan)
+        plan = assign_buffers(plan)
+        dump("2-4-plan.txt", plan.describe())
+        target = CPUTarget.host()
+        ir_text = emit_module(plan, target, options.fast_math)
+        dump("5-codegen.ll", ir_text)
+        jit = compile_ir(ir_text, target, blas_symbols())
+        dump("6-optimized.ll", jit.ir_text)
+        plan.notes.append(f"codegen: {len(plan.kernels)} kernels, llvm -O3 for {target.cpu}")
+        stats = {"compile_seconds": time.perf_counter() - t0,
+                 "kernel_count": len(plan.kernels), "temp_bytes": plan.temp_bytes}
+        return CPUExecutable(print_module(module), jit.ir_text, jit, target, stats,
+                             list(plan.notes))
+
+    def load(self, path: str | os.PathLike[str]) -> CPUExecutable:
+        """Loads an artifact written by :meth:`CPUExecutable.save` (see
+        :func:`~oxla_backend_cpu.executable.load_artifact`)."""
+        return load_artifact(path)
+
+
+class _Dumper:
+    def __init__(self, where: str | None):
+        self.where = where
+        if where:
+            os.makedirs(where, exist_ok=True)
+
+    def __call__(self, name: str, text: Any) -> None:
+        if self.where:
+            with open(os.path.join(self.where, name), "w") as f:
+                f.write(str(text))

@@ -1,0 +1,200 @@
+"""Stage 5, codegen: the plan as one LLVM module.
+
+Each kernel becomes one function taking one pointer per buffer it touches (inputs
+first, output last); the schedule becomes ONE entry function
+
+    void entry(ptr args, ptr results, ptr arena)
+
+(``args``/``results``: arrays of data pointers) that computes every buffer's address and
+calls the kernels and BLAS in order, so one ctypes call runs the whole program.
+Kernels are single-threaded loop nests (LLVM vectorizes the inner loop); BLAS uses
+OpenBLAS's own threads.
+"""
+
+from __future__ import annotations
+
+import llvmlite.ir as ir
+from oxla_codegen_llvm import (
+    FusedEmitter,
+    Scalar,
+    Target,
+    for_range,
+    linearize,
+    load,
+    loop_nest,
+    shape_of,
+    store,
+)
+from oxla_codegen_llvm.scalar import emit_scalar
+
+from oxla.ir import Operation
+from oxla_backend_cpu.fusion import constant_bytes
+from oxla_backend_cpu.plan import (
+    Buf,
+    DotKernel,
+    Kernel,
+    LoopKernel,
+    PackKernel,
+    Plan,
+    ReduceKernel,
+    kernel_reads,
+)
+
+PTR = ir.PointerType()
+VOID = ir.VoidType()
+I8, I32, I64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
+
+
+def emit_module(plan: Plan, target: Target, fast_math: bool = False) -> str:
+    """Returns the LLVM IR text of the whole program."""
+    module = ir.Module("oxla_cpu")
+    module.triple = target.triple
+    fns = [_emit_kernel(module, target, k, plan, fast_math) for k in plan.kernels]
+    _emit_entry(module, plan, fns)
+    return str(module)
+
+
+def _new_function(module: ir.Module, name: str, n_ptrs: int,
+                  noalias: bool) -> tuple[ir.Function, ir.IRBuilder]:
+    fn = ir.Function(module, ir.FunctionType(VOID, [PTR] * n_ptrs), name)
+    fn.linkage = "internal"
+    if noalias:
+        for a in fn.args:
+            a.add_attribute("noalias")
+    return fn, ir.IRBuilder(fn.append_basic_block("entry"))
+
+
+def _emit_kernel(module: ir.Module, target: Target, k: Kernel, plan: Plan,
+                 fast_math: bool) -> ir.Function:
+    reads = kernel_reads(k, plan.vbuf)
+    # Two parameters alias when a kernel reads the same buffer twice.
+    fn, b = _new_function(module, k.name, len(reads) + 1,
+                          len({id(r) for r in reads}) == len(reads))
+    s = Scalar(b, module, target, fast_math)
+    out = fn.args[-1]
+    if isinstance(k, LoopKernel):
+        f = FusedEmitter(s, dict(zip(k.inputs, fn.args)))
+        et = k.root.type.element_type
+        shape = shape_of(k.root)
+        with loop_nest(b, shape) as idx:
+            f.reset()
+            store(s, out, et, linearize(b, idx, shape), f.value_at(k.root, idx))
+    elif isinstance(k, ReduceKernel):
+        _emit_reduce(s, k, dict(zip(k.inputs, fn.args)), out)
+    elif isinstance(k, PackKernel):
+        _emit_pack(s, k, fn.args[0], out)
+    else:
+        _emit_dot(s, k, fn.args[0], fn.args[1], out)
+    b.ret_void()
+    return fn
+
+
+def _emit_reduce(s: Scalar, k: ReduceKernel, buffers: dict, out: ir.Value) -> None:
+    b = s.b
+    op: Operation = k.op
+    operand, init = op.operands
+    dims = set(op.attr("dimensions").values)
+    in_shape = shape_of(operand)
+    out_shape = shape_of(op.results[0])
+    kept = [d for d in range(len(in_shape)) if d not in dims]
+    red = sorted(dims)
+    et = op.results[0].type.element_type
+    f = FusedEmitter(s, buffers)
+    with b.goto_entry_block():
+        acc = b.alloca(_scalar_ty(et), name="acc")
+    with loop_nest(b, out_shape, "o") as oidx:
+        f.reset()
+        b.store(f.value_at(init, []), acc)
+        with loop_nest(b, [in_shape[d] for d in red], "r") as ridx:
+            f.reset()
+            idx: list = [None] * len(in_shape)
+            for d, i in zip(kept, oidx):
+                idx[d] = i
+            for d, i in zip(red, ridx):
+                idx[d] = i
+            x = f.value_at(operand, idx)
+            b.store(emit_scalar(s, k.combiner, [b.load(acc, typ=_scalar_ty(et)), x]), acc)
+        store(s, out, et, linearize(b, oidx, out_shape), b.load(acc, typ=_scalar_ty(et)))
+
+
+def _scalar_ty(et) -> ir.Type:
+    from oxla_codegen_llvm import llvm_type
+
+    return llvm_type(et)
+
+
+def _emit_pack(s: Scalar, k: PackKernel, src: ir.Value, out: ir.Value) -> None:
+    b = s.b
+    src_shape = shape_of(k.src)
+    shape = [src_shape[p] for p in k.perm]
+    et = k.src.type.element_type
+    with loop_nest(b, shape, "p") as idx:
+        sidx: list = [None] * len(shape)
+        for i, p in enumerate(k.perm):
+            sidx[p] = idx[i]
+        x = load(s, src, et, linearize(b, sidx, src_shape))
+        store(s, out, et, linearize(b, idx, shape), x)
+
+
+def _emit_dot(s: Scalar, k: DotKernel, lhs: ir.Value, rhs: ir.Value, out: ir.Value) -> None:
+    """Row-major ``C[M,N] = A[M,K] B[K,N]`` as column-major ``C^T = B^T A^T``: the
+    Fortran call gets ``rhs`` first, ``m = N`` and ``n = M``."""
+    if k.batch == 0 or k.m == 0 or k.n == 0:
+        return
+    b = s.b
+    fty = ir.FloatType() if k.dtype == "f32" else ir.DoubleType()
+    name = "oxla_sgemm" if k.dtype == "f32" else "oxla_dgemm"
+    gemm = s.module.globals.get(name) or ir.Function(
+        s.module, ir.FunctionType(VOID, [PTR] * 13), name)
+
+    def slot(ty: ir.Type, value) -> ir.Value:
+        with b.goto_entry_block():
+            p = b.alloca(ty)
+        b.store(ir.Constant(ty, value), p)
+        return p
+
+    ta = slot(I8, ord("T" if k.trans_rhs else "N"))
+    tb = slot(I8, ord("T" if k.trans_lhs else "N"))
+    m, n, kk = slot(I32, k.n), slot(I32, k.m), slot(I32, k.k)
+    lda = slot(I32, max(1, k.k if k.trans_rhs else k.n))
+    ldb = slot(I32, max(1, k.m if k.trans_lhs else k.k))
+    ldc = slot(I32, max(1, k.n))
+    alpha, beta = slot(fty, 1.0), slot(fty, 0.0)
+    with for_range(b, k.batch, "batch") as i:
+        def at(p: ir.Value, size: int) -> ir.Value:
+            return b.gep(p, [b.mul(i, ir.Constant(I64, size))], source_etype=fty)
+
+        b.call(gemm, [ta, tb, m, n, kk, alpha, at(rhs, k.k * k.n), lda, at(lhs, k.m * k.k),
+                      ldb, beta, at(out, k.m * k.n), ldc])
+
+
+def _emit_entry(module: ir.Module, plan: Plan, fns: list[ir.Function]) -> None:
+    fn = ir.Function(module, ir.FunctionType(VOID, [PTR, PTR, PTR]), "entry")
+    args, results, arena = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    addr: dict[int, ir.Value] = {}
+
+    def address(buf: Buf) -> ir.Value:
+        if id(buf) in addr:
+            return addr[id(buf)]
+        if buf.kind in ("arg", "result"):
+            table = args if buf.kind == "arg" else results
+            p = b.load(b.gep(table, [ir.Constant(I64, buf.index)], source_etype=PTR), typ=PTR,
+                       name=buf.name)
+        elif buf.kind == "temp":
+            p = b.gep(arena, [ir.Constant(I64, buf.offset)], source_etype=I8, name=buf.name)
+        else:
+            data = constant_bytes(buf)
+            g = ir.GlobalVariable(module, ir.ArrayType(I8, len(data)),
+                                  f"const.{len(module.globals)}")
+            g.initializer = ir.Constant(ir.ArrayType(I8, len(data)), bytearray(data))
+            g.global_constant = True
+            g.linkage = "internal"
+            g.align = 64
+            p = g
+        addr[id(buf)] = p
+        return p
+
+    for k, kfn in zip(plan.kernels, fns):
+        b.call(kfn, [address(x) for x in kernel_reads(k, plan.vbuf)] + [address(k.out)])
+    b.ret_void()

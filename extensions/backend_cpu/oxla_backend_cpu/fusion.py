@@ -1,0 +1,277 @@
+"""Stage 2, fusion: the main function's ops grouped into kernels.
+
+Rules (XLA's loop and input fusion, simplified):
+
+* an elementwise or index-mapping op (``is_fusible``) is computed inside its consumer
+  when it has exactly one use and that user is fusible or a ``reduce``; otherwise its
+  value is materialized and it roots a loop kernel;
+* splat constants and ``iota`` are recomputed in every consumer, never stored (unless
+  returned or read by a dot);
+* ``reduce`` with one operand and a body of one ``add``/``multiply``/``maximum``/
+  ``minimum``/``and``/``or`` becomes a reduction kernel;
+* ``dot_general``/``dot`` on f32/f64 becomes a BLAS call, with a packing copy for an
+  operand whose layout BLAS's transpose flags cannot express;
+* non-splat constants become global buffers; ops whose results nobody uses are dropped.
+
+Any other op raises :class:`NotSupportedError` naming the op, its location and the
+backend: there is no fallback to the interpreter.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from oxla.errors import NotSupportedError
+from oxla.ir import Module, Operation, Value
+from oxla.ir import types as T
+from oxla_backend_cpu.plan import (
+    Buf,
+    DotKernel,
+    Kernel,
+    LoopKernel,
+    PackKernel,
+    Plan,
+    ReduceKernel,
+)
+
+BACKEND = "cpu"
+COMBINERS = ("stablehlo.add", "stablehlo.multiply", "stablehlo.maximum", "stablehlo.minimum",
+             "stablehlo.and", "stablehlo.or")
+CHEAP = ("stablehlo.iota",)
+
+
+def unsupported(op: Operation, why: str = "") -> NotSupportedError:
+    extra = f" ({why})" if why else ""
+    return NotSupportedError(f"'{op.name}' is not supported by the {BACKEND} backend yet{extra}",
+                             op.loc)
+
+
+def nbytes(v: Value) -> int:
+    t = v.type
+    assert isinstance(t, T.TensorType)
+    return int(math.prod(t.shape)) * t.element_type.dtype.itemsize
+
+
+def _check_type(op: Operation, v: Value) -> None:
+    from oxla_codegen_llvm import llvm_type
+
+    t = v.type
+    if not isinstance(t, T.TensorType) or not t.is_static:
+        raise unsupported(op, f"type {t}")
+    try:
+        llvm_type(t.element_type)
+    except NotSupportedError:
+        raise unsupported(op, f"element type {t.element_type}") from None
+
+
+def reduce_combiner(op: Operation) -> Operation:
+    """The single combining op of a ``reduce`` body, or raises NotSupportedError."""
+    if len(op.operands) != 2:
+        raise unsupported(op, "variadic reduce")
+    block = op.regions[0].blocks[0]
+    body = [o for o in block.ops if o.name not in ("stablehlo.return", "func.return")]
+    ret = block.ops[-1]
+    if (len(body) != 1 or body[0].name not in COMBINERS or len(ret.operands) != 1
+            or ret.operands[0] is not body[0].results[0]
+            or set(body[0].operands) != set(block.args) or len(set(block.args)) != 2):
+        raise unsupported(op, "reduce body other than one add/multiply/maximum/minimum/and/or")
+    return body[0]
+
+
+def _classify(op: Operation) -> str:
+    from oxla_codegen_llvm import is_fusible
+
+    if op.name == "stablehlo.constant":
+        return "cheap" if is_fusible(op) else "const"
+    if op.name in CHEAP:
+        return "cheap"
+    if is_fusible(op):
+        return "loop"
+    if op.name == "stablehlo.reduce":
+        reduce_combiner(op)
+        return "reduce"
+    if op.name in ("stablehlo.dot_general", "stablehlo.dot"):
+        return "dot"
+    raise unsupported(op)
+
+
+def fuse(module: Module) -> Plan:
+    """Builds the kernels of ``module``'s main function, in program order.
+
+    Raises:
+        NotSupportedError: an op, type or form the backend cannot compile yet.
+    """
+    main = module.main
+    block = main.regions[0].blocks[0]
+    ret = block.ops[-1]
+    for v in block.args:
+        _check_type(main, v)
+    live = _live_ops(block.ops[:-1], ret)
+    kinds: dict[Operation, str] = {}
+    for op in live:
+        kinds[op] = _classify(op)
+        for r in op.results:
+            _check_type(op, r)
+    returned = set(ret.operands)
+    materialized: set[Value] = set(block.args)
+    for op in live:
+        for r in op.results:
+            if _must_materialize(r, kinds, returned):
+                materialized.add(r)
+
+    vbuf: dict[Value, Buf] = {}
+    args = [Buf(f"arg{i}", nbytes(v), "arg", index=i) for i, v in enumerate(block.args)]
+    vbuf.update(zip(block.args, args))
+    results = [Buf(f"result{j}", nbytes(v), "result", index=j)
+               for j, v in enumerate(ret.operands)]
+    for j, v in enumerate(ret.operands):
+        if v not in vbuf:  # first occurrence of a computed value: write the result in place
+            vbuf[v] = results[j]
+    kernels: list[Kernel] = []
+    counter = iter(range(1 << 30))
+    for op in live:
+        v = op.results[0]
+        if v not in materialized:
+            continue
+        if v not in vbuf:
+            kind = "const" if kinds[op] == "const" else "temp"
+            data = op.attr("value").array if kind == "const" else None
+            vbuf[v] = Buf(f"%{next(counter)}", nbytes(v), kind, data=data)
+        if kinds[op] == "const":
+            if vbuf[v].kind == "result":  # returned: a copy kernel below copies it out
+                vbuf[v] = Buf(f"const{next(counter)}", nbytes(v), "const",
+                              data=op.attr("value").array)
+            continue
+        kernels.extend(_make_kernels(op, kinds[op], vbuf, materialized, len(kernels), counter))
+    # Results that are arguments, constants or repeated values need a copy kernel.
+    for j, v in enumerate(ret.operands):
+        if vbuf.get(v) is not results[j]:
+            kernels.append(LoopKernel(f"copy{len(kernels)}", v, [v], results[j]))
+    plan = Plan(kernels, vbuf, args, results)
+    counts: dict[str, int] = {}
+    for k in kernels:
+        counts[type(k).__name__] = counts.get(type(k).__name__, 0) + 1
+    plan.notes.append("fusion: " + ", ".join(f"{n} {c}" for c, n in sorted(counts.items())))
+    return plan
+
+
+def _live_ops(ops: list[Operation], ret: Operation) -> list[Operation]:
+    """The ops the returned values depend on, in program order (dead code dropped)."""
+    needed: set[Operation] = set()
+    stack = [v.owner_op for v in ret.operands if v.owner_op is not None]
+    while stack:
+        op = stack.pop()
+        if op in needed:
+            continue
+        needed.add(op)
+        stack.extend(v.owner_op for v in op.operands if v.owner_op is not None)
+        for inner in op.walk():  # values captured by regions
+            stack.extend(v.owner_op for v in inner.operands
+                         if v.owner_op is not None and v.owner_op.parent_op is op.parent_op)
+    return [op for op in ops if op in needed]
+
+
+def _must_materialize(v: Value, kinds: dict[Operation, str], returned: set[Value]) -> bool:
+    kind = kinds[v.owner_op]
+    users = [u for u in v.users if u in kinds]
+    if kind in ("reduce", "dot", "const") or v in returned:
+        return True
+    if any(kinds[u] == "dot" for u in users):
+        return True
+    if kind == "cheap":
+        return False
+    return len(users) != 1 or len(v.uses) != 1 or kinds[users[0]] not in ("loop", "reduce")
+
+
+def _leaves(root: Value, materialized: set[Value]) -> tuple[list[Value], list[Operation]]:
+    """The materialized values a fused expression reads, and its fused ops."""
+    leaves: list[Value] = []
+    ops: list[Operation] = []
+    seen: set[Value] = set()
+    stack = [root]
+    while stack:
+        v = stack.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        if v in materialized and v is not root:
+            leaves.append(v)
+            continue
+        op = v.owner_op
+        ops.append(op)
+        stack.extend(op.operands)
+    return leaves, ops[::-1]
+
+
+def _make_kernels(op: Operation, kind: str, vbuf: dict[Value, Buf], materialized: set[Value],
+                  n: int, counter) -> list[Kernel]:
+    v = op.results[0]
+    if kind in ("loop", "cheap"):
+        saved = v in materialized
+        materialized.discard(v)
+        leaves, ops = _leaves(v, materialized)
+        if saved:
+            materialized.add(v)
+        return [LoopKernel(f"loop{n}", v, leaves, vbuf[v], ops)]
+    if kind == "reduce":
+        leaves: list[Value] = []
+        fused: list[Operation] = [op]
+        for operand in op.operands:
+            if operand in materialized:
+                leaves.append(operand)
+            else:
+                more, ops = _leaves(operand, materialized)
+                leaves += [x for x in more if x not in leaves]
+                fused = ops + fused
+        return [ReduceKernel(f"reduce{n}", op, reduce_combiner(op), leaves, vbuf[v], fused)]
+    return _dot_kernels(op, vbuf, n, counter)
+
+
+def _dims(op: Operation) -> tuple[tuple[int, ...], ...]:
+    lhs_rank = op.operands[0].type.rank
+    if op.name == "stablehlo.dot":
+        return (), (), (lhs_rank - 1,), (0,)
+    d = op.attr("dot_dimension_numbers")
+    return tuple(tuple(d.get(k, ())) for k in (
+        "lhs_batching_dimensions", "rhs_batching_dimensions",
+        "lhs_contracting_dimensions", "rhs_contracting_dimensions"))
+
+
+def _dot_kernels(op: Operation, vbuf: dict[Value, Buf], n: int, counter) -> list[Kernel]:
+    lhs, rhs = op.operands
+    et = lhs.type.element_type
+    if et != rhs.type.element_type or et != op.results[0].type.element_type or not (
+            isinstance(et, T.FloatType) and et.name in ("f32", "f64")):
+        raise unsupported(op, "dot other than f32 x f32 -> f32 or f64 x f64 -> f64")
+    lb, rb, lc, rc = _dims(op)
+    lf = tuple(d for d in range(lhs.type.rank) if d not in lb + lc)
+    rf = tuple(d for d in range(rhs.type.rank) if d not in rb + rc)
+    ls, rs = lhs.type.shape, rhs.type.shape
+    batch = math.prod(ls[d] for d in lb)
+    m, k = math.prod(ls[d] for d in lf), math.prod(ls[d] for d in lc)
+    nn = math.prod(rs[d] for d in rf)
+    kernels: list[Kernel] = []
+
+    def layout(x: Value, b, free, contr, free_first: bool) -> tuple[Buf, bool]:
+        order = tuple(range(x.type.rank))
+        if order == b + free + contr:
+            return vbuf[x], not free_first
+        if order == b + contr + free:
+            return vbuf[x], free_first
+        perm = b + free + contr if free_first else b + contr + free
+        out = Buf(f"pack{next(counter)}", nbytes(x), "temp")
+        kernels.append(PackKernel(f"pack{n + len(kernels)}", x, vbuf[x], perm, out))
+        return out, False
+
+    lbuf, trans_l = layout(lhs, lb, lf, lc, True)
+    rbuf, trans_r = layout(rhs, rb, rf, rc, False)
+    kernels.append(DotKernel(f"dot{n + len(kernels)}", op, lbuf, rbuf, vbuf[op.results[0]],
+                             batch, m, nn, k, trans_l, trans_r, et.name))
+    return kernels
+
+
+def constant_bytes(buf: Buf) -> bytes:
+    assert buf.data is not None
+    return np.ascontiguousarray(buf.data).tobytes()

@@ -1,0 +1,136 @@
+"""The cpu backend's program plan: buffers and kernels (what fusion produces, what
+scheduling orders, what buffer assignment places and codegen emits)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from oxla.ir import Operation, Value
+
+
+@dataclass(eq=False)
+class Buf:
+    """One buffer of the program.
+
+    Attributes:
+        name: a readable name for dumps (``%3``, ``arg0``, ``pack.lhs.2``).
+        nbytes: size in bytes.
+        kind: ``arg`` (an input, by index), ``result`` (an output, by index), ``temp``
+            (in the arena, at ``offset``) or ``const`` (a global holding ``data``).
+        index: argument or result index.
+        offset: byte offset in the arena (temps, set by buffer assignment).
+        data: the constant's array (``const`` only).
+    """
+
+    name: str
+    nbytes: int
+    kind: str
+    index: int = -1
+    offset: int = -1
+    data: np.ndarray | None = None
+
+
+@dataclass(eq=False)
+class LoopKernel:
+    """A loop fusion: ``out[i] = root(i)`` over ``root``'s shape, computing every fused
+    op from the materialized values in ``inputs``."""
+
+    name: str
+    root: Value
+    inputs: list[Value]
+    out: Buf
+    fused_ops: list[Operation] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class ReduceKernel:
+    """``stablehlo.reduce`` with one operand and a one-op body (``combiner``), its
+    operand's producers fused in."""
+
+    name: str
+    op: Operation
+    combiner: Operation
+    inputs: list[Value]
+    out: Buf
+    fused_ops: list[Operation] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class PackKernel:
+    """Copies ``src`` (in ``src_buf``) into ``out`` with its dimensions permuted to
+    ``perm`` (``out`` dimension i = ``src`` dimension ``perm[i]``), for BLAS."""
+
+    name: str
+    src: Value
+    src_buf: Buf
+    perm: tuple[int, ...]
+    out: Buf
+
+
+@dataclass(eq=False)
+class DotKernel:
+    """``dot_general`` as ``batch`` GEMMs ``[M,K] x [K,N] -> [M,N]`` through BLAS.
+
+    ``trans_lhs`` means ``lhs`` is laid out ``[B,K,M]``; ``trans_rhs`` that ``rhs`` is
+    ``[B,N,K]``."""
+
+    name: str
+    op: Operation
+    lhs: Buf
+    rhs: Buf
+    out: Buf
+    batch: int
+    m: int
+    n: int
+    k: int
+    trans_lhs: bool
+    trans_rhs: bool
+    dtype: str  # "f32" | "f64"
+
+
+Kernel = LoopKernel | ReduceKernel | PackKernel | DotKernel
+
+
+def kernel_reads(k: Kernel, vbuf: dict[Value, Buf]) -> list[Buf]:
+    """The buffers kernel ``k`` reads."""
+    if isinstance(k, LoopKernel | ReduceKernel):
+        return [vbuf[v] for v in k.inputs]
+    if isinstance(k, PackKernel):
+        return [k.src_buf]
+    return [k.lhs, k.rhs]
+
+
+@dataclass
+class Plan:
+    """The whole program: kernels in schedule order and its buffers.
+
+    Attributes:
+        kernels: in execution order.
+        vbuf: materialized value -> its buffer.
+        args, results: the entry's argument and result buffers.
+        temp_bytes: arena size (set by buffer assignment).
+        notes: one line per stage for dumps (``fusion: 3 loop kernels, ...``).
+    """
+
+    kernels: list[Kernel]
+    vbuf: dict[Value, Buf]
+    args: list[Buf]
+    results: list[Buf]
+    temp_bytes: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def describe(self) -> str:
+        """A readable listing of the plan (for dumps and debugging)."""
+        lines = list(self.notes)
+        for k in self.kernels:
+            reads = ", ".join(b.name for b in kernel_reads(k, self.vbuf))
+            extra = ""
+            if isinstance(k, LoopKernel | ReduceKernel):
+                extra = " fuses " + ", ".join(o.name for o in k.fused_ops)
+            lines.append(f"{k.name}: {type(k).__name__}({reads}) -> {k.out.name} "
+                         f"[{k.out.kind}@{k.out.offset if k.out.kind == 'temp' else k.out.index}]"
+                         f"{extra}")
+        lines.append(f"temp_bytes: {self.temp_bytes}")
+        return "\n".join(lines)

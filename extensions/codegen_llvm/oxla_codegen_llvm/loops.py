@@ -1,0 +1,70 @@
+"""Loop-nest building blocks for llvmlite's IRBuilder."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+import llvmlite.ir as ir
+
+I64 = ir.IntType(64)
+
+
+@contextmanager
+def for_range(b: ir.IRBuilder, n: int | ir.Value, name: str = "i") -> Iterator[ir.Value]:
+    """``for (i = 0; i < n; ++i)``: yields ``i`` (i64); the body is emitted inside.
+
+    The builder is left after the loop on exit.
+    """
+    stop = ir.Constant(I64, n) if isinstance(n, int) else n
+    pre = b.block
+    header = b.append_basic_block(f"{name}.head")
+    body = b.append_basic_block(f"{name}.body")
+    end = b.append_basic_block(f"{name}.end")
+    b.branch(header)
+    b.position_at_end(header)
+    i = b.phi(I64, name=name)
+    i.add_incoming(ir.Constant(I64, 0), pre)
+    b.cbranch(b.icmp_signed("<", i, stop), body, end)
+    b.position_at_end(body)
+    yield i
+    nxt = b.add(i, ir.Constant(I64, 1), name=f"{name}.next", flags=["nsw"])
+    i.add_incoming(nxt, b.block)
+    b.branch(header)
+    b.position_at_end(end)
+
+
+@contextmanager
+def loop_nest(b: ir.IRBuilder, shape: Sequence[int], name: str = "d") -> Iterator[list]:
+    """Nested ``for_range`` over ``shape`` (row-major, outermost first); yields the
+    index list (empty for rank 0: the body runs once)."""
+    with _nest(b, list(shape), [], name) as idx:
+        yield idx
+
+
+@contextmanager
+def _nest(b, shape, acc, name):
+    if not shape:
+        yield acc
+        return
+    with for_range(b, shape[0], f"{name}{len(acc)}") as i, _nest(b, shape[1:], acc + [i],
+                                                                  name) as idx:
+        yield idx
+
+
+def linearize(b: ir.IRBuilder, idx: Sequence[ir.Value], shape: Sequence[int]) -> ir.Value:
+    """Row-major flat offset (i64) of index ``idx`` in a tensor of ``shape``."""
+    off = ir.Constant(I64, 0)
+    for i, d in zip(idx, shape):
+        off = b.add(b.mul(off, ir.Constant(I64, d), flags=["nsw"]), i, flags=["nsw"])
+    return off
+
+
+def delinearize(b: ir.IRBuilder, flat: ir.Value, shape: Sequence[int]) -> list[ir.Value]:
+    """The inverse of :func:`linearize`: the index of flat offset ``flat`` in ``shape``."""
+    out: list[ir.Value] = []
+    for d in reversed(shape):
+        c = ir.Constant(I64, d)
+        out.append(b.urem(flat, c) if d != 1 else ir.Constant(I64, 0))
+        flat = b.udiv(flat, c) if d != 1 else flat
+    return out[::-1]

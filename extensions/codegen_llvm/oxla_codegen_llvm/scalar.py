@@ -1,0 +1,360 @@
+"""Scalar semantics of the elementwise ops: the op -> emitter table.
+
+An emitter has one signature, ``emit(s: Scalar, op, args) -> ir.Value``: ``args`` are
+LLVM scalars of the operands' element types (``i1`` for booleans), the result is a
+scalar of the result's element type. Semantics follow the spec and mirror the
+reference interpreter (``oxla.interpreter.rules.elementwise``):
+
+* no fast-math flags unless ``fast_math`` (so no reassociation and no FMA contraction:
+  separate ``fmul``/``fadd`` are never fused by LLVM under its default
+  ``-fp-contract=on`` for IR);
+* integers wrap; ``x / 0 == -1`` (all ones), ``x % 0 == x``, ``INT_MIN / -1 ==
+  INT_MIN``, ``INT_MIN % -1 == 0``; shifts by a negative amount or at least the bit
+  width give 0 (the sign fill for ``shift_right_arithmetic``);
+* ``maximum``/``minimum`` on floats are IEEE-754 2019 (NaN propagates, ``-0 < +0``);
+* float -> int ``convert`` saturates and maps NaN to 0 (``llvm.fpto[su]i.sat``); the
+  spec leaves out-of-range values implementation-defined;
+* transcendental functions come from the target (libm on the CPU, < 1 ulp in glibc),
+  while the interpreter computes them in f64 and rounds once: expect a few ulp.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import llvmlite.ir as ir
+
+from oxla.errors import NotSupportedError
+from oxla.ir import Operation
+from oxla.ir import types as T
+from oxla_codegen_llvm.target import Target
+
+Emitter = Callable[["Scalar", Operation, list], ir.Value]
+EMITTERS: dict[str, Emitter] = {}
+
+
+def emitter(*names: str) -> Callable[[Emitter], Emitter]:
+    """Registers an emitter for one or more op names (``stablehlo.add``)."""
+
+    def deco(fn: Emitter) -> Emitter:
+        for n in names:
+            EMITTERS[n] = fn
+        return fn
+
+    return deco
+
+
+def llvm_type(et: T.ElementType) -> ir.Type:
+    """The LLVM type of a scalar of ``et`` in registers (``i1`` for booleans).
+
+    Raises:
+        NotSupportedError: for element types the emitters do not handle yet.
+    """
+    if isinstance(et, T.IntegerType) and et.width in (1, 8, 16, 32, 64):
+        return ir.IntType(et.width)
+    if isinstance(et, T.FloatType) and et.name == "f32":
+        return ir.FloatType()
+    if isinstance(et, T.FloatType) and et.name == "f64":
+        return ir.DoubleType()
+    raise NotSupportedError(f"element type {et} is not supported by the llvm emitters yet")
+
+
+def storage_type(et: T.ElementType) -> ir.Type:
+    """The LLVM type of one element in memory (``i8`` for booleans, as numpy)."""
+    t = llvm_type(et)
+    return ir.IntType(8) if t == ir.IntType(1) else t
+
+
+def is_float(et: T.ElementType) -> bool:
+    return isinstance(et, T.FloatType)
+
+
+def is_unsigned(et: T.ElementType) -> bool:
+    return isinstance(et, T.IntegerType) and (et.unsigned or et.width == 1)
+
+
+@dataclass
+class Scalar:
+    """What an emitter may use: the builder, the module, the target, the options."""
+
+    b: ir.IRBuilder
+    module: ir.Module
+    target: Target
+    fast_math: bool = False
+
+    @property
+    def flags(self) -> tuple[str, ...]:
+        return ("fast",) if self.fast_math else ()
+
+    def math(self, name: str, *args: ir.Value) -> ir.Value:
+        return self.b.call(self.target.math_function(self.module, name, args[0].type),
+                           list(args))
+
+    def intrinsic(self, name: str, ty: ir.Type, *args: ir.Value) -> ir.Value:
+        return self.b.call(self.module.declare_intrinsic(name, [ty]), list(args))
+
+
+def _et(op: Operation, i: int = 0) -> T.ElementType:
+    return op.operands[i].type.element_type
+
+
+def _const(ty: ir.Type, v) -> ir.Constant:
+    return ir.Constant(ty, v)
+
+
+def emit_scalar(s: Scalar, op: Operation, args: list) -> ir.Value:
+    """Emits ``op`` on scalars ``args``.
+
+    Raises:
+        NotSupportedError: the op (or this element type for it) has no emitter.
+    """
+    fn = EMITTERS.get(op.name)
+    if fn is None:
+        raise NotSupportedError(f"'{op.name}' has no llvm scalar emitter yet", op.loc)
+    return fn(s, op, args)
+
+
+def _arith(int_name: str, float_name: str, bool_name: str | None = None) -> Emitter:
+    def emit(s: Scalar, op: Operation, args: list) -> ir.Value:
+        et = _et(op)
+        if is_float(et):
+            return getattr(s.b, float_name)(*args, flags=s.flags)
+        if et == T.IntegerType(1):
+            if bool_name is None:
+                raise NotSupportedError(f"'{op.name}' on booleans", op.loc)
+            return getattr(s.b, bool_name)(*args)
+        return getattr(s.b, int_name)(*args)
+
+    return emit
+
+
+emitter("stablehlo.add")(_arith("add", "fadd", "or_"))
+emitter("stablehlo.subtract")(_arith("sub", "fsub"))
+emitter("stablehlo.multiply")(_arith("mul", "fmul", "and_"))
+
+
+@emitter("stablehlo.divide", "stablehlo.remainder")
+def _divrem(s: Scalar, op: Operation, args: list) -> ir.Value:
+    a, c = args
+    et = _et(op)
+    div = op.name == "stablehlo.divide"
+    if is_float(et):
+        return (s.b.fdiv if div else s.b.frem)(a, c, flags=s.flags)
+    b, ty = s.b, a.type
+    zero = b.icmp_unsigned("==", c, _const(ty, 0))
+    bad = zero
+    if not is_unsigned(et):
+        int_min = _const(ty, -(1 << (ty.width - 1)))
+        bad = b.or_(zero, b.and_(b.icmp_signed("==", a, int_min),
+                                 b.icmp_signed("==", c, _const(ty, -1))))
+    safe = b.select(bad, _const(ty, 1), c)
+    if div:
+        q = b.udiv(a, safe) if is_unsigned(et) else b.sdiv(a, safe)
+        return b.select(zero, _const(ty, -1), q)
+    r = b.urem(a, safe) if is_unsigned(et) else b.srem(a, safe)
+    return b.select(zero, a, r)
+
+
+@emitter("stablehlo.maximum", "stablehlo.minimum")
+def _maxmin(s: Scalar, op: Operation, args: list) -> ir.Value:
+    a, c = args
+    et = _et(op)
+    is_max = op.name == "stablehlo.maximum"
+    if is_float(et):
+        return s.math("maximum" if is_max else "minimum", a, c)
+    cmp = s.b.icmp_unsigned if is_unsigned(et) else s.b.icmp_signed
+    return s.b.select(cmp(">" if is_max else "<", a, c), a, c)
+
+
+@emitter("stablehlo.clamp")
+def _clamp(s: Scalar, op: Operation, args: list) -> ir.Value:
+    lo, x, hi = args
+    et = _et(op, 1)
+    if is_float(et):
+        return s.math("minimum", s.math("maximum", x, lo), hi)
+    cmp = s.b.icmp_unsigned if is_unsigned(et) else s.b.icmp_signed
+    x = s.b.select(cmp(">", lo, x), lo, x)
+    return s.b.select(cmp("<", hi, x), hi, x)
+
+
+@emitter("stablehlo.negate")
+def _negate(s: Scalar, op: Operation, args: list) -> ir.Value:
+    if is_float(_et(op)):
+        return s.b.fneg(args[0], flags=s.flags)
+    return s.b.neg(args[0])
+
+
+@emitter("stablehlo.abs")
+def _abs(s: Scalar, op: Operation, args: list) -> ir.Value:
+    (a,) = args
+    if is_float(_et(op)):
+        return s.math("fabs", a)
+    if is_unsigned(_et(op)):
+        return a
+    return s.b.select(s.b.icmp_signed("<", a, _const(a.type, 0)), s.b.neg(a), a)
+
+
+def _float_unary(fn: Callable[[Scalar, ir.Value], ir.Value]) -> Emitter:
+    def emit(s: Scalar, op: Operation, args: list) -> ir.Value:
+        if not is_float(_et(op)):
+            raise NotSupportedError(f"'{op.name}' on {_et(op)} is not supported by the "
+                                    "llvm emitters yet", op.loc)
+        return fn(s, args[0])
+
+    return emit
+
+
+for _name, _fn in {
+    "exponential": "exp", "log": "log", "sqrt": "sqrt", "sine": "sin", "cosine": "cos",
+    "floor": "floor", "ceil": "ceil", "tanh": "tanh", "exponential_minus_one": "expm1",
+    "log_plus_one": "log1p", "round_nearest_even": "roundeven", "round_nearest_afz": "round",
+    "tan": "tan", "cbrt": "cbrt",
+}.items():
+    emitter(f"stablehlo.{_name}")(_float_unary(lambda s, x, _f=_fn: s.math(_f, x)))
+
+
+@emitter("stablehlo.rsqrt")
+def _rsqrt(s: Scalar, op: Operation, args: list) -> ir.Value:
+    x = args[0]
+    return s.b.fdiv(_const(x.type, 1.0), s.math("sqrt", x), flags=s.flags)
+
+
+@emitter("stablehlo.logistic")
+def _logistic(s: Scalar, op: Operation, args: list) -> ir.Value:
+    x = args[0]
+    one = _const(x.type, 1.0)
+    e = s.math("exp", s.b.fneg(x))
+    return s.b.fdiv(one, s.b.fadd(one, e, flags=s.flags), flags=s.flags)
+
+
+@emitter("stablehlo.power")
+def _power(s: Scalar, op: Operation, args: list) -> ir.Value:
+    if not is_float(_et(op)):
+        raise NotSupportedError("'stablehlo.power' on integers is not supported by the "
+                                "llvm emitters yet", op.loc)
+    return s.math("pow", *args)
+
+
+@emitter("stablehlo.atan2")
+def _atan2(s: Scalar, op: Operation, args: list) -> ir.Value:
+    return s.math("atan2", *args)
+
+
+@emitter("stablehlo.sign")
+def _sign(s: Scalar, op: Operation, args: list) -> ir.Value:
+    (x,) = args
+    b, ty = s.b, x.type
+    if is_float(_et(op)):
+        # NaN -> NaN, ±0 -> ±0, else ±1 (copysign keeps the sign).
+        one = s.math("copysign", _const(ty, 1.0), x)
+        return b.select(b.fcmp_unordered("uno", x, x), x,
+                        b.select(b.fcmp_ordered("==", x, _const(ty, 0.0)), x, one))
+    pos = b.zext(b.icmp_signed(">", x, _const(ty, 0)), ty)
+    neg = b.zext(b.icmp_signed("<", x, _const(ty, 0)), ty)
+    return b.sub(pos, neg)
+
+
+@emitter("stablehlo.is_finite")
+def _is_finite(s: Scalar, op: Operation, args: list) -> ir.Value:
+    x = args[0]
+    return s.b.fcmp_ordered("<", s.math("fabs", x), _const(x.type, float("inf")))
+
+
+@emitter("stablehlo.and", "stablehlo.or", "stablehlo.xor")
+def _bitwise(s: Scalar, op: Operation, args: list) -> ir.Value:
+    fn = {"stablehlo.and": s.b.and_, "stablehlo.or": s.b.or_, "stablehlo.xor": s.b.xor}
+    return fn[op.name](*args)
+
+
+@emitter("stablehlo.not")
+def _not(s: Scalar, op: Operation, args: list) -> ir.Value:
+    return s.b.not_(args[0])
+
+
+@emitter("stablehlo.popcnt")
+def _popcnt(s: Scalar, op: Operation, args: list) -> ir.Value:
+    return s.intrinsic("llvm.ctpop", args[0].type, args[0])
+
+
+@emitter("stablehlo.count_leading_zeros")
+def _clz(s: Scalar, op: Operation, args: list) -> ir.Value:
+    x = args[0]
+    return s.b.call(s.module.declare_intrinsic("llvm.ctlz", [x.type]),
+                    [x, ir.Constant(ir.IntType(1), 0)])
+
+
+@emitter("stablehlo.shift_left", "stablehlo.shift_right_arithmetic",
+         "stablehlo.shift_right_logical")
+def _shift(s: Scalar, op: Operation, args: list) -> ir.Value:
+    a, n = args
+    b, ty = s.b, a.type
+    big = b.icmp_unsigned(">=", n, _const(ty, ty.width))  # negative counts are huge too
+    safe = b.select(big, _const(ty, 0), n)
+    if op.name == "stablehlo.shift_left":
+        return b.select(big, _const(ty, 0), b.shl(a, safe))
+    if op.name == "stablehlo.shift_right_logical":
+        return b.select(big, _const(ty, 0), b.lshr(a, safe))
+    if is_unsigned(_et(op)):
+        return b.select(big, _const(ty, 0), b.lshr(a, safe))
+    fill = b.ashr(a, _const(ty, ty.width - 1))
+    return b.select(big, fill, b.ashr(a, safe))
+
+
+_CMP = {"EQ": "==", "NE": "!=", "LT": "<", "LE": "<=", "GT": ">", "GE": ">="}
+
+
+@emitter("stablehlo.compare")
+def _compare(s: Scalar, op: Operation, args: list) -> ir.Value:
+    a, c = args
+    et = _et(op)
+    direction = op.attr("comparison_direction").value
+    ctype = op.attr("compare_type")
+    kind = ctype.value if ctype is not None else None
+    sym = _CMP[direction]
+    if is_float(et):
+        if kind == "TOTALORDER":
+            raise NotSupportedError("'stablehlo.compare' with TOTALORDER is not supported "
+                                    "by the llvm emitters yet", op.loc)
+        if direction == "NE":
+            return s.b.fcmp_unordered(sym, a, c)
+        return s.b.fcmp_ordered(sym, a, c)
+    unsigned = kind == "UNSIGNED" if kind is not None else is_unsigned(et)
+    return (s.b.icmp_unsigned if unsigned else s.b.icmp_signed)(sym, a, c)
+
+
+@emitter("stablehlo.select")
+def _select(s: Scalar, op: Operation, args: list) -> ir.Value:
+    return s.b.select(*args)
+
+
+@emitter("stablehlo.convert")
+def _convert(s: Scalar, op: Operation, args: list) -> ir.Value:
+    return convert(s, args[0], _et(op), op.results[0].type.element_type)
+
+
+def convert(s: Scalar, x: ir.Value, src: T.ElementType, dst: T.ElementType) -> ir.Value:
+    """Converts scalar ``x`` from ``src`` to ``dst`` (see the module doc for floats
+    out of an integer range)."""
+    b = s.b
+    to = llvm_type(dst)
+    if src == dst:
+        return x
+    if is_float(src) and is_float(dst):
+        w_src, w_dst = x.type == ir.DoubleType(), to == ir.DoubleType()
+        return b.fptrunc(x, to) if w_src and not w_dst else b.fpext(x, to)
+    if is_float(dst):
+        return b.uitofp(x, to) if is_unsigned(src) else b.sitofp(x, to)
+    if is_float(src):
+        if to == ir.IntType(1):
+            return b.fcmp_unordered("!=", x, _const(x.type, 0.0))
+        name = "llvm.fptoui.sat" if is_unsigned(dst) else "llvm.fptosi.sat"
+        fn = s.module.declare_intrinsic(name, [to, x.type])
+        return b.call(fn, [x])
+    if to == ir.IntType(1):
+        return b.icmp_unsigned("!=", x, _const(x.type, 0))
+    if to.width < x.type.width:
+        return b.trunc(x, to)
+    if to.width == x.type.width:
+        return x
+    return b.zext(x, to) if is_unsigned(src) else b.sext(x, to)

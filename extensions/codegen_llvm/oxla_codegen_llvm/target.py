@@ -1,0 +1,108 @@
+"""The one interface behind which target details live.
+
+Emitters never ask "am I on a CPU"; they ask the :class:`Target` for what differs
+between machines: the triple and data layout, the vector width for an element type,
+how a math function is called, the address space of kernel buffers, and how a kernel
+finds which part of the iteration space it owns (a whole loop nest on a CPU; thread
+and block indices on NVPTX/AMDGPU, added later by subclasses).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cache
+
+import llvmlite.binding as llvm
+import llvmlite.ir as ir
+
+# Functions that are LLVM intrinsics on every target: ``llvm.<name>.<f32|f64>``. On the
+# CPU the JIT resolves the ones without an instruction (exp, log, sin...) to the
+# process's libm, so their accuracy is libm's (glibc: < 1 ulp for f32 and f64).
+INTRINSIC_MATH = frozenset({
+    "exp", "log", "sqrt", "sin", "cos", "floor", "ceil", "fabs", "pow",
+    "roundeven", "round", "maximum", "minimum", "copysign", "tan",
+})
+# Functions called by their C name (libm), suffix ``f`` for f32.
+LIBM_MATH = frozenset({"tanh", "expm1", "log1p", "atan2", "cbrt"})
+
+
+@cache
+def _init_llvm() -> None:
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+
+
+@dataclass
+class Target:
+    """Target details for the emitters; subclass per machine kind.
+
+    Attributes:
+        triple: the LLVM target triple (``x86_64-unknown-linux-gnu``).
+        cpu: the LLVM CPU name (``znver4``), ``""`` for generic.
+        features: LLVM feature string (``+avx2,+fma,...``).
+    """
+
+    triple: str
+    cpu: str = ""
+    features: str = ""
+    _tm: object = field(default=None, repr=False, compare=False)
+
+    name = "generic"
+    buffer_address_space = 0
+
+    def vector_width(self, bits: int) -> int:
+        """Lanes of a ``bits``-wide element in one native vector register."""
+        return 1
+
+    def math_function(self, module: ir.Module, name: str, ty: ir.Type) -> ir.Function:
+        """Returns the function computing math function ``name`` on scalars of ``ty``.
+
+        Raises:
+            KeyError: the target has no implementation of ``name``.
+        """
+        if name in INTRINSIC_MATH:
+            n_args = 2 if name in ("pow", "maximum", "minimum", "copysign") else 1
+            fname = f"llvm.{name}.{'f32' if ty == ir.FloatType() else 'f64'}"
+        elif name in LIBM_MATH:
+            n_args = 2 if name == "atan2" else 1
+            fname = name + ("f" if ty == ir.FloatType() else "")
+        else:
+            raise KeyError(name)
+        existing = module.globals.get(fname)
+        if existing is not None:
+            return existing
+        return ir.Function(module, ir.FunctionType(ty, [ty] * n_args), fname)
+
+    def target_machine(self, opt: int = 3) -> llvm.TargetMachine:
+        """The LLVM target machine for this target (cached)."""
+        if self._tm is None:
+            _init_llvm()
+            t = llvm.Target.from_triple(self.triple)
+            self._tm = t.create_target_machine(cpu=self.cpu, features=self.features,
+                                               opt=opt, jit=True)
+        return self._tm  # type: ignore[return-value]
+
+
+@dataclass
+class CPUTarget(Target):
+    """The host CPU (x86-64 or AArch64): kernels are plain loop nests, libm for math."""
+
+    name = "cpu"
+
+    @classmethod
+    def host(cls) -> CPUTarget:
+        """The machine this process runs on, with all its CPU features."""
+        _init_llvm()
+        return cls(llvm.get_process_triple(), llvm.get_host_cpu_name(),
+                   llvm.get_host_cpu_features().flatten())
+
+    def vector_width(self, bits: int) -> int:
+        if "+avx512f" in self.features:
+            return 512 // bits
+        if "+avx2" in self.features or "+avx" in self.features:
+            return 256 // bits
+        return 128 // bits
+
+    def feature_set(self) -> set[str]:
+        """The enabled features (``{"avx2", "fma", ...}``)."""
+        return {f[1:] for f in self.features.split(",") if f.startswith("+")}
