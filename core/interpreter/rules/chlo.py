@@ -296,9 +296,39 @@ def _broadcast_rule(name: str):
 
 for _n in ("add", "and", "atan2", "complex", "divide", "maximum", "minimum", "multiply",
            "next_after", "or", "polygamma", "power", "remainder", "shift_left",
-           "shift_right_arithmetic", "shift_right_logical", "subtract", "xor", "zeta",
-           "compare"):
+           "shift_right_arithmetic", "shift_right_logical", "subtract", "xor", "zeta"):
     interpreter_rule(f"chlo.broadcast_{_n}")(_broadcast_rule(_n))
+
+
+def _enum_word(op, name: str) -> str | None:
+    """An enum attribute's value, also from ``#chlo<comparison_direction LT>`` text."""
+    a = op.attributes.get(name)
+    if a is None:
+        return None
+    v = A.to_python(a)
+    if isinstance(v, str):
+        return v
+    m = re.search(r"(\w+)\s*>\s*$", str(a))
+    if m is None:
+        raise InterpreterError(f"cannot read attribute '{name}' = {a}", op.loc)
+    return m.group(1)
+
+
+@interpreter_rule("chlo.broadcast_compare")
+def broadcast_compare(ctx, op, args):
+    """Broadcast, then the spec's ``compare``."""
+    from oxla.interpreter.rules.elementwise import compare_values
+
+    a, b = _broadcast_args(op, args)
+    et = _et(op.operands[0])
+    if isinstance(et, T.QuantizedType):
+        from oxla.interpreter.rules.util import dequantize
+
+        a, b = dequantize(a, et), dequantize(b, _et(op.operands[1]))
+        et = et.expressed_type
+    direction = _enum_word(op, "comparison_direction")
+    ctype = _enum_word(op, "compare_type")
+    return [np.asarray(compare_values(a, b, et, direction, ctype), dtype=np.bool_)]
 
 
 @interpreter_rule("chlo.broadcast_select")
