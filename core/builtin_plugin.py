@@ -11,7 +11,7 @@ import importlib
 import importlib.util
 
 from oxla.hookspecs import hookimpl
-from oxla.protocols import Backend, BackendInfo, Frontend, FrontendInfo, PassInfo
+from oxla.protocols import Backend, BackendInfo, Frontend, FrontendInfo, PassInfo, PatternInfo
 
 
 def _make_interpreter() -> Backend:
@@ -67,3 +67,12 @@ def oxla_passes() -> list[PassInfo]:
     provider = getattr(passes, "builtin_passes", None)
     return list(provider()) if provider is not None else []
 
+
+@hookimpl
+def oxla_patterns() -> list[PatternInfo]:
+    # The core canonicalization patterns, from ``oxla.passes.builtin_patterns()``.
+    if importlib.util.find_spec("oxla.passes") is None:
+        return []
+    passes = importlib.import_module("oxla.passes")
+    provider = getattr(passes, "builtin_patterns", None)
+    return list(provider()) if provider is not None else []

@@ -160,14 +160,14 @@ def test_duplicate_pass_and_frontend_names_are_refused():
     class P:
         @hookimpl
         def oxla_passes(self):
-            return [PassInfo("cse", object)]
+            return [PassInfo("my-pass", object)]
 
         @hookimpl
         def oxla_frontends(self):
             return [FrontendInfo("onnx", "", "oxla-frontend-onnx", lambda p: False, object)]
 
     registry = make_registry((P(), "oxla-p1"), (P(), "oxla-p2"))
-    with pytest.raises(PluginError, match="pass 'cse' is provided by .*'oxla-p1' and 'oxla-p2'"):
+    with pytest.raises(PluginError, match="pass 'my-pass' is provided by .*'oxla-p1' and 'oxla-p2'"):
         registry.passes()
     with pytest.raises(PluginError, match="frontend 'onnx' is provided by"):
         registry.frontends()
@@ -235,8 +235,9 @@ def test_patterns_and_custom_calls_by_backend(global_registry):
             ]
 
     global_registry(make_registry((P(), "oxla-pats")))
-    assert [p.name for p in plugins.patterns("stablehlo.add")] == ["high", "low"]
-    assert len(plugins.patterns()) == 3
+    # The core canonicalization patterns come through the same hook; look at ours only.
+    assert [p.name for p in plugins.patterns("stablehlo.add") if p.fn is rule] == ["high", "low"]
+    assert len([p for p in plugins.patterns() if p.fn is rule]) == 3
     assert plugins.custom_calls("cpu") == {}
 
 

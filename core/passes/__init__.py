@@ -1,0 +1,85 @@
+"""oxla.passes: the pass manager and the target-independent passes.
+
+Run a pipeline string or a registered pipeline name on a module::
+
+    from oxla.passes import run_pipeline
+    run_pipeline(module, "inline,canonicalize{max-iterations=5},cse,dce")
+    run_pipeline(module, "default", verify_each=True)
+
+Passes and rewrite patterns are registered through the ``oxla_passes`` and
+``oxla_patterns`` hooks; the core ones come from :func:`builtin_passes` and
+:func:`builtin_patterns` (called by :mod:`oxla.builtin_plugin`).
+"""
+
+from __future__ import annotations
+
+from oxla.passes.manager import (
+    PIPELINES,
+    PassManager,
+    PassTiming,
+    format_timing,
+    make_pass,
+    parse_pipeline,
+    run_pipeline,
+)
+from oxla.passes.rewrite import (
+    CORE_PATTERNS,
+    GreedyDriver,
+    Pattern,
+    PatternSet,
+    Rewriter,
+    pattern,
+)
+from oxla.protocols import PassInfo, PatternInfo
+
+DEFAULT_PIPELINE = "inline,chlo-legalize-to-stablehlo,canonicalize,cse,dce"
+"""The target-independent pipeline backends run first (registered as ``default``)."""
+
+PIPELINES["default"] = DEFAULT_PIPELINE
+
+
+def _pass_classes() -> list[type]:
+    from oxla.passes.canonicalize import Canonicalize
+    from oxla.passes.chlo_legalize import ChloLegalizeToStablehlo
+    from oxla.passes.cse_dce import CSE, DCE
+    from oxla.passes.fold import ConstantFold
+    from oxla.passes.inline import Inline
+    from oxla.passes.refine_shapes import RefineShapes
+
+    return [Inline, Canonicalize, ConstantFold, CSE, DCE, ChloLegalizeToStablehlo, RefineShapes]
+
+
+def builtin_passes() -> list[PassInfo]:
+    """The core passes, as :class:`~oxla.protocols.PassInfo` for the ``oxla_passes`` hook."""
+    out = []
+    for cls in _pass_classes():
+        doc = (cls.__doc__ or "").strip().splitlines()[0]
+        out.append(PassInfo(name=cls.name, factory=cls, description=doc))
+    return out
+
+
+def builtin_patterns() -> list[PatternInfo]:
+    """The core canonicalization patterns, for the ``oxla_patterns`` hook."""
+    import oxla.passes.canonicalize  # noqa: F401  (fills CORE_PATTERNS)
+
+    return [PatternInfo(p.root_op, p.fn, p.benefit, p.name) for p in CORE_PATTERNS]
+
+
+__all__ = [
+    "DEFAULT_PIPELINE",
+    "PIPELINES",
+    "PassManager",
+    "PassTiming",
+    "Pattern",
+    "PatternSet",
+    "GreedyDriver",
+    "Rewriter",
+    "CORE_PATTERNS",
+    "builtin_passes",
+    "builtin_patterns",
+    "format_timing",
+    "make_pass",
+    "parse_pipeline",
+    "pattern",
+    "run_pipeline",
+]

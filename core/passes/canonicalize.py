@@ -1,0 +1,59 @@
+"""``canonicalize``: the core rewrite patterns (and plugin ones) applied greedily."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from oxla.ir import Module
+from oxla.passes import canon_algebra, canon_control, canon_shape  # noqa: F401 (register)
+from oxla.passes.fold import fold_op
+from oxla.passes.rewrite import CORE_PATTERNS, GreedyDriver, Pattern, PatternSet, source_of
+
+
+def all_patterns(include_plugins: bool = True) -> list[Pattern]:
+    """The core canonicalization patterns plus those of the ``oxla_patterns`` hook."""
+    pats = list(CORE_PATTERNS)
+    if include_plugins:
+        from oxla import plugins
+
+        for info in plugins.patterns():
+            if getattr(info.fn, "__module__", "").startswith("oxla.passes"):
+                continue  # the core patterns, registered through the hook too
+            pats.append(
+                Pattern(
+                    info.root_op,
+                    info.fn,
+                    info.benefit,
+                    info.name or info.fn.__name__,
+                    source_of(info.fn),
+                )
+            )
+    return pats
+
+
+@dataclass(frozen=True)
+class Canonicalize:
+    """Applies every rewrite pattern until a fixed point (or ``max_iterations`` sweeps).
+
+    Assumes: the module verifies. Guarantees: results are unchanged bit for bit
+    (each rule states why in its docstring); trivially dead pure ops are removed; pure
+    ops on constants whose results have at most ``fold_limit`` elements are folded
+    through the interpreter. ``debug`` (or ``OXLA_DEBUG_PATTERNS=1``) prints each rule
+    that fires with its ``file:line``.
+    """
+
+    name: str = "canonicalize"
+    max_iterations: int = 10
+    fold_limit: int = 1024
+    debug: bool = False
+    plugins: bool = True
+
+    def run(self, module: Module) -> None:
+        limit = self.fold_limit
+        driver = GreedyDriver(
+            PatternSet(all_patterns(self.plugins)),
+            self.max_iterations,
+            self.debug,
+            fold=(lambda op, rw: fold_op(op, rw, limit)) if limit > 0 else None,
+        )
+        driver.run(module.op)
