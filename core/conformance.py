@@ -95,7 +95,7 @@ def discover(paths: Iterable[str | os.PathLike]) -> list[Path]:
     return [p for p in out if not (p in seen or seen.add(p))]
 
 
-def test_functions(module) -> list[str]:
+def functions_to_run(module) -> list[str]:
     """The functions of a test module to run (see the module docstring)."""
     from oxla.ir import func_name, func_type, func_visibility
 
@@ -126,8 +126,15 @@ def _run_interpreter(module, name: str) -> list[str]:
     return [str(f) for f in ctx.failures]
 
 
-def run_file(path: str | os.PathLike, backend: str = "interpreter") -> FileResult:
+def run_file(path: str | os.PathLike, backend: str = "interpreter",
+             compiled: bool | None = None) -> FileResult:
     """Runs every test function of one file in this process.
+
+    Args:
+        path: the test file.
+        backend: a backend name (see ``oxla plugins``).
+        compiled: compile each test function with the backend and check what it returns
+            (:func:`split_checks`); default: for every backend but ``interpreter``.
 
     Never raises for a broken test: parse errors, missing rules and backend errors
     become ``error`` results.
@@ -142,7 +149,13 @@ def run_file(path: str | os.PathLike, backend: str = "interpreter") -> FileResul
     except OSError as e:
         res.status, res.message = "error", f"cannot read file: {e}"
         return res
-    runner = _run_interpreter if backend == "interpreter" else _backend_runner(backend)
+    if compiled is None:
+        compiled = backend != "interpreter"
+    try:
+        runner = _backend_runner(backend) if compiled else _run_interpreter
+    except Exception as e:
+        res.status, res.message = "error", _message(e)
+        return res
     for chunk, offset in split_input_file(text):
         line = offset + 1
         if not any(ln.strip() and not ln.strip().startswith("//")
@@ -150,7 +163,7 @@ def run_file(path: str | os.PathLike, backend: str = "interpreter") -> FileResul
             continue  # an empty chunk (only comments)
         try:
             module = parse_module(chunk, path, offset)
-            names = test_functions(module)
+            names = functions_to_run(module)
         except Exception as e:  # a chunk that does not parse fails the file
             res.functions.append(FunctionResult(line, "<parse>", "error", [_message(e)]))
             continue
@@ -361,6 +374,7 @@ def run_conformance(paths: Sequence[str | os.PathLike], backend: str = "interpre
                         done(res)
                         continue
                 if not s.proc.is_alive() or s.proc.sentinel in ready:
+                    s.proc.join(5)
                     code = s.proc.exitcode
                     done(FileResult(s.task, "error", f"worker crashed (exit code {code})",
                                     now - s.started))
@@ -386,5 +400,5 @@ def run_conformance(paths: Sequence[str | os.PathLike], backend: str = "interpre
     return report
 
 
-__all__ = ["FileResult", "FunctionResult", "Report", "discover", "test_functions",
+__all__ = ["FileResult", "FunctionResult", "Report", "discover", "functions_to_run",
            "run_file", "split_checks", "run_conformance", "STATUSES", "asdict"]
