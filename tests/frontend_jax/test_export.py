@@ -41,7 +41,12 @@ def test_export_file_round_trip(tmp_path, backend, assert_close):
     apply, params, x = _cnn()
     path = tmp_path / "cnn.jaxexport"
     path.write_bytes(export.export(jax.jit(apply))(params, x).serialize())
-    fn = oj.compile_exported(path, backend=backend)
+    try:
+        fn = oj.compile_exported(path, backend=backend)
+    except NotSupportedError as exc:
+        if backend == "interpreter":
+            raise
+        pytest.xfail(f"backend {backend}: {exc.one_line()}")
     assert_close(fn(params, x), jax.jit(apply)(params, x))
 
 
@@ -103,7 +108,7 @@ def _poly_export():
 
 
 @pytest.mark.parametrize("batch", [2, 5])
-def test_shape_polymorphic_export_at_two_sizes(batch, assert_close):
+def test_shape_polymorphic_export_at_two_sizes(batch, backend, assert_close):
     exp = _poly_export()
     x = jax.random.normal(jax.random.PRNGKey(batch), (batch, 3), jnp.float32)
     y = jnp.arange(3.0)
@@ -113,7 +118,12 @@ def test_shape_polymorphic_export_at_two_sizes(batch, assert_close):
         # the dynamic module itself still runs on the interpreter, at any batch
         fn = oj.compile_exported(exp, backend="interpreter")
     else:
-        fn = oj.compile_exported(exp, arg_shapes=[(batch, 3), (3,)])
+        try:
+            fn = oj.compile_exported(exp, backend=backend, arg_shapes=[(batch, 3), (3,)])
+        except NotSupportedError as exc:
+            if backend == "interpreter":
+                raise
+            pytest.xfail(f"backend {backend}: {exc.one_line()}")
         assert fn.executable.signature.inputs[0].shape == (batch, 3)
     assert_close(fn(x, y), _elementwise(x, y))
 

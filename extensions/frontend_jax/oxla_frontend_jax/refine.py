@@ -189,6 +189,10 @@ def refine_shapes(module: Module, arg_shapes: Sequence[Any] | None) -> None:
     for arg, t in zip(block.args, new_types):
         arg.type = t
     _set_signature(main, new_types)
+    # jax.export puts the body in a private function called from main; refinement
+    # crosses that call only once it is inlined
+    if "inline" in available:
+        available["inline"].factory().run(module)
     available[REFINE_PASS].factory().run(module)
 
 
