@@ -382,7 +382,7 @@ class Convolution(Syntax):
         pr.emit(f"{op.name}({pr.operands(op.operands)}) dim_numbers = {format_conv_dims(dn)}")
         win = _format_window(op)
         elide = {"dimension_numbers"}
-        if win is not None and win != "{}":
+        if win is not None:  # MLIR requires the window, even when empty
             pr.emit(f", window = {win}")
             elide |= _WINDOW_ATTRS
         pr.emit(_attr_dict_text(op, elide))
@@ -624,7 +624,8 @@ class ChloTopK(Syntax):
 class ChloScan(Syntax):
     """``chlo.scan(%in...) inits(%init...) dimension=0 (attributes {...})? {region} : F``
 
-    The operand split is kept in ``operandSegmentSizes`` (as MLIR's properties do).
+    The operand and result splits are kept in ``operandSegmentSizes`` and
+    ``resultSegmentSizes`` (as MLIR's properties do).
     """
 
     def parse(self, p: Parser, name: str) -> OpState:
@@ -644,6 +645,8 @@ class ChloScan(Syntax):
             st.attributes.update(p.parse_attr_dict())
         st.attributes["operandSegmentSizes"] = A.DenseArrayAttr(
             T.IntegerType(32), (len(inputs), len(inits)))
+        st.attributes["resultSegmentSizes"] = A.DenseArrayAttr(
+            T.IntegerType(32), (len(inputs), len(inits)))
         st.operands = inputs + inits
         st.regions = [p.parse_region()]
         _parse_functional(p, st, name)
@@ -655,7 +658,7 @@ class ChloScan(Syntax):
         ins, inits = op.operands[:n_in], op.operands[n_in:]
         d = A.to_python(op.attributes["dimension"])
         s = f"{op.name}({pr.operands(ins)}) inits({pr.operands(inits)}) dimension={d}"
-        rest = _attr_dict_text(op, {"dimension", "operandSegmentSizes"})
+        rest = _attr_dict_text(op, {"dimension", "operandSegmentSizes", "resultSegmentSizes"})
         if rest:
             s += " attributes" + rest
         pr.emit(s + " ")

@@ -70,7 +70,8 @@ register(
           results=(ResultDef("results", variadic=True),),
           attributes=(AttrDef("dimension", "i64"), AttrDef("is_reverse", "bool", optional=True),
                       AttrDef("is_associative", "bool", optional=True),
-                      AttrDef("operandSegmentSizes", "i32_array")),
+                      AttrDef("operandSegmentSizes", "i32_array"),
+                      AttrDef("resultSegmentSizes", "i32_array", optional=True)),
           regions=(RegionDef("body"),), traits=frozenset({PURE}), spec=SPEC,
           syntax=ChloScan()),
 )

@@ -121,7 +121,7 @@ register(
     *(binary("stablehlo." + n, c) for n, c in BINARY.items()),
     unary("stablehlo.is_finite", infer=None),
     unary("stablehlo.convert", infer=None),
-    unary("stablehlo.bitcast_convert", infer=None),
+    unary("stablehlo.bitcast_convert", syntax=FUNCTIONAL, infer=None),
     unary("stablehlo.uniform_quantize", infer=None),
     unary("stablehlo.uniform_dequantize", infer=None),
     unary("stablehlo.reduce_precision",
