@@ -10,6 +10,7 @@ from oxla.ir import types as T
 from oxla.ir.types import FunctionType
 from oxla.passes import canon_shape
 from oxla.passes.rewrite import CORE_PATTERNS, GreedyDriver, PatternSet
+from oxla.passes.util import constant_array
 
 _STATIC_PATTERNS = {
     canon_shape.dynamic_reshape_static,
@@ -19,9 +20,25 @@ _STATIC_PATTERNS = {
 }
 
 
+_SHAPE_OPERAND = {
+    "stablehlo.dynamic_reshape": 1,
+    "stablehlo.dynamic_broadcast_in_dim": 1,
+    "stablehlo.dynamic_iota": 0,
+}
+"""Dynamic ops whose result shape is the value of one operand."""
+
+
 def _refine_op(op: Operation) -> bool:
     """Gives ``op`` the static result types its type rule infers; True on a change."""
     if all(not isinstance(r.type, T.TensorType) or r.type.is_static for r in op.results):
+        return False
+    shape_operand = _SHAPE_OPERAND.get(op.name)
+    if shape_operand is not None:
+        arr = constant_array(op.operands[shape_operand])
+        r = op.results[0]
+        if arr is not None and isinstance(r.type, T.TensorType) and arr.size == r.type.rank:
+            r.type = r.type.with_shape(tuple(int(d) for d in arr.reshape(-1)))
+            return True
         return False
     od = op.opdef
     if od is None or od.infer is None:
