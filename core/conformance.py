@@ -323,19 +323,27 @@ class _Slot:
 
 def run_conformance(paths: Sequence[str | os.PathLike], backend: str = "interpreter",
                     jobs: int = 1, timeout: float = 60.0,
-                    on_result: Callable[[FileResult], None] | None = None) -> Report:
+                    on_result: Callable[[FileResult], None] | None = None,
+                    start_method: str | None = None) -> Report:
     """Runs every test file under ``paths`` on ``backend``, ``jobs`` files at a time.
 
     Each file runs in a worker process; a file running longer than ``timeout`` seconds
     has its worker killed (status ``timeout``), a worker that dies makes its file an
     ``error``; the run always goes on. ``on_result`` sees each result as it lands.
+    Workers start from a ``forkserver`` (never forked from a process that may run
+    threads, such as one that imported JAX) unless ``start_method`` says otherwise.
     """
     from multiprocessing.connection import wait
 
     files = [str(p) for p in discover(paths)]
     t0 = time.perf_counter()
     report = Report(backend)
-    ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+    methods = mp.get_all_start_methods()
+    if start_method is None:
+        start_method = "forkserver" if "forkserver" in methods else "spawn"
+    ctx = mp.get_context(start_method)
+    if start_method == "forkserver":
+        ctx.set_forkserver_preload(["oxla.conformance", "oxla.interpreter"])
     pending = list(reversed(files))
     results: dict[str, FileResult] = {}
     slots = [_Slot(ctx, backend) for _ in range(max(1, min(jobs, len(files) or 1)))]

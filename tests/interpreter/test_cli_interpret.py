@@ -146,6 +146,7 @@ def test_conformance_counts_pass_fail_error_timeout(files, tmp_path):
     assert "5 files on 'interpreter'" in r.output
 
 
+@pytest.mark.filterwarnings("ignore:os.fork")
 def test_conformance_crash_is_a_counted_error(tmp_path, monkeypatch):
     import oxla.conformance as C
 
@@ -164,7 +165,8 @@ def test_conformance_crash_is_a_counted_error(tmp_path, monkeypatch):
         return real(path, backend)
 
     monkeypatch.setattr(C, "run_file", crash_on_a)
-    rep = run_conformance([tmp_path], jobs=1, timeout=10)
+    # fork, so that the worker sees the patched run_file
+    rep = run_conformance([tmp_path], jobs=1, timeout=10, start_method="fork")
     got = {f.path.rsplit("/", 1)[-1]: (f.status, f.message) for f in rep.files}
     assert got["a.mlir"] == ("error", "worker crashed (exit code 3)")
     assert got["b.mlir"][0] == "pass"
