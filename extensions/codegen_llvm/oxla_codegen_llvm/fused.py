@@ -43,7 +43,7 @@ def shape_of(v: Value) -> tuple[int, ...]:
 def is_splat_constant(op: Operation) -> bool:
     value = op.attr("value")
     return op.name == "stablehlo.constant" and isinstance(value, A.DenseElementsAttr) and \
-        value.is_splat
+        value.array.size > 0 and value.is_splat
 
 
 def is_fusible(op: Operation) -> bool:

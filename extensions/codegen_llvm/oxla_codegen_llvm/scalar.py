@@ -348,8 +348,10 @@ def convert(s: Scalar, x: ir.Value, src: T.ElementType, dst: T.ElementType) -> i
     if is_float(src):
         if to == ir.IntType(1):
             return b.fcmp_unordered("!=", x, _const(x.type, 0.0))
-        name = "llvm.fptoui.sat" if is_unsigned(dst) else "llvm.fptosi.sat"
-        fn = s.module.declare_intrinsic(name, [to, x.type])
+        kind = "fptoui" if is_unsigned(dst) else "fptosi"
+        name = f"llvm.{kind}.sat.i{to.width}.{'f32' if x.type == ir.FloatType() else 'f64'}"
+        fn = s.module.globals.get(name) or ir.Function(s.module, ir.FunctionType(to, [x.type]),
+                                                       name)
         return b.call(fn, [x])
     if to == ir.IntType(1):
         return b.icmp_unsigned("!=", x, _const(x.type, 0))
