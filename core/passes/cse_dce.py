@@ -46,6 +46,7 @@ class CSE:
 
     def _block(self, block: Block, scopes: list[dict]) -> None:
         table: dict = {}
+        dead: set[int] = set()
         scopes.append(table)
         for op in list(block.ops):
             if op.regions:
@@ -69,7 +70,13 @@ class CSE:
                 continue
             for old, new in zip(op.results, existing.results):
                 old.replace_all_uses_with(new)
-            op.erase()
+            op.drop_all_references()
+            dead.add(id(op))
+        if dead:  # one list rebuild instead of an O(n) removal per op
+            for op in block.ops:
+                if id(op) in dead:
+                    op.parent = None
+            block.ops[:] = [o for o in block.ops if id(o) not in dead]
         scopes.pop()
 
 

@@ -107,6 +107,7 @@ class Rewriter:
         on_erase: Callable[[Operation], None] | None = None,
     ):
         self.changed = False
+        self.deferred: list[Operation] | None = None
         self._on_new = on_new or (lambda op: None)
         self._on_erase = on_erase or (lambda op: None)
 
@@ -143,9 +144,16 @@ class Rewriter:
     def erase_op(self, op: Operation) -> None:
         """Erases ``op`` (its results must be unused) and everything nested in it."""
         producers = [v.owner_op for v in op.operands if v.owner_op is not None]
+        for r in op.results:
+            if r.uses:
+                raise ValueError(f"cannot erase '{op.name}': result #{r.index} still has uses")
         for nested in op.walk():
             self._on_erase(nested)
-        op.erase()
+        op.drop_all_references()
+        if self.deferred is not None and op.parent is not None:
+            self.deferred.append(op)  # removed from its block in one batch (O(n) total)
+        else:
+            op.erase()
         self.changed = True
         for p in producers:
             self._on_new(p)
@@ -222,6 +230,7 @@ class GreedyDriver:
             erased[id(op)] = op
 
         rewriter = Rewriter(push, drop)
+        rewriter.deferred = []
         for op in root.walk_post():
             push(op)
         while worklist:
@@ -244,4 +253,16 @@ class GreedyDriver:
             else:
                 if self.fold is not None and self.fold(op, rewriter) and debug:
                     print(f"pattern fold fired on '{op.name}' at {op.loc}", file=self.out)
+        _remove_batch(rewriter.deferred)
         return rewriter.changed
+
+
+def _remove_batch(ops: list[Operation]) -> None:
+    """Removes already-dereferenced ops from their blocks, one list rebuild per block."""
+    by_block: dict[int, tuple[Block, set[int]]] = {}
+    for op in ops:
+        if op.parent is not None:
+            by_block.setdefault(id(op.parent), (op.parent, set()))[1].add(id(op))
+            op.parent = None
+    for block, ids in by_block.values():
+        block.ops[:] = [o for o in block.ops if id(o) not in ids]
