@@ -176,7 +176,7 @@ def run_file(path: str | os.PathLike, backend: str = "interpreter",
                 res.functions.append(FunctionResult(line, name, "error", [_message(e)]))
     res.seconds = time.perf_counter() - t0
     if not res.functions:
-        res.message = "no test functions"
+        res.message = "no test functions (no checks and no public function without arguments)"
         return res
     bad = [f for f in res.functions if f.status != "pass"]
     if not bad:

@@ -151,3 +151,11 @@ def test_uniform_quantize_per_axis_and_requantize():
                ["tensor<2x!quant.uniform<i8:f32, 5.000000e-01>>"],
                "tensor<2x!quant.uniform<i8:f32, 1.000000e+00>>")
     assert r.tolist() == [2, -2]  # 2.0 -> 2; -1.5 -> -2 (ties to even)
+
+
+def test_f64_to_narrow_floats_rounds_once():
+    # 1 + 2^-8 + 2^-30 is just above the bf16 tie: rounding through f32 first would give 1
+    x = np.array([1 + 2.0**-8 + 2.0**-30], np.float64)
+    assert conv(x, "tensor<1xf64>", "tensor<1xbf16>").astype(float).tolist() == [1 + 2.0**-7]
+    x = np.array([1 + 2.0**-4 + 2.0**-30], np.float64)  # e4m3: ulp 2^-3 at 1
+    assert conv(x, "tensor<1xf64>", "tensor<1xf8E4M3FN>").astype(float).tolist() == [1.125]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from oxla.interpreter.registry import interpreter_rule
-from oxla.interpreter.rules.elementwise import to_wide_int, wrap_int
+from oxla.interpreter.rules.elementwise import round_float, to_wide_int, wrap_int
 from oxla.interpreter.rules.util import attr, dequantize, quantize, result_type
 from oxla.ir import types as T
 
@@ -50,11 +50,10 @@ def convert_values(x: np.ndarray, src: T.ElementType, dst: T.ElementType) -> np.
         out = np.zeros(re.shape, dtype=dst.dtype)
         out.real = re
         return out
-    # -> float
+    # -> float, rounded once (through f64: exact for floats and for |ints| <= 2**53)
     with np.errstate(all="ignore"):
-        if isinstance(src, T.IntegerType) and dst.dtype.itemsize < 4:
-            # integers -> narrow floats: round once (through f64, exact for |x| < 2**53)
-            return x.astype(np.float64).astype(dst.dtype)
+        if dst.dtype.itemsize < 4 or isinstance(src, T.FloatType) and src.bitwidth == 64:
+            return round_float(x.astype(np.float64), dst.dtype)
         return x.astype(dst.dtype)
 
 

@@ -75,8 +75,33 @@ def to_wide_float(x: np.ndarray, et: T.ElementType) -> np.ndarray:
     return np.asarray(x).astype(np.float64)
 
 
+_EXACT_CASTS = {np.dtype(np.float64), np.dtype(np.float32), np.dtype(np.float16)}
+
+
+def round_float(y: np.ndarray, dtype) -> np.ndarray:
+    """``y`` rounded once (to nearest, ties to even) to float ``dtype``.
+
+    numpy rounds f64 to f32/f16 correctly, but ml_dtypes goes through f32, rounding
+    twice; for its types the f64 -> f32 step rounds to odd instead, which makes the
+    second rounding exact (f32 keeps more than p + 2 bits of every narrower type).
+    """
+    y = np.asarray(y)
+    dtype = np.dtype(dtype)
+    if y.dtype != np.float64 or dtype in _EXACT_CASTS or dtype.kind == "c":
+        return y.astype(dtype)
+    with np.errstate(all="ignore"):
+        f = y.astype(np.float32)
+        back = f.astype(np.float64)
+        inexact = (back != y) & ~np.isnan(y)
+        toward = np.where(y > back, np.float32(np.inf), np.float32(-np.inf))
+        other = np.nextafter(f, toward)
+        even = (f.view(np.uint32) & 1) == 0
+        f = np.where(inexact & even, other, f)
+        return f.astype(dtype)
+
+
 def _out(y: np.ndarray, out_et: T.ElementType) -> np.ndarray:
-    return np.asarray(y).astype(out_et.dtype)
+    return round_float(y, out_et.dtype)
 
 
 # -- kernel builders ---------------------------------------------------------------------
