@@ -21,6 +21,9 @@ from oxla.ir.location import (
 )
 
 _INT_TYPE_RE = re.compile(r"^(u|s)?i(\d+)$")
+# Fast path for the common ``tensor<2x?x3xf32>`` (no encoding, plain element type).
+_SIMPLE_TENSOR_RE = re.compile(r"tensor<((?:(?:\d+|\?)x)*)([A-Za-z][A-Za-z0-9]*)>")
+_SIMPLE_TENSOR_CACHE: dict[str, T.TensorType] = {}
 _ESCAPE_RE = re.compile(r"\\([0-9A-Fa-f]{2}|.)")
 
 
@@ -116,6 +119,20 @@ class TypeAttrParserMixin:
 
     def _parse_tensor_type(self) -> T.Type:
         """``tensor-type ::= `tensor` `<` (dim `x`)* element-type (`,` encoding)? `>```"""
+        m = _SIMPLE_TENSOR_RE.match(self.lex.text, self.tok.start)
+        if m is not None:
+            key = m.group()
+            t = _SIMPLE_TENSOR_CACHE.get(key)
+            if t is None and m.group(2) not in self.type_aliases:
+                et = self._element_type_from_word(m.group(2))
+                if isinstance(et, T.ElementType):
+                    dims = m.group(1).split("x")[:-1]
+                    t = T.TensorType(tuple(None if d == "?" else int(d) for d in dims), et)
+                    if len(_SIMPLE_TENSOR_CACHE) < 4096:
+                        _SIMPLE_TENSOR_CACHE[key] = t
+            if t is not None:
+                self.reset_to(m.end())
+                return t
         self.advance()
         lt = self.expect("<")
         shape: list[int | None] = []
