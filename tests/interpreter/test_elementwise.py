@@ -139,6 +139,13 @@ def test_shifts_at_and_beyond_bit_width():
     u = binary("shift_right_logical", np.array([255, 255], np.uint8),
                np.array([4, 8], np.uint8), "tensor<2xui8>")
     assert u.tolist() == [15, 0]
+    # arithmetic shifts read the top bit as the sign, unsigned types included
+    u = binary("shift_right_arithmetic", np.array([0x80, 0x80, 0x40], np.uint8),
+               np.array([1, 9, 1], np.uint8), "tensor<3xui8>")
+    assert u.tolist() == [0xC0, 0xFF, 0x20]
+    u = binary("shift_right_arithmetic", np.array([2**63], np.uint64),
+               np.array([62], np.uint64), "tensor<1xui64>")
+    assert u.tolist() == [2**64 - 2]
 
 
 def test_shift_i4():

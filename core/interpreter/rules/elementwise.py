@@ -314,7 +314,8 @@ def _bitwise(fn) -> Kernel:
 
 def _shift(kind: str) -> Kernel:
     """Shifts: an amount that is negative or at least the bit width gives 0, or the
-    sign fill for ``shift_right_arithmetic`` (StableHLO interpreter semantics)."""
+    sign fill for ``shift_right_arithmetic`` (StableHLO interpreter semantics: LLVM
+    ``shl``/``lshr``/``ashr`` with the amount read as unsigned)."""
 
     def kernel(xs, et, out_et):
         w = _width(et)
@@ -326,8 +327,12 @@ def _shift(kind: str) -> Kernel:
             if kind == "left":
                 r = np.where(big, 0, a << s)
             elif kind == "arith":
-                fill = np.where(a < 0, -1, 0) if not _is_unsigned(et) else np.zeros_like(a)
-                r = np.where(big, fill, a >> s)
+                # the top bit is the sign, for unsigned types too (LLVM's ashr, as XLA)
+                sa = a.view(np.int64) if a.dtype == np.uint64 else a
+                if _is_unsigned(et) and w < 64:
+                    sa = np.where(sa >= (1 << (w - 1)), sa - (1 << w), sa)
+                fill = np.where(sa < 0, -1, 0)
+                r = np.where(big, fill, sa >> s.astype(np.int64))
             else:
                 ua = a.astype(np.uint64)
                 if w < 64:
