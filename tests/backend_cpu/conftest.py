@@ -28,7 +28,10 @@ def run_both(text: str, args: list, rtol: float = 1e-6, atol: float = 0.0):
     for g, w in zip(got, want):
         w = np.asarray(w)
         assert g.dtype == w.dtype and g.shape == w.shape
-        if np.issubdtype(g.dtype, np.floating):
+        if np.issubdtype(g.dtype, np.floating) or "float" in g.dtype.name:  # + ml_dtypes
+            np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=rtol,
+                                       atol=atol, equal_nan=True)
+        elif np.issubdtype(g.dtype, np.complexfloating):
             np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, equal_nan=True)
         else:
             np.testing.assert_array_equal(g, w)

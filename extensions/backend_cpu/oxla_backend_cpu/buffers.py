@@ -14,7 +14,7 @@ live outside the arena.
 
 from __future__ import annotations
 
-from oxla_backend_cpu.plan import Buf, Plan, kernel_reads
+from oxla_backend_cpu.plan import Buf, Plan, kernel_reads, kernel_writes
 
 ALIGN = 64  # bytes: a cache line, and enough for AVX-512 loads
 
@@ -33,7 +33,8 @@ def assign_buffers(plan: Plan) -> Plan:
     """Places every ``temp`` buffer in the arena; sets ``offset`` and ``temp_bytes``."""
     last_use: dict[Buf, int] = {}
     for t, k in enumerate(plan.kernels):
-        last_use.setdefault(k.out, t)
+        for w in kernel_writes(k):
+            last_use.setdefault(w, t)
         for b in kernel_reads(k, plan.vbuf):
             last_use[b] = t
     live: list[tuple[int, int, Buf]] = []  # (offset, size, buf), sorted by offset
@@ -41,20 +42,20 @@ def assign_buffers(plan: Plan) -> Plan:
     total = 0
     for t, k in enumerate(plan.kernels):
         live = [x for x in live if last_use[x[2]] >= t]
-        b = k.out
-        if b.kind != "temp" or b.offset >= 0:
-            continue
-        size = _align(max(b.nbytes, 1))
-        total += size
-        offset = 0
-        for off, sz, _ in live:
-            if off - offset >= size:
-                break
-            offset = max(offset, off + sz)
-        b.offset = offset
-        live.append((offset, size, b))
-        live.sort(key=lambda x: x[0])
-        peak = max(peak, offset + size)
+        for b in kernel_writes(k):
+            if b.kind != "temp" or b.offset >= 0:
+                continue
+            size = _align(max(b.nbytes, 1))
+            total += size
+            offset = 0
+            for off, sz, _ in live:
+                if off - offset >= size:
+                    break
+                offset = max(offset, off + sz)
+            b.offset = offset
+            live.append((offset, size, b))
+            live.sort(key=lambda x: x[0])
+            peak = max(peak, offset + size)
     plan.temp_bytes = peak
     plan.notes.append(f"buffer assignment: {peak} arena bytes for {total} bytes of temporaries")
     return plan

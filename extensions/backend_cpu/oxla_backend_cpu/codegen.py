@@ -25,19 +25,18 @@ from oxla_codegen_llvm import (
     shape_of,
     store,
 )
-from oxla_codegen_llvm.scalar import emit_scalar
 
-from oxla.ir import Operation
 from oxla_backend_cpu.fusion import constant_bytes
 from oxla_backend_cpu.plan import (
     Buf,
     DotKernel,
     Kernel,
     LoopKernel,
+    OpKernel,
     PackKernel,
     Plan,
-    ReduceKernel,
     kernel_reads,
+    kernel_writes,
 )
 
 PTR = ir.PointerType()
@@ -67,11 +66,12 @@ def _new_function(module: ir.Module, name: str, n_ptrs: int,
 def _emit_kernel(module: ir.Module, target: Target, k: Kernel, plan: Plan,
                  fast_math: bool) -> ir.Function:
     reads = kernel_reads(k, plan.vbuf)
+    writes = kernel_writes(k)
     # Two parameters alias when a kernel reads the same buffer twice.
-    fn, b = _new_function(module, k.name, len(reads) + 1,
+    fn, b = _new_function(module, k.name, len(reads) + len(writes),
                           len({id(r) for r in reads}) == len(reads))
     s = Scalar(b, module, target, fast_math)
-    out = fn.args[-1]
+    out = fn.args[len(reads)]
     if isinstance(k, LoopKernel):
         f = FusedEmitter(s, dict(zip(k.inputs, fn.args)))
         et = k.root.type.element_type
@@ -79,8 +79,10 @@ def _emit_kernel(module: ir.Module, target: Target, k: Kernel, plan: Plan,
         with loop_nest(b, shape) as idx:
             f.reset()
             store(s, out, et, linearize(b, idx, shape), f.value_at(k.root, idx))
-    elif isinstance(k, ReduceKernel):
-        _emit_reduce(s, k, dict(zip(k.inputs, fn.args)), out)
+    elif isinstance(k, OpKernel):
+        from oxla_backend_cpu.opkernels import OP_EMITTERS
+
+        OP_EMITTERS[k.op.name](s, k, dict(zip(k.inputs, fn.args)), list(fn.args[len(reads):]))
     elif isinstance(k, PackKernel):
         _emit_pack(s, k, fn.args[0], out)
     else:
@@ -89,38 +91,6 @@ def _emit_kernel(module: ir.Module, target: Target, k: Kernel, plan: Plan,
     return fn
 
 
-def _emit_reduce(s: Scalar, k: ReduceKernel, buffers: dict, out: ir.Value) -> None:
-    b = s.b
-    op: Operation = k.op
-    operand, init = op.operands
-    dims = set(op.attr("dimensions").values)
-    in_shape = shape_of(operand)
-    out_shape = shape_of(op.results[0])
-    kept = [d for d in range(len(in_shape)) if d not in dims]
-    red = sorted(dims)
-    et = op.results[0].type.element_type
-    f = FusedEmitter(s, buffers)
-    with b.goto_entry_block():
-        acc = b.alloca(_scalar_ty(et), name="acc")
-    with loop_nest(b, out_shape, "o") as oidx:
-        f.reset()
-        b.store(f.value_at(init, []), acc)
-        with loop_nest(b, [in_shape[d] for d in red], "r") as ridx:
-            f.reset()
-            idx: list = [None] * len(in_shape)
-            for d, i in zip(kept, oidx):
-                idx[d] = i
-            for d, i in zip(red, ridx):
-                idx[d] = i
-            x = f.value_at(operand, idx)
-            b.store(emit_scalar(s, k.combiner, [b.load(acc, typ=_scalar_ty(et)), x]), acc)
-        store(s, out, et, linearize(b, oidx, out_shape), b.load(acc, typ=_scalar_ty(et)))
-
-
-def _scalar_ty(et) -> ir.Type:
-    from oxla_codegen_llvm import llvm_type
-
-    return llvm_type(et)
 
 
 def _emit_pack(s: Scalar, k: PackKernel, src: ir.Value, out: ir.Value) -> None:
@@ -196,5 +166,5 @@ def _emit_entry(module: ir.Module, plan: Plan, fns: list[ir.Function]) -> None:
         return p
 
     for k, kfn in zip(plan.kernels, fns):
-        b.call(kfn, [address(x) for x in kernel_reads(k, plan.vbuf)] + [address(k.out)])
+        b.call(kfn, [address(x) for x in kernel_reads(k, plan.vbuf) + kernel_writes(k)])
     b.ret_void()

@@ -7,8 +7,9 @@ Rules (XLA's loop and input fusion, simplified):
   value is materialized and it roots a loop kernel;
 * splat constants and ``iota`` are recomputed in every consumer, never stored (unless
   returned or read by a dot);
-* ``reduce`` with one operand and a body of one ``add``/``multiply``/``maximum``/
-  ``minimum``/``and``/``or`` becomes a reduction kernel;
+* ``reduce`` (any number of operands, any scalar body) becomes a reduction kernel with
+  its operands' producers fused in; ``scatter`` becomes a kernel of its own
+  (:mod:`oxla_backend_cpu.opkernels`) reading materialized operands;
 * ``dot_general``/``dot`` on f32/f64 becomes a BLAS call, with a packing copy for an
   operand whose layout BLAS's transpose flags cannot express;
 * non-splat constants become global buffers; ops whose results nobody uses are dropped.
@@ -31,14 +32,12 @@ from oxla_backend_cpu.plan import (
     DotKernel,
     Kernel,
     LoopKernel,
+    OpKernel,
     PackKernel,
     Plan,
-    ReduceKernel,
 )
 
 BACKEND = "cpu"
-COMBINERS = ("stablehlo.add", "stablehlo.multiply", "stablehlo.maximum", "stablehlo.minimum",
-             "stablehlo.and", "stablehlo.or")
 CHEAP = ("stablehlo.iota",)
 
 
@@ -66,20 +65,6 @@ def _check_type(op: Operation, v: Value) -> None:
         raise unsupported(op, f"element type {t.element_type}") from None
 
 
-def reduce_combiner(op: Operation) -> Operation:
-    """The single combining op of a ``reduce`` body, or raises NotSupportedError."""
-    if len(op.operands) != 2:
-        raise unsupported(op, "variadic reduce")
-    block = op.regions[0].blocks[0]
-    body = [o for o in block.ops if o.name not in ("stablehlo.return", "func.return")]
-    ret = block.ops[-1]
-    if (len(body) != 1 or body[0].name not in COMBINERS or len(ret.operands) != 1
-            or ret.operands[0] is not body[0].results[0]
-            or set(body[0].operands) != set(block.args) or len(set(block.args)) != 2):
-        raise unsupported(op, "reduce body other than one add/multiply/maximum/minimum/and/or")
-    return body[0]
-
-
 def _classify(op: Operation) -> str:
     from oxla_codegen_llvm import is_fusible
 
@@ -90,8 +75,11 @@ def _classify(op: Operation) -> str:
     if is_fusible(op):
         return "loop"
     if op.name == "stablehlo.reduce":
-        reduce_combiner(op)
         return "reduce"
+    from oxla_backend_cpu.opkernels import OP_EMITTERS
+
+    if op.name in OP_EMITTERS:
+        return "op"
     if op.name in ("stablehlo.dot_general", "stablehlo.dot"):
         return "dot"
     raise unsupported(op)
@@ -135,6 +123,10 @@ def fuse(module: Module) -> Plan:
         v = op.results[0]
         if v not in materialized:
             continue
+        if kinds[op] in ("reduce", "op"):
+            for r in op.results:
+                if r not in vbuf:
+                    vbuf[r] = Buf(f"%{next(counter)}", nbytes(r), "temp")
         if v not in vbuf:
             kind = "const" if kinds[op] == "const" else "temp"
             data = op.attr("value").array if kind == "const" else None
@@ -176,9 +168,9 @@ def _live_ops(ops: list[Operation], ret: Operation) -> list[Operation]:
 def _must_materialize(v: Value, kinds: dict[Operation, str], returned: set[Value]) -> bool:
     kind = kinds[v.owner_op]
     users = [u for u in v.users if u in kinds]
-    if kind in ("reduce", "dot", "const") or v in returned:
+    if kind in ("reduce", "dot", "const", "op") or v in returned:
         return True
-    if any(kinds[u] == "dot" for u in users):
+    if any(kinds[u] in ("dot", "op") for u in users):
         return True
     if kind == "cheap":
         return False
@@ -215,6 +207,9 @@ def _make_kernels(op: Operation, kind: str, vbuf: dict[Value, Buf], materialized
         if saved:
             materialized.add(v)
         return [LoopKernel(f"loop{n}", v, leaves, vbuf[v], ops)]
+    if kind == "op":
+        return [OpKernel(f"{op.name.split('.')[-1]}{n}", op, list(dict.fromkeys(op.operands)),
+                         [vbuf[r] for r in op.results], [op])]
     if kind == "reduce":
         leaves: list[Value] = []
         fused: list[Operation] = [op]
@@ -225,7 +220,7 @@ def _make_kernels(op: Operation, kind: str, vbuf: dict[Value, Buf], materialized
                 more, ops = _leaves(operand, materialized)
                 leaves += [x for x in more if x not in leaves]
                 fused = ops + fused
-        return [ReduceKernel(f"reduce{n}", op, reduce_combiner(op), leaves, vbuf[v], fused)]
+        return [OpKernel(f"reduce{n}", op, leaves, [vbuf[r] for r in op.results], fused)]
     return _dot_kernels(op, vbuf, n, counter)
 
 

@@ -45,16 +45,25 @@ class LoopKernel:
 
 
 @dataclass(eq=False)
-class ReduceKernel:
-    """``stablehlo.reduce`` with one operand and a one-op body (``combiner``), its
-    operand's producers fused in."""
+class OpKernel:
+    """One op with its own emitter (``reduce`` with any body, ``scatter``, ``sort``...),
+    writing every result of ``op`` (``outs[i]`` holds result ``i``).
+
+    Attributes:
+        inputs: the materialized values it reads (operands whose producers were not fused).
+        fused_ops: producers computed inside the kernel (elementwise chains feeding a
+            ``reduce``), plus ``op`` itself last.
+    """
 
     name: str
     op: Operation
-    combiner: Operation
     inputs: list[Value]
-    out: Buf
+    outs: list[Buf]
     fused_ops: list[Operation] = field(default_factory=list)
+
+    @property
+    def out(self) -> Buf:
+        return self.outs[0]
 
 
 @dataclass(eq=False)
@@ -90,16 +99,21 @@ class DotKernel:
     dtype: str  # "f32" | "f64"
 
 
-Kernel = LoopKernel | ReduceKernel | PackKernel | DotKernel
+Kernel = LoopKernel | OpKernel | PackKernel | DotKernel
 
 
 def kernel_reads(k: Kernel, vbuf: dict[Value, Buf]) -> list[Buf]:
     """The buffers kernel ``k`` reads."""
-    if isinstance(k, LoopKernel | ReduceKernel):
+    if isinstance(k, LoopKernel | OpKernel):
         return [vbuf[v] for v in k.inputs]
     if isinstance(k, PackKernel):
         return [k.src_buf]
     return [k.lhs, k.rhs]
+
+
+def kernel_writes(k: Kernel) -> list[Buf]:
+    """The buffers kernel ``k`` writes (one per result of its op)."""
+    return list(k.outs) if isinstance(k, OpKernel) else [k.out]
 
 
 @dataclass
@@ -127,10 +141,10 @@ class Plan:
         for k in self.kernels:
             reads = ", ".join(b.name for b in kernel_reads(k, self.vbuf))
             extra = ""
-            if isinstance(k, LoopKernel | ReduceKernel):
+            if isinstance(k, LoopKernel | OpKernel):
                 extra = " fuses " + ", ".join(o.name for o in k.fused_ops)
-            lines.append(f"{k.name}: {type(k).__name__}({reads}) -> {k.out.name} "
-                         f"[{k.out.kind}@{k.out.offset if k.out.kind == 'temp' else k.out.index}]"
-                         f"{extra}")
+            outs = ", ".join(f"{o.name} [{o.kind}@{o.offset if o.kind == 'temp' else o.index}]"
+                             for o in kernel_writes(k))
+            lines.append(f"{k.name}: {type(k).__name__}({reads}) -> {outs}{extra}")
         lines.append(f"temp_bytes: {self.temp_bytes}")
         return "\n".join(lines)

@@ -20,7 +20,16 @@ from oxla.ir import Operation, Value
 from oxla.ir import attributes as A
 from oxla.ir import types as T
 from oxla_codegen_llvm.loops import I64, delinearize, linearize
-from oxla_codegen_llvm.scalar import EMITTERS, Scalar, emit_scalar, llvm_type, storage_type
+from oxla_codegen_llvm.scalar import (
+    EMITTERS,
+    Scalar,
+    emit_scalar,
+    from_storage,
+    llvm_type,
+    round_to,
+    storage_type,
+    to_storage,
+)
 
 IndexRule = Callable[["FusedEmitter", Operation, list], ir.Value]
 INDEX_RULES: dict[str, IndexRule] = {}
@@ -54,18 +63,17 @@ def is_fusible(op: Operation) -> bool:
 
 
 def load(s: Scalar, ptr: ir.Value, et: T.ElementType, offset: ir.Value) -> ir.Value:
-    """Loads element ``offset`` of a buffer of ``et`` (booleans come back as ``i1``)."""
+    """Loads element ``offset`` of a buffer of ``et`` (as its register type: booleans
+    come back as ``i1``, halves as f32)."""
     st = storage_type(et)
     v = s.b.load(s.b.gep(ptr, [offset], source_etype=st, inbounds=True), typ=st)
-    return s.b.trunc(v, ir.IntType(1)) if llvm_type(et) != st else v
+    return from_storage(s, et, v)
 
 
 def store(s: Scalar, ptr: ir.Value, et: T.ElementType, offset: ir.Value, v: ir.Value) -> None:
     """Stores ``v`` into element ``offset`` of a buffer of ``et``."""
     st = storage_type(et)
-    if v.type != st:
-        v = s.b.zext(v, st)
-    s.b.store(v, s.b.gep(ptr, [offset], source_etype=st, inbounds=True))
+    s.b.store(to_storage(s, et, v), s.b.gep(ptr, [offset], source_etype=st, inbounds=True))
 
 
 class FusedEmitter:
@@ -79,6 +87,7 @@ class FusedEmitter:
     def __init__(self, s: Scalar, buffers: dict[Value, ir.Value]):
         self.s = s
         self.buffers = buffers
+        self.scalars: dict[Value, ir.Value] = {}  # rank-0 values bound to registers
         self._memo: dict[tuple, ir.Value] = {}
 
     def reset(self) -> None:
@@ -101,6 +110,8 @@ class FusedEmitter:
 
     def _compute(self, v: Value, idx: list) -> ir.Value:
         et = v.type.element_type
+        if v in self.scalars:
+            return self.scalars[v]
         if v in self.buffers:
             return load(self.s, self.buffers[v], et, linearize(self.s.b, idx, shape_of(v)))
         op = v.owner_op
@@ -117,7 +128,7 @@ class FusedEmitter:
             rank = len(shape_of(v))
             args = [self.value_at(a, idx if len(shape_of(a)) == rank else [])
                     for a in op.operands]
-            return emit_scalar(self.s, op, args)
+            return round_to(self.s, et, emit_scalar(self.s, op, args))
         raise NotSupportedError(f"'{op.name}' cannot be fused by the llvm emitters yet", op.loc)
 
 
@@ -175,3 +186,149 @@ def _iota(f: FusedEmitter, op: Operation, idx: list) -> ir.Value:
 
     dim = op.attr("iota_dimension").value
     return convert(f.s, idx[dim], T.IntegerType(64), op.results[0].type.element_type)
+
+
+def emit_region(s: Scalar, region, args: Sequence[ir.Value]) -> list[ir.Value]:
+    """Emits a region of scalar (rank-0) ops (a ``reduce``/``scatter``/``sort`` body) on
+    the register values ``args`` bound to its block arguments; returns the values its
+    ``return`` yields.
+
+    Raises:
+        NotSupportedError: an op of the body the emitters cannot compute on scalars.
+    """
+    block = region.blocks[0]
+    f = FusedEmitter(s, {})
+    f.scalars.update(zip(block.args, args))
+    ret = block.ops[-1]
+    return [f.value_at(v, []) for v in ret.operands]
+
+
+def to_index(f: FusedEmitter, v: Value, idx: list) -> ir.Value:
+    """The integer value of ``v`` at ``idx`` as i64 (unsigned types zero-extended)."""
+    from oxla_codegen_llvm.scalar import convert
+
+    return convert(f.s, f.value_at(v, idx), v.type.element_type, T.IntegerType(64))
+
+
+def clamp(b: ir.IRBuilder, x: ir.Value, lo: int, hi: int) -> ir.Value:
+    """``min(max(x, lo), hi)`` on signed i64."""
+    x = b.select(b.icmp_signed("<", x, _i64(lo)), _i64(lo), x)
+    return b.select(b.icmp_signed(">", x, _i64(hi)), _i64(hi), x)
+
+
+@index_rule("stablehlo.concatenate")
+def _concatenate(f: FusedEmitter, op: Operation, idx: list) -> ir.Value:
+    b = f.s.b
+    dim = op.attr("dimension").value
+    parts, start = [], 0
+    for x in op.operands:
+        n = shape_of(x)[dim]
+        if n:
+            parts.append((x, start, n))
+        start += n
+    out = None
+    for x, st, n in reversed(parts):
+        sidx = list(idx)
+        sidx[dim] = clamp(b, b.sub(idx[dim], _i64(st)), 0, n - 1)
+        val = f.value_at(x, sidx)
+        out = val if out is None else b.select(b.icmp_signed("<", idx[dim], _i64(st + n)),
+                                               val, out)
+    return out
+
+
+@index_rule("stablehlo.pad")
+def _pad(f: FusedEmitter, op: Operation, idx: list) -> ir.Value:
+    b = f.s.b
+    src, pad_value = op.operands
+    lo = op.attr("edge_padding_low").values
+    interior = op.attr("interior_padding").values
+    shape = shape_of(src)
+    pv = f.value_at(pad_value, [])
+    if 0 in shape:
+        return pv
+    inside = ir.Constant(ir.IntType(1), 1)
+    sidx = []
+    for d, i in enumerate(idx):
+        t = b.sub(i, _i64(lo[d]))
+        step = interior[d] + 1
+        q = b.sdiv(t, _i64(step)) if step != 1 else t
+        ok = b.and_(b.icmp_signed(">=", t, _i64(0)), b.icmp_signed("<", q, _i64(shape[d])))
+        if step != 1:
+            ok = b.and_(ok, b.icmp_signed("==", b.srem(t, _i64(step)), _i64(0)))
+        inside = b.and_(inside, ok)
+        sidx.append(clamp(b, q, 0, shape[d] - 1))
+    return b.select(inside, f.value_at(src, sidx), pv)
+
+
+def _starts(f: FusedEmitter, values: Sequence[Value], limits: Sequence[int]) -> list:
+    return [clamp(f.s.b, to_index(f, v, []), 0, max(lim, 0)) for v, lim in zip(values, limits)]
+
+
+@index_rule("stablehlo.dynamic_slice")
+def _dynamic_slice(f: FusedEmitter, op: Operation, idx: list) -> ir.Value:
+    src = op.operands[0]
+    shape, out = shape_of(src), shape_of(op.results[0])
+    starts = _starts(f, op.operands[1:], [a - c for a, c in zip(shape, out)])
+    return f.value_at(src, [f.s.b.add(st, i) for st, i in zip(starts, idx)])
+
+
+@index_rule("stablehlo.dynamic_update_slice")
+def _dynamic_update_slice(f: FusedEmitter, op: Operation, idx: list) -> ir.Value:
+    b = f.s.b
+    src, upd = op.operands[:2]
+    shape, ushape = shape_of(src), shape_of(upd)
+    base = f.value_at(src, idx)
+    if 0 in ushape:
+        return base
+    starts = _starts(f, op.operands[2:], [a - c for a, c in zip(shape, ushape)])
+    inside = ir.Constant(ir.IntType(1), 1)
+    uidx = []
+    for i, st, n in zip(idx, starts, ushape):
+        t = b.sub(i, st)
+        inside = b.and_(inside, b.and_(b.icmp_signed(">=", t, _i64(0)),
+                                       b.icmp_signed("<", t, _i64(n))))
+        uidx.append(clamp(b, t, 0, n - 1))
+    return b.select(inside, f.value_at(upd, uidx), base)
+
+
+@index_rule("stablehlo.gather")
+def _gather(f: FusedEmitter, op: Operation, idx: list) -> ir.Value:
+    """Spec ``gather`` (clamped starts, batching dims) at one result index."""
+    b = f.s.b
+    src, indices = op.operands
+    d = op.attr("dimension_numbers")
+    offset_dims = [int(x) for x in d.get("offset_dims", ())]
+    collapsed = [int(x) for x in d.get("collapsed_slice_dims", ())]
+    op_batching = [int(x) for x in d.get("operand_batching_dims", ())]
+    idx_batching = [int(x) for x in d.get("start_indices_batching_dims", ())]
+    start_map = [int(x) for x in d.get("start_index_map", ())]
+    ivd = int(d.get("index_vector_dim", 0))
+    sizes = [int(x) for x in op.attr("slice_sizes").values]
+    shape, ishape = shape_of(src), shape_of(indices)
+    batch = [i for r, i in enumerate(idx) if r not in offset_dims]
+    offs = [idx[r] for r in offset_dims]
+    full = [_i64(0)] * len(shape)
+    for k, dim in enumerate(start_map):
+        iidx = list(batch)
+        if ivd < len(ishape):
+            iidx.insert(ivd, _i64(k))
+        full[dim] = clamp(b, to_index(f, indices, iidx), 0, shape[dim] - sizes[dim])
+    for d_op, d_start in zip(op_batching, idx_batching):
+        full[d_op] = b.add(full[d_op], batch[d_start - (0 if d_start < ivd else 1)])
+    axes = [a for a in range(len(shape)) if a not in collapsed and a not in op_batching]
+    for a, o in zip(axes, offs):
+        full[a] = b.add(full[a], o)
+    return f.value_at(src, full)
+
+
+@index_rule("stablehlo.get_dimension_size")
+def _get_dimension_size(f: FusedEmitter, op: Operation, idx: list) -> ir.Value:
+    n = shape_of(op.operands[0])[op.attr("dimension").value]
+    return ir.Constant(llvm_type(op.results[0].type.element_type), n)
+
+
+@index_rule("stablehlo.partition_id")
+@index_rule("stablehlo.replica_id")
+def _zero_id(f: FusedEmitter, op: Operation, idx: list) -> ir.Value:
+    """One process, one device: ids are 0."""
+    return ir.Constant(llvm_type(op.results[0].type.element_type), 0)

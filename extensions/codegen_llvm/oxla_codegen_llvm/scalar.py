@@ -45,15 +45,20 @@ def emitter(*names: str) -> Callable[[Emitter], Emitter]:
     return deco
 
 
+HALF_TYPES = ("f16", "bf16")
+
+
 def llvm_type(et: T.ElementType) -> ir.Type:
-    """The LLVM type of a scalar of ``et`` in registers (``i1`` for booleans).
+    """The LLVM type of a scalar of ``et`` in registers (``i1`` for booleans, ``iN`` for
+    every integer width; ``f16``/``bf16`` are computed in ``float`` and rounded to their
+    type after every op, see :func:`round_to`).
 
     Raises:
         NotSupportedError: for element types the emitters do not handle yet.
     """
-    if isinstance(et, T.IntegerType) and et.width in (1, 8, 16, 32, 64):
+    if isinstance(et, T.IntegerType):
         return ir.IntType(et.width)
-    if isinstance(et, T.FloatType) and et.name == "f32":
+    if isinstance(et, T.FloatType) and et.name in ("f32",) + HALF_TYPES:
         return ir.FloatType()
     if isinstance(et, T.FloatType) and et.name == "f64":
         return ir.DoubleType()
@@ -61,9 +66,111 @@ def llvm_type(et: T.ElementType) -> ir.Type:
 
 
 def storage_type(et: T.ElementType) -> ir.Type:
-    """The LLVM type of one element in memory (``i8`` for booleans, as numpy)."""
+    """The LLVM type of one element in memory: ``i8`` for ``i1``/``i2``/``i4`` (one per
+    byte, as numpy and ml_dtypes store them), ``i16`` bits for ``f16``/``bf16``."""
     t = llvm_type(et)
-    return ir.IntType(8) if t == ir.IntType(1) else t
+    if isinstance(t, ir.IntType) and t.width < 8:
+        return ir.IntType(8)
+    if is_half(et):
+        return ir.IntType(16)
+    return t
+
+
+def is_half(et: T.ElementType) -> bool:
+    """True for the 16-bit floats (computed in f32, stored as 16 bits)."""
+    return isinstance(et, T.FloatType) and et.name in HALF_TYPES
+
+
+_I16, _I32, _I64 = ir.IntType(16), ir.IntType(32), ir.IntType(64)
+_F32, _F64 = ir.FloatType(), ir.DoubleType()
+
+
+def to_storage(s: Scalar, et: T.ElementType, v: ir.Value) -> ir.Value:
+    """A register value of ``et`` as it is stored (sub-byte ints zero-extended to a byte,
+    as ml_dtypes does; halves rounded to nearest even from f32 by bit manipulation, so
+    no compiler-rt call is needed)."""
+    st = storage_type(et)
+    if v.type == st:
+        return v
+    if isinstance(st, ir.IntType) and isinstance(v.type, ir.IntType):
+        return s.b.zext(v, st)
+    if et.name == "bf16":
+        return _f32_to_bf16(s.b, v)
+    return _f32_to_f16(s.b, v)
+
+
+def from_storage(s: Scalar, et: T.ElementType, v: ir.Value) -> ir.Value:
+    """The inverse of :func:`to_storage` (exact)."""
+    t = llvm_type(et)
+    if v.type == t:
+        return v
+    b = s.b
+    if isinstance(t, ir.IntType):
+        return b.trunc(v, t)
+    if et.name == "bf16":
+        return b.bitcast(b.shl(b.zext(v, _I32), _const(_I32, 16)), _F32)
+    # f16: (h & 0x7fff) << 13 as f32 bits, times 2^112 (exact, subnormals too); inf/NaN
+    # get the all-ones exponent directly; then the sign.
+    h = b.zext(v, _I32)
+    mag = b.and_(h, _const(_I32, 0x7FFF))
+    bits = b.shl(mag, _const(_I32, 13))
+    normal = b.bitcast(b.fmul(b.bitcast(bits, _F32), _const(_F32, 2.0 ** 112)), _I32)
+    special = b.or_(bits, _const(_I32, 0x7F800000))
+    out = b.select(b.icmp_unsigned(">=", mag, _const(_I32, 0x7C00)), special, normal)
+    sign = b.shl(b.and_(h, _const(_I32, 0x8000)), _const(_I32, 16))
+    return b.bitcast(b.or_(out, sign), _F32)
+
+
+def round_to(s: Scalar, et: T.ElementType, v: ir.Value) -> ir.Value:
+    """``v`` (computed in f32) rounded to ``et`` when ``et`` is a half type."""
+    if not is_half(et):
+        return v
+    return from_storage(s, et, to_storage(s, et, v))
+
+
+def _f32_to_bf16(b: ir.IRBuilder, v: ir.Value) -> ir.Value:
+    x = b.bitcast(v, _I32)
+    lsb = b.and_(b.lshr(x, _const(_I32, 16)), _const(_I32, 1))
+    rounded = b.lshr(b.add(b.add(x, _const(_I32, 0x7FFF)), lsb), _const(_I32, 16))
+    nan = b.or_(b.lshr(x, _const(_I32, 16)), _const(_I32, 0x40))
+    return b.trunc(b.select(b.fcmp_unordered("uno", v, v), nan, rounded), _I16)
+
+
+def _f32_to_f16(b: ir.IRBuilder, v: ir.Value) -> ir.Value:
+    x = b.bitcast(v, _I32)
+    sign = b.and_(b.lshr(x, _const(_I32, 16)), _const(_I32, 0x8000))
+    a = b.and_(x, _const(_I32, 0x7FFFFFFF))
+    nan = b.or_(_const(_I32, 0x7E00), b.and_(b.lshr(a, _const(_I32, 13)),
+                                             _const(_I32, 0x3FF)))
+    lsb = b.and_(b.lshr(a, _const(_I32, 13)), _const(_I32, 1))
+    normal = b.lshr(b.add(b.add(b.sub(a, _const(_I32, 0x38000000)), _const(_I32, 0xFFF)),
+                          lsb), _const(_I32, 13))
+    # |v| < 2^-14: adding 0.5 puts the f16 subnormal ulp (2^-24) at f32's ulp of 0.5, so
+    # the FPU rounds to nearest even for us.
+    fa = b.bitcast(a, _F32)
+    sub = b.sub(b.bitcast(b.fadd(fa, _const(_F32, 0.5)), _I32), _const(_I32, 0x3F000000))
+    out = b.select(b.icmp_unsigned("<", a, _const(_I32, 0x38800000)), sub, normal)
+    out = b.select(b.icmp_unsigned(">=", a, _const(_I32, 0x477FF000)),
+                   _const(_I32, 0x7C00), out)
+    out = b.select(b.icmp_unsigned(">", a, _const(_I32, 0x7F800000)), nan, out)
+    return b.trunc(b.or_(out, sign), _I16)
+
+
+def f64_to_f32_odd(b: ir.IRBuilder, d: ir.Value) -> ir.Value:
+    """``d`` rounded to f32 with round-to-odd, so that a second rounding to a narrower
+    type (f16) is correctly rounded."""
+    f = b.fptrunc(d, _F32)
+    back = b.fpext(f, _F64)
+    inexact = b.fcmp_ordered("!=", back, d)
+    fabs_gt = b.fcmp_ordered(">", b.call(_fabs64(b), [back]), b.call(_fabs64(b), [d]))
+    bits = b.bitcast(f, _I32)
+    bits = b.select(fabs_gt, b.sub(bits, _const(_I32, 1)), bits)
+    bits = b.or_(bits, _const(_I32, 1))
+    return b.select(inexact, b.bitcast(bits, _F32), f)
+
+
+def _fabs64(b: ir.IRBuilder) -> ir.Function:
+    return b.module.declare_intrinsic("llvm.fabs", [_F64])
 
 
 def is_float(et: T.ElementType) -> bool:
@@ -335,15 +442,24 @@ def _convert(s: Scalar, op: Operation, args: list) -> ir.Value:
 
 def convert(s: Scalar, x: ir.Value, src: T.ElementType, dst: T.ElementType) -> ir.Value:
     """Converts scalar ``x`` from ``src`` to ``dst`` (see the module doc for floats
-    out of an integer range)."""
+    out of an integer range; f64 -> f16 rounds once, through round-to-odd f32; f64 ->
+    bf16 rounds through f32 as ml_dtypes does)."""
     b = s.b
     to = llvm_type(dst)
     if src == dst:
         return x
     if is_float(src) and is_float(dst):
-        w_src, w_dst = x.type == ir.DoubleType(), to == ir.DoubleType()
-        return b.fptrunc(x, to) if w_src and not w_dst else b.fpext(x, to)
+        if is_half(dst):
+            if x.type == _F64:
+                x = f64_to_f32_odd(b, x) if dst.name == "f16" else b.fptrunc(x, _F32)
+            return round_to(s, dst, x)
+        if x.type == to:
+            return x
+        return b.fptrunc(x, to) if x.type == _F64 else b.fpext(x, to)
     if is_float(dst):
+        if is_half(dst):
+            wide = b.uitofp(x, _F64) if is_unsigned(src) else b.sitofp(x, _F64)
+            return convert(s, wide, T.FloatType("f64"), dst)
         return b.uitofp(x, to) if is_unsigned(src) else b.sitofp(x, to)
     if is_float(src):
         if to == ir.IntType(1):
@@ -360,3 +476,17 @@ def convert(s: Scalar, x: ir.Value, src: T.ElementType, dst: T.ElementType) -> i
     if to.width == x.type.width:
         return x
     return b.zext(x, to) if is_unsigned(src) else b.sext(x, to)
+
+
+@emitter("stablehlo.bitcast_convert")
+def _bitcast_convert(s: Scalar, op: Operation, args: list) -> ir.Value:
+    src, dst = _et(op), op.results[0].type.element_type
+    if op.operands[0].type.rank != op.results[0].type.rank:
+        raise NotSupportedError("'stablehlo.bitcast_convert' between element types of "
+                                "different widths is not supported by the llvm emitters "
+                                "yet", op.loc)
+    bits = to_storage(s, src, args[0])
+    st = storage_type(dst)
+    if bits.type != st:
+        bits = s.b.bitcast(bits, st)
+    return from_storage(s, dst, bits)

@@ -1,0 +1,126 @@
+"""Emitters for ops that are not loop fusions: each writes all results of its op.
+
+* ``reduce``: any number of operands and any scalar body (the argmax pattern), the
+  body's ops emitted as scalar code in the reduction loop; operand producers fused in;
+* ``scatter``: results start as copies of the inputs, then every update element, in
+  row-major order, combines with its target through the update region (sequential, so
+  repeated indices accumulate; out-of-bounds targets are skipped, as the spec says).
+
+Each emitter has the signature ``emit(s, k, buffers, outs)``: ``buffers`` maps the
+kernel's materialized inputs to their pointers, ``outs`` holds one pointer per result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import llvmlite.ir as ir
+from oxla_codegen_llvm import FusedEmitter, Scalar, linearize, llvm_type, loop_nest, shape_of
+from oxla_codegen_llvm.fused import emit_region, to_index
+from oxla_codegen_llvm.fused import load as load_elem
+from oxla_codegen_llvm.fused import store as store_elem
+
+from oxla.ir import Value
+from oxla_backend_cpu.plan import OpKernel
+
+I64 = ir.IntType(64)
+OpEmitter = Callable[[Scalar, OpKernel, dict[Value, ir.Value], list[ir.Value]], None]
+OP_EMITTERS: dict[str, OpEmitter] = {}
+
+
+def op_emitter(name: str) -> Callable[[OpEmitter], OpEmitter]:
+    def deco(fn: OpEmitter) -> OpEmitter:
+        OP_EMITTERS[name] = fn
+        return fn
+
+    return deco
+
+
+def _i64(n: int) -> ir.Constant:
+    return ir.Constant(I64, n)
+
+
+@op_emitter("stablehlo.reduce")
+def emit_reduce(s: Scalar, k: OpKernel, buffers: dict, outs: list) -> None:
+    """Spec ``reduce``: one accumulator per result, the body applied in index order."""
+    b, op = s.b, k.op
+    n = len(op.results)
+    operands, inits = op.operands[:n], op.operands[n:]
+    dims = set(op.attr("dimensions").values)
+    in_shape = shape_of(operands[0])
+    out_shape = shape_of(op.results[0])
+    kept = [d for d in range(len(in_shape)) if d not in dims]
+    red = sorted(dims)
+    ets = [r.type.element_type for r in op.results]
+    f = FusedEmitter(s, buffers)
+    with b.goto_entry_block():
+        accs = [b.alloca(llvm_type(et), name=f"acc{j}") for j, et in enumerate(ets)]
+    with loop_nest(b, out_shape, "o") as oidx:
+        f.reset()
+        for acc, init in zip(accs, inits):
+            b.store(f.value_at(init, []), acc)
+        with loop_nest(b, [in_shape[d] for d in red], "r") as ridx:
+            f.reset()
+            idx: list = [None] * len(in_shape)
+            for d, i in zip(kept, oidx):
+                idx[d] = i
+            for d, i in zip(red, ridx):
+                idx[d] = i
+            xs = [f.value_at(x, idx) for x in operands]
+            cur = [b.load(a, typ=llvm_type(et)) for a, et in zip(accs, ets)]
+            for a, v in zip(accs, emit_region(s, op.regions[0], cur + xs)):
+                b.store(v, a)
+        f.reset()
+        flat = linearize(b, oidx, out_shape)
+        for out, a, et in zip(outs, accs, ets):
+            store_elem(s, out, et, flat, b.load(a, typ=llvm_type(et)))
+
+
+@op_emitter("stablehlo.scatter")
+def emit_scatter(s: Scalar, k: OpKernel, buffers: dict, outs: list) -> None:
+    """Spec ``scatter`` with any dimension numbers (batching dims included)."""
+    b, op = s.b, k.op
+    n = len(op.results)
+    inputs, indices, updates = op.operands[:n], op.operands[n], op.operands[n + 1:]
+    ets = [r.type.element_type for r in op.results]
+    shape, ushape, ishape = shape_of(inputs[0]), shape_of(updates[0]), shape_of(indices)
+    d = op.attr("scatter_dimension_numbers")
+    window_dims = [int(x) for x in d.get("update_window_dims", ())]
+    inserted = [int(x) for x in d.get("inserted_window_dims", ())]
+    in_batching = [int(x) for x in d.get("input_batching_dims", ())]
+    idx_batching = [int(x) for x in d.get("scatter_indices_batching_dims", ())]
+    to_operand = [int(x) for x in d.get("scatter_dims_to_operand_dims", ())]
+    ivd = int(d.get("index_vector_dim", 0))
+    f = FusedEmitter(s, buffers)
+    with loop_nest(b, shape, "c") as idx:
+        f.reset()
+        flat = linearize(b, idx, shape)
+        for out, x, et in zip(outs, inputs, ets):
+            store_elem(s, out, et, flat, f.value_at(x, idx))
+    if 0 in shape:
+        return
+    scatter_dims = [a for a in range(len(ushape)) if a not in window_dims]
+    window_axes = [a for a in range(len(shape)) if a not in inserted and a not in in_batching]
+    with loop_nest(b, ushape, "u") as uidx:
+        f.reset()
+        sc = [uidx[a] for a in scatter_dims]
+        full: list = [_i64(0)] * len(shape)
+        for kk, dim in enumerate(to_operand):
+            iidx = list(sc)
+            if ivd < len(ishape):
+                iidx.insert(ivd, _i64(kk))
+            full[dim] = b.add(full[dim], to_index(f, indices, iidx))
+        for d_in, d_start in zip(in_batching, idx_batching):
+            full[d_in] = b.add(full[d_in], sc[d_start - (0 if d_start < ivd else 1)])
+        for d_upd, d_in in zip(window_dims, window_axes):
+            full[d_in] = b.add(full[d_in], uidx[d_upd])
+        inside = ir.Constant(ir.IntType(1), 1)
+        for i, size in zip(full, shape):
+            inside = b.and_(inside, b.icmp_unsigned("<", i, _i64(size)))  # < 0 is huge
+        ups = [f.value_at(u, uidx) for u in updates]
+        with b.if_then(inside):
+            flat = linearize(b, full, shape)
+            cur = [load_elem(s, out, et, flat) for out, et in zip(outs, ets)]
+            for out, et, v in zip(outs, ets, emit_region(s, op.regions[0], cur + ups)):
+                store_elem(s, out, et, flat, v)
+        f.reset()
