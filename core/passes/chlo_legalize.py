@@ -10,101 +10,31 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from oxla.errors import PassError
-from oxla.ir import Module, Operation, Value, enum, i64_array
+from oxla.ir import Module, Operation, Value, i64_array
 from oxla.ir import types as T
 from oxla.ir.attributes import dense
+from oxla.passes.chlo_common import (
+    LEGALIZATIONS,
+    Emitter,
+    legalizes,
+    register_float,
+    static_float,
+)
 from oxla.passes.rewrite import GreedyDriver, Pattern, PatternSet, Rewriter, source_of
 
-LEGALIZATIONS: list[Pattern] = []
-
-
-def _legalizes(*names: str) -> Callable:
-    def deco(fn: Callable) -> Callable:
-        for n in names:
-            LEGALIZATIONS.append(Pattern(n, fn, 1, fn.__name__, source_of(fn)))
-        return fn
-
-    return deco
-
-
-class _B:
-    """Emits StableHLO ops before ``anchor``; the tensor type ``t`` defaults to the
-    anchor's first result type."""
-
-    def __init__(self, anchor: Operation, rw: Rewriter):
-        self.anchor, self.rw = anchor, rw
-
-    def op(self, name: str, operands: list[Value], t: T.Type | None = None, **attrs) -> Value:
-        t = t or operands[0].type
-        return self.rw.create_before(self.anchor, name, operands, [t], attrs).results[0]
-
-    def const(self, value, like: Value) -> Value:
-        t = like.type
-        arr = np.full(t.shape, value, dtype=t.element_type.dtype)
-        return self.rw.create_before(
-            self.anchor, "stablehlo.constant", [], [t], {"value": dense(arr, t)}
-        ).results[0]
-
-    def __getattr__(self, short: str) -> Callable[..., Value]:
-        return lambda *vs: self.op("stablehlo." + short, list(vs))
-
-    def cmp(self, a: Value, b: Value, direction: str) -> Value:
-        t = a.type.with_element_type(T.IntegerType(1))
-        return self.op(
-            "stablehlo.compare",
-            [a, b],
-            t,
-            comparison_direction=enum("comparison_direction", direction),
-        )
-
-    def sel(self, p: Value, a: Value, b: Value) -> Value:
-        return self.op("stablehlo.select", [p, a, b], a.type)
+_B = Emitter
+_legalizes = legalizes
+_reg = register_float
 
 
 def _float_operand(op: Operation) -> Value | None:
     v = op.operands[0]
-    t = v.type
-    if isinstance(t, T.TensorType) and t.is_static and isinstance(t.element_type, T.FloatType):
-        return v
-    return None
-
-
-def _unary(fn: Callable[[_B, Value], Value]) -> Callable[[Operation, Rewriter], bool]:
-    """Wraps a real-float decomposition; bf16/f16 are computed in f32 and rounded back."""
-
-    def rule(op: Operation, rw: Rewriter) -> bool:
-        x = _float_operand(op)
-        if x is None:
-            return False
-        b = _B(op, rw)
-        et = x.type.element_type
-        if et.name in ("f16", "bf16"):
-            wide = x.type.with_element_type(T.FloatType("f32"))
-            r = b.op(
-                "stablehlo.convert",
-                [fn(b, b.op("stablehlo.convert", [x], wide))],
-                op.results[0].type,
-            )
-        elif et.name in ("f32", "f64"):
-            r = fn(b, x)
-        else:
-            return False
-        rw.replace_op(op, [r])
-        return True
-
-    rule.__name__ = fn.__name__
-    return rule
-
-
-def _reg(name: str, fn: Callable[[_B, Value], Value]) -> None:
-    rule = _unary(fn)
-    LEGALIZATIONS.append(Pattern(name, rule, 1, fn.__name__, source_of(fn)))
+    return v if static_float(v) else None
 
 
 def _sinh(b: _B, x: Value) -> Value:
@@ -166,38 +96,6 @@ def _atanh(b: _B, x: Value) -> Value:
     return b.sel(b.cmp(b.abs(x), b.const(1.0, x), "GT"), nan, r)
 
 
-_ERF_ALPHA = (
-    -2.72614225801306e-10,
-    2.77068142495902e-08,
-    -2.10102402082508e-06,
-    -5.69250639462346e-05,
-    -7.34990630326855e-04,
-    -2.95459980854025e-03,
-    -1.60960333262415e-02,
-)
-_ERF_BETA = (
-    -1.45660718464996e-05,
-    -2.13374055278905e-04,
-    -1.68282697438203e-03,
-    -7.37332916720468e-03,
-    -1.42647390514189e-02,
-)
-
-
-def _poly(b: _B, x: Value, coeffs) -> Value:
-    acc = b.const(coeffs[0], x)
-    for c in coeffs[1:]:
-        acc = b.add(b.multiply(acc, x), b.const(c, x))
-    return acc
-
-
-def _erf(b: _B, x: Value) -> Value:
-    """XLA's f32 rational approximation on ``clamp(x, -4, 4)``."""
-    xc = b.op("stablehlo.clamp", [b.const(-4.0, x), x, b.const(4.0, x)], x.type)
-    x2 = b.multiply(xc, xc)
-    return b.divide(b.multiply(xc, _poly(b, x2, _ERF_ALPHA)), _poly(b, x2, _ERF_BETA))
-
-
 for _name, _fn in (
     ("chlo.sinh", _sinh),
     ("chlo.cosh", _cosh),
@@ -209,15 +107,6 @@ for _name, _fn in (
     ("chlo.atanh", _atanh),
 ):
     _reg(_name, _fn)
-
-
-@_legalizes("chlo.erf")
-def erf_f32(op: Operation, rw: Rewriter) -> bool:
-    """``erf`` for f32/f16/bf16 (f64 needs a higher-order approximation: left as is)."""
-    x = _float_operand(op)
-    if x is None or x.type.element_type.name == "f64":
-        return False
-    return _unary(_erf)(op, rw)
 
 
 @_legalizes("chlo.tan")
@@ -401,3 +290,8 @@ class ChloLegalizeToStablehlo:
         if self.strict:
             raise PassError(msg)
         warnings.warn(msg, stacklevel=2)
+
+
+# The other decomposition modules register their patterns on import.
+from oxla.passes import chlo_math as _chlo_math  # noqa: E402, F401
+from oxla.passes import chlo_struct as _chlo_struct  # noqa: E402, F401
