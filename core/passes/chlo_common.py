@@ -50,11 +50,14 @@ class Emitter:
         return self.multi(name, operands, [t or operands[0].type], regions, **attrs)[0]
 
     def multi(
-        self, name: str, operands: Sequence[Value], types: Sequence[T.Type],
-        regions: Sequence = (), **attrs,
+        self,
+        name: str,
+        operands: Sequence[Value],
+        types: Sequence[T.Type],
+        regions: Sequence = (),
+        **attrs,
     ) -> list[Value]:
-        op = self.rw.create_before(self.anchor, name, list(operands), list(types), attrs,
-                                   regions)
+        op = self.rw.create_before(self.anchor, name, list(operands), list(types), attrs, regions)
         return list(op.results)
 
     def const(self, value, like: Value | T.TensorType, et: T.ElementType | None = None) -> Value:
@@ -75,7 +78,9 @@ class Emitter:
     def cmp(self, a: Value, b: Value, direction: str) -> Value:
         t = a.type.with_element_type(T.IntegerType(1))
         return self.op(
-            "stablehlo.compare", [a, b], t,
+            "stablehlo.compare",
+            [a, b],
+            t,
             comparison_direction=enum("comparison_direction", direction),
         )
 

@@ -293,5 +293,6 @@ class ChloLegalizeToStablehlo:
 
 
 # The other decomposition modules register their patterns on import.
+from oxla.passes import chlo_complex as _chlo_complex  # noqa: E402, F401
 from oxla.passes import chlo_math as _chlo_math  # noqa: E402, F401
 from oxla.passes import chlo_struct as _chlo_struct  # noqa: E402, F401

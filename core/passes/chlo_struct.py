@@ -106,14 +106,25 @@ def top_k(op: Operation, rw: Rewriter) -> bool:
     scalar, iscalar = T.TensorType((), et), T.TensorType((), it)
     body = Block([scalar, scalar, iscalar, iscalar])
     bb = Builder(body, loc=op.loc)
-    ctype = "TOTALORDER" if isinstance(et, T.FloatType) else (
-        "UNSIGNED" if isinstance(et, T.IntegerType) and (et.unsigned or et.width == 1)
-        else "SIGNED")
-    bb.create("stablehlo.return", [bb.compare("GT", body.args[0], body.args[1], ctype)],
-              result_types=[])
-    srt = b.create("stablehlo.sort", [x, iota],
-                   {"dimension": A.i64_attr(last), "is_stable": A.BoolAttr(True)},
-                   [t, iota.type], [Region([body])])
+    ctype = (
+        "TOTALORDER"
+        if isinstance(et, T.FloatType)
+        else (
+            "UNSIGNED"
+            if isinstance(et, T.IntegerType) and (et.unsigned or et.width == 1)
+            else "SIGNED"
+        )
+    )
+    bb.create(
+        "stablehlo.return", [bb.compare("GT", body.args[0], body.args[1], ctype)], result_types=[]
+    )
+    srt = b.create(
+        "stablehlo.sort",
+        [x, iota],
+        {"dimension": A.i64_attr(last), "is_stable": A.BoolAttr(True)},
+        [t, iota.type],
+        [Region([body])],
+    )
     start, limit = [0] * t.rank, list(t.shape)
     limit[last] = k
     vals = b.slice(srt.results[0], start, limit)
@@ -149,9 +160,11 @@ def scan(op: Operation, rw: Rewriter) -> bool:
 
     cond = Block(types)
     cb = Builder(cond, loc=op.loc)
-    cb.create("stablehlo.return",
-              [cb.compare("LT", cond.args[0], cb.constant(np.int64(n), idx_t))],
-              result_types=[])
+    cb.create(
+        "stablehlo.return",
+        [cb.compare("LT", cond.args[0], cb.constant(np.int64(n), idx_t))],
+        result_types=[],
+    )
 
     body = Block(types)
     bb = Builder(body, loc=op.loc)
@@ -166,11 +179,14 @@ def scan(op: Operation, rw: Rewriter) -> bool:
     for x in inputs:
         sizes = list(x.type.shape)
         sizes[dim] = 1
-        piece = bb.create("stablehlo.dynamic_slice", [x, *starts(x.type.rank)],
-                          {"slice_sizes": A.i64_array(sizes)},
-                          [x.type.with_shape(tuple(sizes))]).results[0]
+        piece = bb.create(
+            "stablehlo.dynamic_slice",
+            [x, *starts(x.type.rank)],
+            {"slice_sizes": A.i64_array(sizes)},
+            [x.type.with_shape(tuple(sizes))],
+        ).results[0]
         step_args.append(bb.reshape(piece, [s for d, s in enumerate(sizes) if d != dim]))
-    step_args += list(body.args[1:1 + n_c])
+    step_args += list(body.args[1 : 1 + n_c])
     mapping: dict[Value, Value] = dict(zip(op.regions[0].blocks[0].args, step_args))
     src = op.regions[0].blocks[0]
     for inner in src.ops[:-1]:
@@ -182,13 +198,16 @@ def scan(op: Operation, rw: Rewriter) -> bool:
         shape = list(t.shape)
         shape[dim] = 1
         upd = bb.reshape(res[k], shape)
-        new_outs.append(bb.create("stablehlo.dynamic_update_slice",
-                                  [acc, upd, *starts(t.rank)], result_types=[t]).results[0])
+        new_outs.append(
+            bb.create(
+                "stablehlo.dynamic_update_slice", [acc, upd, *starts(t.rank)], result_types=[t]
+            ).results[0]
+        )
     nxt = bb.add(i, bb.constant(np.int64(1), idx_t))
     bb.create("stablehlo.return", [nxt, *res[n_out:], *new_outs], result_types=[])
     loop = b.create("stablehlo.while", state, None, types, [Region([cond]), Region([body])])
     final = list(loop.results)
-    rw.replace_op(op, [*final[1 + n_c:], *final[1:1 + n_c]])
+    rw.replace_op(op, [*final[1 + n_c :], *final[1 : 1 + n_c]])
     return True
 
 
@@ -219,8 +238,11 @@ def _row_mask(b: Builder, shape: tuple, axis: int, s: Value, e: Value) -> Value:
     lead = list(range(s.type.rank))
     sb = b.broadcast_in_dim(s, shape, lead)
     eb = b.broadcast_in_dim(e, shape, lead)
-    return b.create("stablehlo.and", [b.compare("GE", iota, sb), b.compare("LT", iota, eb)],
-                    result_types=[T.TensorType(shape, T.IntegerType(1))]).results[0]
+    return b.create(
+        "stablehlo.and",
+        [b.compare("GE", iota, sb), b.compare("LT", iota, eb)],
+        result_types=[T.TensorType(shape, T.IntegerType(1))],
+    ).results[0]
 
 
 @legalizes("chlo.ragged_dot")
