@@ -7,6 +7,9 @@
 5. codegen (:mod:`oxla_backend_cpu.codegen`, emitters in ``oxla_codegen_llvm``);
 6. JIT and executable (:mod:`oxla_backend_cpu.executable`).
 
+A persistent compile cache (:mod:`oxla_backend_cpu.cache`) sits in front of all of it
+unless ``CompileOptions(cache=False)`` or a ``dump_dir`` is given.
+
 With ``CompileOptions.dump_dir`` each stage writes what it produced there.
 """
 
@@ -55,6 +58,7 @@ class CPUBackend:
         from oxla_codegen_llvm import CPUTarget
         from oxla_codegen_llvm.jit import compile_ir
 
+        from oxla_backend_cpu import cache
         from oxla_backend_cpu.blas import blas_symbols
         from oxla_backend_cpu.buffers import assign_buffers, schedule
         from oxla_backend_cpu.codegen import emit_module
@@ -63,6 +67,13 @@ class CPUBackend:
         options = options or CompileOptions()
         t0 = time.perf_counter()
         verify(module)
+        key = None
+        if options.cache and not options.dump_dir:
+            key = cache.cache_key(print_module(module), options, CPUTarget.host())
+            hit = cache.lookup(key)
+            if hit is not None:
+                hit.stats.update(cache="hit", compile_seconds=time.perf_counter() - t0)
+                return hit
         dump = _Dumper(options.dump_dir)
         module, note = _core_pipeline(module, options)
         dump("1-core-pipeline.mlir", print_module(module))
@@ -78,9 +89,13 @@ class CPUBackend:
         dump("6-optimized.ll", jit.ir_text)
         plan.notes.append(f"codegen: {len(plan.kernels)} kernels, llvm -O3 for {target.cpu}")
         stats = {"compile_seconds": time.perf_counter() - t0,
-                 "kernel_count": len(plan.kernels), "temp_bytes": plan.temp_bytes}
-        return CPUExecutable(print_module(module), jit.ir_text, jit, target, stats,
-                             list(plan.notes))
+                 "kernel_count": len(plan.kernels), "temp_bytes": plan.temp_bytes,
+                 "cache": "miss" if key else "off"}
+        exe = CPUExecutable(print_module(module), jit.ir_text, jit, target, stats,
+                            list(plan.notes))
+        if key:
+            cache.store(key, exe)
+        return exe
 
     def load(self, path: str | os.PathLike[str]) -> CPUExecutable:
         """Loads an artifact written by :meth:`CPUExecutable.save` (see

@@ -1,10 +1,16 @@
 """Stage 6: the executable (calls, buffers, threads, artifacts).
 
 Calling convention: one ctypes call of ``entry(args, results, arena)``. Each calling
-thread owns its arena and its output buffers (``threading.local``), allocated on its
-first call and reused afterwards, so concurrent calls never share scratch memory and
-no lock is taken. Each call returns **fresh copies** of the outputs (a caller may keep
-them), so the reused output buffers are never visible to the caller.
+thread owns its arena (``threading.local``), allocated on its first call and reused
+afterwards, so concurrent calls never share scratch memory and no lock is taken. The
+generated code writes each result straight into a **new** numpy array allocated for
+that call (no copy afterwards), so a caller may keep, modify or share what it gets.
+Inputs are read in place when they are C-contiguous with the right dtype (no copy);
+the code never writes to them.
+
+Threads: parallel loops use ``OXLA_NUM_THREADS`` threads (default: the CPUs this
+process may run on), set in the loaded code's ``oxla_num_threads``; BLAS calls use
+OpenBLAS's own pool (``OPENBLAS_NUM_THREADS``).
 """
 
 from __future__ import annotations
@@ -25,6 +31,27 @@ from oxla.protocols import Signature
 
 BACKEND = "cpu"
 _ENTRY = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+
+
+def num_threads() -> int:
+    """Threads for parallel loops: ``OXLA_NUM_THREADS``, else this process's CPUs.
+
+    Raises:
+        OxlaError: ``OXLA_NUM_THREADS`` is not a positive integer.
+    """
+    env = os.environ.get("OXLA_NUM_THREADS")
+    if env:
+        try:
+            n = int(env)
+        except ValueError:
+            n = 0
+        if n < 1:
+            raise OxlaError(f"OXLA_NUM_THREADS must be a positive integer, got '{env}'")
+        return n
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
 
 
 class CPUExecutable:
@@ -50,16 +77,22 @@ class CPUExecutable:
         ft = func_type(parse_module(module_text).main)
         self.signature = Signature(tuple(ft.inputs), tuple(ft.results))
         self._entry = _ENTRY(jit.address("entry"))
+        threads = jit.global_address("oxla_num_threads") if hasattr(jit, "global_address") \
+            else 0
+        if threads:
+            ctypes.c_int64.from_address(threads).value = num_threads()
         self._local = threading.local()
+        self._out_specs = [(tuple(t.shape), np.dtype(t.element_type.dtype))
+                           for t in self.signature.outputs]
+        self._in_array = ctypes.c_void_p * max(len(self.signature.inputs), 1)
+        self._out_array = ctypes.c_void_p * max(len(self._out_specs), 1)
 
-    def _buffers(self) -> tuple[np.ndarray, list[np.ndarray], Any]:
+    def _arena(self) -> int:
         loc = self._local
-        if not hasattr(loc, "arena"):
-            loc.arena = np.empty(max(int(self.stats["temp_bytes"]), 1), np.uint8)
-            loc.outs = [np.empty(t.shape, t.element_type.dtype) for t in self.signature.outputs]
-            loc.out_ptrs = (ctypes.c_void_p * max(len(loc.outs), 1))(
-                *[o.ctypes.data for o in loc.outs])
-        return loc.arena, loc.outs, loc.out_ptrs
+        arena = getattr(loc, "arena", None)
+        if arena is None:
+            arena = loc.arena = np.empty(max(int(self.stats["temp_bytes"]), 1), np.uint8)
+        return arena.ctypes.data
 
     def __call__(self, *args: Any) -> list[np.ndarray]:
         """Runs the program on numpy arrays (or objects with ``__array__``/DLPack).
@@ -73,22 +106,26 @@ class CPUExecutable:
         from oxla.interpreter import check_inputs
 
         vals = [np.ascontiguousarray(v) for v in check_inputs(self.signature.inputs, args)]
-        arena, outs, out_ptrs = self._buffers()
-        in_ptrs = (ctypes.c_void_p * max(len(vals), 1))(*[v.ctypes.data for v in vals])
-        self._entry(ctypes.addressof(in_ptrs), ctypes.addressof(out_ptrs), arena.ctypes.data)
-        return [o.copy() for o in outs]
+        outs = [np.empty(shape, dt) for shape, dt in self._out_specs]
+        in_ptrs = self._in_array(*[v.ctypes.data for v in vals])
+        out_ptrs = self._out_array(*[o.ctypes.data for o in outs])
+        self._entry(ctypes.addressof(in_ptrs), ctypes.addressof(out_ptrs), self._arena())
+        return outs
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Writes a ``.oxla`` artifact: manifest, optimized StableHLO, LLVM IR and object
         code, each member's SHA-256 in the manifest."""
-        from oxla_codegen_llvm.jit import emit_object
-
         from oxla.artifact import write_artifact
 
+        obj = getattr(self._jit, "object_code", b"")
+        if not obj:
+            from oxla_codegen_llvm.jit import emit_object
+
+            obj = emit_object(self.llvm_ir, self._target)
         files = {
             "module.mlir": self.module_text.encode(),
             "program.ll": self.llvm_ir.encode(),
-            "program.o": emit_object(self.llvm_ir, self._target),
+            "program.o": obj,
         }
         meta = {
             "target_triple": self._target.triple,
@@ -96,7 +133,7 @@ class CPUExecutable:
             "cpu_features": sorted(self._target.feature_set()),
             "signature": {"inputs": [str(t) for t in self.signature.inputs],
                           "outputs": [str(t) for t in self.signature.outputs]},
-            "stats": {k: v for k, v in self.stats.items() if k != "compile_seconds"},
+            "stats": {k: v for k, v in self.stats.items() if k not in ("compile_seconds", "cache")},
             "stages": self.stages,
             "sha256": {n: hashlib.sha256(d).hexdigest() for n, d in files.items()},
         }
@@ -104,11 +141,11 @@ class CPUExecutable:
 
 
 def load_artifact(path: str | os.PathLike[str]) -> CPUExecutable:
-    """Reads a cpu artifact and re-JITs its LLVM IR for this machine.
+    """Reads a cpu artifact and loads its object code (no recompilation).
 
-    The object code is kept for inspection and other linkers; loading recompiles the
-    stored LLVM IR (same result, no relocation handling) after checking that this CPU has
-    every feature the code was compiled for.
+    Checks first that this CPU has every feature the code was compiled for. MCJIT's
+    runtime linker resolves libm, libc and the BLAS symbols in this process. The LLVM IR
+    is kept for inspection and for recompiling elsewhere.
 
     Raises:
         OxlaError: not a cpu artifact, corrupt or truncated members, a checksum
@@ -117,7 +154,7 @@ def load_artifact(path: str | os.PathLike[str]) -> CPUExecutable:
     import time
 
     from oxla_codegen_llvm import CPUTarget
-    from oxla_codegen_llvm.jit import compile_ir
+    from oxla_codegen_llvm.jit import load_object
 
     from oxla.artifact import read_manifest
     from oxla_backend_cpu.blas import blas_symbols
@@ -150,7 +187,11 @@ def load_artifact(path: str | os.PathLike[str]) -> CPUExecutable:
             raise OxlaError(f"'{p}' is corrupt: checksum mismatch in member '{name}'")
     t0 = time.perf_counter()
     host = CPUTarget(manifest["target_triple"], manifest.get("cpu", ""), host.features)
-    jit = compile_ir(data["program.ll"].decode(), host, blas_symbols())
+    try:
+        jit = load_object(data["program.o"], host, blas_symbols(),
+                          data["program.ll"].decode())
+    except OxlaError as exc:
+        raise OxlaError(f"'{p}' is corrupt: {exc}") from exc
     stats = dict(manifest.get("stats", {}))
     stats["compile_seconds"] = time.perf_counter() - t0
     return CPUExecutable(data["module.mlir"].decode(), jit.ir_text, jit, host, stats,

@@ -1,4 +1,11 @@
-"""From LLVM IR text to callable machine code (MCJIT), and to object files."""
+"""From LLVM IR text to callable machine code, and to object files.
+
+One code generation per compile: the optimized module is turned into an object file
+once (:func:`compile_ir`), and that object is what MCJIT loads (its runtime linker
+resolves libm, libc and the registered BLAS symbols). The same bytes are what the
+persistent compile cache and ``.oxla`` artifacts store, so :func:`load_object` brings a
+program back without parsing, optimizing or generating code again.
+"""
 
 from __future__ import annotations
 
@@ -12,36 +19,38 @@ from oxla_codegen_llvm.target import Target
 
 @dataclass
 class JitModule:
-    """A module compiled in this process; keeps the engine alive.
+    """Machine code loaded in this process; keeps the engine alive.
 
     Attributes:
         engine: the llvmlite execution engine owning the code.
-        ir_text: the optimized LLVM IR.
+        ir_text: the optimized LLVM IR (``""`` when loaded from an object only).
+        object_code: the object file the engine loaded (ELF on Linux).
     """
 
     engine: llvm.ExecutionEngine
     ir_text: str
+    object_code: bytes = b""
 
     def address(self, name: str) -> int:
         """The address of function ``name`` (0 when absent)."""
         return self.engine.get_function_address(name)
 
+    def global_address(self, name: str) -> int:
+        """The address of global variable ``name`` (0 when absent)."""
+        return self.engine.get_global_value_address(name)
 
-def compile_ir(ir_text: str, target: Target, symbols: dict[str, int] | None = None,
-               opt: int = 3) -> JitModule:
-    """Parses, verifies, optimizes and JIT-compiles LLVM IR.
 
-    Args:
-        ir_text: a module's LLVM IR (text).
-        target: the target to compile for (must be the host for JIT).
-        symbols: external symbol name -> address (BLAS routines), registered globally.
-        opt: LLVM optimization level, 0..3.
+def optimize(ir_text: str, target: Target, opt: int = 3) -> llvm.ModuleRef:
+    """Parses, verifies and optimizes LLVM IR for ``target``.
+
+    The pass pipeline is LLVM's ``-O<opt>`` with the loop and SLP vectorizers on (from
+    ``opt >= 2``), for the target machine's CPU and features (the host's on the CPU),
+    so loops are vectorized for AVX2/AVX-512/NEON as available. No fast-math flags are
+    added here: whatever the emitters did not mark stays IEEE-exact.
 
     Raises:
         LoweringError: the IR does not parse or verify (a bug in the emitters).
     """
-    for name, addr in (symbols or {}).items():
-        llvm.add_symbol(name, addr)
     try:
         mod = llvm.parse_assembly(ir_text)
         mod.verify()
@@ -53,14 +62,66 @@ def compile_ir(ir_text: str, target: Target, symbols: dict[str, int] | None = No
     pto = llvm.create_pipeline_tuning_options(speed_level=opt)
     pto.loop_vectorization = opt >= 2
     pto.slp_vectorization = opt >= 2
+    pto.loop_unrolling = opt >= 2
     pb = llvm.create_pass_builder(tm, pto)
     pb.getModulePassManager().run(mod, pb)
-    engine = llvm.create_mcjit_compiler(mod, tm)
-    engine.finalize_object()
-    return JitModule(engine, str(mod))
+    return mod
+
+
+def _register(symbols: dict[str, int] | None) -> None:
+    for name, addr in (symbols or {}).items():
+        llvm.add_symbol(name, addr)
+
+
+def _engine(target: Target) -> llvm.ExecutionEngine:
+    empty = llvm.parse_assembly("")
+    empty.triple = target.triple
+    return llvm.create_mcjit_compiler(empty, target.target_machine())
+
+
+def compile_ir(ir_text: str, target: Target, symbols: dict[str, int] | None = None,
+               opt: int = 3) -> JitModule:
+    """Optimizes ``ir_text``, generates its object code once and loads it.
+
+    Args:
+        ir_text: a module's LLVM IR (text).
+        target: the target to compile for (must be the host to be loaded).
+        symbols: external symbol name -> address (BLAS routines), registered globally.
+        opt: LLVM optimization level, 0..3.
+
+    Raises:
+        LoweringError: the IR does not parse or verify (a bug in the emitters).
+    """
+    mod = optimize(ir_text, target, opt)
+    obj = target.target_machine(opt).emit_object(mod)
+    return load_object(obj, target, symbols, str(mod))
+
+
+def load_object(obj: bytes, target: Target, symbols: dict[str, int] | None = None,
+                ir_text: str = "") -> JitModule:
+    """Loads object code made by :func:`compile_ir` for this host.
+
+    Raises:
+        LoweringError: the bytes are not an object file for this target.
+    """
+    _register(symbols)
+    engine = _engine(target)
+    try:
+        engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+        engine.finalize_object()
+    except RuntimeError as exc:
+        raise LoweringError(f"object code does not load: {exc}") from exc
+    return JitModule(engine, ir_text, obj)
 
 
 def emit_object(ir_text: str, target: Target) -> bytes:
-    """The object code of a module for ``target`` (stored in artifacts)."""
+    """The object code of a module for ``target``."""
     mod = llvm.parse_assembly(ir_text)
     return target.target_machine().emit_object(mod)
+
+
+def emit_assembly(ir_text: str, target: Target, opt: int = 3) -> str:
+    """The optimized assembly of a module for ``target`` (any initialized target, not
+    only the host: used to check AArch64 vector code on an x86-64 machine)."""
+    mod = optimize(ir_text, target, opt)
+    return target.target_machine(opt).emit_assembly(mod)

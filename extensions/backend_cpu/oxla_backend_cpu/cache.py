@@ -1,0 +1,129 @@
+"""The persistent compile cache of the cpu backend.
+
+An entry is a ``.oxla`` artifact (the same zip as ``exe.save``: manifest with SHA-256
+of every member, optimized StableHLO, LLVM IR, object code), named by a key that hashes
+everything the machine code depends on:
+
+* the module's text as given to ``compile`` (printed by ``oxla.ir``);
+* the options that change code (``pipeline``, ``fast_math``, ``extra``);
+* the versions of oxla, oxla-backend-cpu, oxla-codegen-llvm, llvmlite and LLVM;
+* the host's target triple, CPU name and CPU features.
+
+A hit loads the stored object code (no pass pipeline, no LLVM). Entries live in
+``$OXLA_CACHE_DIR`` when set, else ``$XDG_CACHE_HOME/oxla/cpu`` (``~/.cache/oxla/cpu``).
+``CompileOptions(cache=False)`` neither reads nor writes it. An entry that cannot be
+read (corrupt, truncated, foreign) is a miss: it is deleted and rewritten. Writes go to
+a temporary file renamed into place, so concurrent compiles never see half an entry.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from functools import cache
+from typing import Any
+
+ENV = "OXLA_CACHE_DIR"
+SUFFIX = ".oxla"
+
+
+def cache_dir() -> str:
+    """The directory holding cache entries (not created here)."""
+    env = os.environ.get(ENV)
+    if env:
+        return env
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "oxla", "cpu")
+
+
+@cache
+def _versions() -> dict[str, str]:
+    from importlib import metadata
+
+    import llvmlite.binding as llvm
+
+    out = {"llvm": ".".join(map(str, llvm.llvm_version_info))}
+    for dist in ("oxla", "oxla-backend-cpu", "oxla-codegen-llvm", "llvmlite"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = "unknown"
+    return out
+
+
+def _source_stamp() -> str:
+    """A hash of the backend's, emitters' and passes' source files (names, sizes, mtimes),
+    so that an editable install
+    whose code changed without a version bump never hits stale entries."""
+    import oxla_codegen_llvm
+
+    import oxla.passes
+    import oxla_backend_cpu
+
+    h = hashlib.sha256()
+    for pkg in (oxla_backend_cpu, oxla_codegen_llvm, oxla.passes):
+        d = os.path.dirname(pkg.__file__ or "")
+        for name in sorted(os.listdir(d)):
+            if name.endswith(".py"):
+                st = os.stat(os.path.join(d, name))
+                h.update(f"{name}:{st.st_size}:{st.st_mtime_ns};".encode())
+    return h.hexdigest()
+
+
+def cache_key(module_text: str, options: Any, target: Any) -> str:
+    """The hex SHA-256 naming the entry of ``module_text`` compiled with ``options`` for
+    ``target`` (see the module doc for what it covers)."""
+    meta = {
+        "pipeline": options.pipeline,
+        "fast_math": options.fast_math,
+        "extra": repr(sorted(options.extra.items())),
+        "versions": _versions(),
+        "source": _source_stamp(),
+        "triple": target.triple,
+        "cpu": target.cpu,
+        "features": target.features,
+    }
+    h = hashlib.sha256(json.dumps(meta, sort_keys=True).encode())
+    h.update(b"\0")
+    h.update(module_text.encode())
+    return h.hexdigest()
+
+
+def entry_path(key: str) -> str:
+    return os.path.join(cache_dir(), key + SUFFIX)
+
+
+def lookup(key: str) -> Any | None:
+    """The executable stored under ``key``, or None (absent or unreadable: deleted)."""
+    from oxla.errors import OxlaError
+    from oxla_backend_cpu.executable import load_artifact
+
+    path = entry_path(key)
+    if not os.path.exists(path):
+        return None
+    try:
+        return load_artifact(path)
+    except OxlaError:
+        with contextlib.suppress(OSError):
+            os.remove(path)
+        return None
+
+
+def store(key: str, exe: Any) -> None:
+    """Writes ``exe`` under ``key`` (best effort: an unwritable directory is skipped)."""
+    d = cache_dir()
+    try:
+        os.makedirs(d, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=d, suffix=".tmp")
+        os.close(fd)
+        try:
+            exe.save(tmp)
+            os.replace(tmp, entry_path(key))
+        finally:
+            with contextlib.suppress(OSError):
+                os.remove(tmp)
+    except OSError:
+        pass

@@ -1,0 +1,202 @@
+"""Parallel loops on the CPU: a pthread-based parallel-for written in LLVM IR.
+
+llvmlite cannot create threads, but generated code can: the module declares libc's
+``pthread_create``/``pthread_join`` and defines
+
+    void oxla_parallel_for(ptr task, ptr ctx, i64 n, i64 grain)
+
+which splits ``[0, n)`` into at most ``oxla_num_threads`` contiguous chunks of at least
+``grain`` iterations, runs ``task(ctx, start, end)`` for chunk 0 on the calling thread
+and the others on new threads, and joins them. A *task* is a kernel whose outermost loop
+runs over ``[start, end)``; ``ctx`` is the array of its buffer pointers. Chunks write
+disjoint parts of the output, so there is no synchronization besides the join.
+
+``oxla_num_threads`` is a global (``i64``, 1 until set) that the executable writes after
+loading the code (``OXLA_NUM_THREADS``, else the CPUs this process may run on), so the
+machine code itself does not depend on the core count. Threads are created per call
+(tens of microseconds each), which is why a kernel is only split into chunks of at
+least ``grain`` iterations; a persistent pool would lower the cost for small kernels.
+
+If ``pthread_create`` fails (resource limits), the chunk runs on the calling thread: a
+slower call, never a wrong one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import llvmlite.ir as ir
+
+PTR = ir.PointerType()
+I32, I64 = ir.IntType(32), ir.IntType(64)
+VOID = ir.VoidType()
+TASK_TYPE = ir.FunctionType(VOID, [PTR, I64, I64])
+TASK_PTR = TASK_TYPE.as_pointer()  # printed as a plain ``ptr`` by LLVM; typed for calls
+WORKER_TYPE = ir.FunctionType(PTR, [PTR])
+NUM_THREADS = "oxla_num_threads"
+PARALLEL_FOR = "oxla_parallel_for"
+MAX_THREADS = 256
+# Work item = one iteration of a task's outer loop; chunks aim at >= this many scalar
+# elements (inner iterations) so thread start-up (~20 us) stays small next to the work.
+MIN_ELEMENTS_PER_CHUNK = 1 << 15
+
+
+def grain_for(outer: int, inner_elements: int) -> int:
+    """Outer iterations per chunk so that a chunk touches at least
+    :data:`MIN_ELEMENTS_PER_CHUNK` elements (``inner_elements`` per outer iteration)."""
+    per = max(1, inner_elements)
+    return max(1, -(-MIN_ELEMENTS_PER_CHUNK // per))
+
+
+def worth_parallel(outer: int, inner_elements: int) -> bool:
+    """True when the loop has at least two chunks' worth of work."""
+    return outer >= 2 and outer >= 2 * grain_for(outer, inner_elements)
+
+
+def _declare(module: ir.Module, name: str, fty: ir.FunctionType) -> ir.Function:
+    existing = module.globals.get(name)
+    return existing if existing is not None else ir.Function(module, fty, name)
+
+
+def runtime(module: ir.Module) -> ir.Function:
+    """Defines (once per module) ``oxla_num_threads`` and ``oxla_parallel_for``."""
+    existing = module.globals.get(PARALLEL_FOR)
+    if existing is not None:
+        return existing
+    nthreads = ir.GlobalVariable(module, I64, NUM_THREADS)
+    nthreads.initializer = ir.Constant(I64, 1)
+    # default (external) linkage: the executable finds it by name and writes it
+    create = _declare(module, "pthread_create",
+                      ir.FunctionType(I32, [PTR, PTR, WORKER_TYPE.as_pointer(), PTR]))
+    join = _declare(module, "pthread_join", ir.FunctionType(I32, [I64, PTR]))
+    # job = 4 words { task, ctx, start, end } (pointers are 64-bit on supported CPUs)
+
+    worker = ir.Function(module, WORKER_TYPE, "oxla_worker")
+    worker.linkage = "internal"
+    b = ir.IRBuilder(worker.append_basic_block("entry"))
+    job = worker.args[0]
+    words = [b.load(_word(b, job, i), typ=I64) for i in range(4)]
+    fields = [b.inttoptr(words[0], TASK_PTR), b.inttoptr(words[1], PTR), words[2], words[3]]
+    b.call(fields[0], fields[1:])  # indirect call through the task pointer
+    b.ret(ir.Constant(PTR, None))
+
+    fn = ir.Function(module, ir.FunctionType(VOID, [TASK_PTR, PTR, I64, I64]), PARALLEL_FOR)
+    fn.linkage = "internal"
+    task, ctx, n, grain = fn.args
+    entry = fn.append_basic_block("entry")
+    serial = fn.append_basic_block("serial")
+    par = fn.append_basic_block("parallel")
+    b = ir.IRBuilder(entry)
+    jobs = b.alloca(I64, 4 * MAX_THREADS, name="jobs")
+    tids = b.alloca(I64, MAX_THREADS, name="tids")
+    started = b.alloca(ir.IntType(8), MAX_THREADS, name="started")
+    t = b.load(nthreads, typ=I64)
+    t = _smin(b, t, ir.Constant(I64, MAX_THREADS))
+    chunks = b.sdiv(n, _smax(b, grain, ir.Constant(I64, 1)))
+    t = _smin(b, t, chunks)
+    b.cbranch(b.icmp_signed("<=", t, ir.Constant(I64, 1)), serial, par)
+
+    b.position_at_end(serial)
+    b.call(task, [ctx, ir.Constant(I64, 0), n])
+    b.ret_void()
+
+    b.position_at_end(par)
+    # chunk c covers [c*n/t, (c+1)*n/t)
+    def bound(c: ir.Value) -> ir.Value:
+        return b.sdiv(b.mul(c, n), t)
+
+    spawn_head = fn.append_basic_block("spawn.head")
+    spawn_body = fn.append_basic_block("spawn.body")
+    run0 = fn.append_basic_block("run0")
+    b.branch(spawn_head)
+    b.position_at_end(spawn_head)
+    c = b.phi(I64, name="c")
+    c.add_incoming(ir.Constant(I64, 1), par)
+    b.cbranch(b.icmp_signed("<", c, t), spawn_body, run0)
+
+    b.position_at_end(spawn_body)
+    slot = b.gep(jobs, [b.mul(c, ir.Constant(I64, 4))], source_etype=I64)
+    words = [b.ptrtoint(task, I64), b.ptrtoint(ctx, I64), bound(c),
+             bound(b.add(c, ir.Constant(I64, 1)))]
+    for i, v in enumerate(words):
+        b.store(v, _word(b, slot, i))
+    rc = b.call(create, [b.gep(tids, [c], source_etype=I64), ir.Constant(PTR, None), worker,
+                         slot])
+    ok = b.icmp_signed("==", rc, ir.Constant(I32, 0))
+    b.store(b.zext(ok, ir.IntType(8)), b.gep(started, [c], source_etype=ir.IntType(8)))
+    inline = fn.append_basic_block("spawn.inline")
+    nxt = fn.append_basic_block("spawn.next")
+    b.cbranch(ok, nxt, inline)
+    b.position_at_end(inline)  # could not start a thread: run this chunk here
+    b.call(worker, [slot])
+    b.branch(nxt)
+    b.position_at_end(nxt)
+    c.add_incoming(b.add(c, ir.Constant(I64, 1)), nxt)
+    b.branch(spawn_head)
+
+    b.position_at_end(run0)
+    b.call(task, [ctx, ir.Constant(I64, 0), bound(ir.Constant(I64, 1))])
+    join_head = fn.append_basic_block("join.head")
+    join_body = fn.append_basic_block("join.body")
+    join_do = fn.append_basic_block("join.do")
+    join_next = fn.append_basic_block("join.next")
+    done = fn.append_basic_block("done")
+    b.branch(join_head)
+    b.position_at_end(join_head)
+    j = b.phi(I64, name="j")
+    j.add_incoming(ir.Constant(I64, 1), run0)
+    b.cbranch(b.icmp_signed("<", j, t), join_body, done)
+    b.position_at_end(join_body)
+    was = b.load(b.gep(started, [j], source_etype=ir.IntType(8)), typ=ir.IntType(8))
+    b.cbranch(b.icmp_unsigned("!=", was, ir.Constant(ir.IntType(8), 0)), join_do, join_next)
+    b.position_at_end(join_do)
+    b.call(join, [b.load(b.gep(tids, [j], source_etype=I64), typ=I64), ir.Constant(PTR, None)])
+    b.branch(join_next)
+    b.position_at_end(join_next)
+    j.add_incoming(b.add(j, ir.Constant(I64, 1)), join_next)
+    b.branch(join_head)
+    b.position_at_end(done)
+    b.ret_void()
+    return fn
+
+
+def _word(b: ir.IRBuilder, base: ir.Value, i: int) -> ir.Value:
+    return b.gep(base, [ir.Constant(I64, i)], source_etype=I64)
+
+
+def _smin(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+    return b.select(b.icmp_signed("<", x, y), x, y)
+
+
+def _smax(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+    return b.select(b.icmp_signed(">", x, y), x, y)
+
+
+def task_wrapper(module: ir.Module, kernel: ir.Function, n_ptrs: int) -> ir.Function:
+    """``void <kernel>.task(ptr ctx, i64 start, i64 end)``: calls ``kernel(ctx[0], ...,
+    ctx[n_ptrs-1], start, end)`` (a kernel whose last two parameters are its outer range)."""
+    fn = ir.Function(module, TASK_TYPE, f"{kernel.name}.task")
+    fn.linkage = "internal"
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    ctx, start, end = fn.args
+    ptrs = [b.load(b.gep(ctx, [ir.Constant(I64, i)], source_etype=PTR), typ=PTR)
+            for i in range(n_ptrs)]
+    b.call(kernel, ptrs + [start, end])
+    b.ret_void()
+    return fn
+
+
+def call_parallel(b: ir.IRBuilder, module: ir.Module, kernel: ir.Function,
+                  ptrs: Sequence[ir.Value], n: int, grain: int) -> None:
+    """Emits, at ``b``, a parallel run of ``kernel(ptrs..., start, end)`` over ``[0, n)``.
+
+    ``kernel`` must take ``len(ptrs)`` pointers and then ``i64 start, i64 end`` and run
+    its outermost loop over that range only.
+    """
+    pfor = runtime(module)
+    task = task_wrapper(module, kernel, len(ptrs))
+    with b.goto_entry_block():
+        ctx = b.alloca(PTR, max(1, len(ptrs)), name=f"{kernel.name}.ctx")
+    for i, p in enumerate(ptrs):
+        b.store(p, b.gep(ctx, [ir.Constant(I64, i)], source_etype=PTR))
+    b.call(pfor, [task, ctx, ir.Constant(I64, n), ir.Constant(I64, grain)])
