@@ -7,11 +7,15 @@ first, output last); the schedule becomes ONE entry function
 
 (``args``/``results``: arrays of data pointers) that computes every buffer's address and
 calls the kernels and BLAS in order, so one ctypes call runs the whole program.
-Kernels are single-threaded loop nests (LLVM vectorizes the inner loop); BLAS uses
+Loop kernels with enough work take ``(start, end)`` of their outermost loop and are run
+in chunks on several threads by ``oxla_parallel_for`` (:mod:`oxla_codegen_llvm.parallel`);
+other kernels are single-threaded loop nests (LLVM vectorizes the inner loop); BLAS uses
 OpenBLAS's own threads.
 """
 
 from __future__ import annotations
+
+import math
 
 import llvmlite.ir as ir
 from oxla_codegen_llvm import (
@@ -25,6 +29,7 @@ from oxla_codegen_llvm import (
     shape_of,
     store,
 )
+from oxla_codegen_llvm.parallel import call_parallel, grain_for, worth_parallel
 
 from oxla_backend_cpu.fusion import constant_bytes
 from oxla_backend_cpu.plan import (
@@ -53,14 +58,34 @@ def emit_module(plan: Plan, target: Target, fast_math: bool = False) -> str:
     return str(module)
 
 
-def _new_function(module: ir.Module, name: str, n_ptrs: int,
-                  noalias: bool) -> tuple[ir.Function, ir.IRBuilder]:
-    fn = ir.Function(module, ir.FunctionType(VOID, [PTR] * n_ptrs), name)
+def _new_function(module: ir.Module, name: str, n_ptrs: int, noalias: bool,
+                  parallel: bool = False) -> tuple[ir.Function, ir.IRBuilder]:
+    """A kernel function; a ``parallel`` one takes ``i64 start, i64 end`` after its
+    pointers: the range of its outermost loop (see :mod:`oxla_codegen_llvm.parallel`)."""
+    fn = ir.Function(module, ir.FunctionType(VOID, [PTR] * n_ptrs + [I64] * (2 * parallel)),
+                     name)
     fn.linkage = "internal"
     if noalias:
-        for a in fn.args:
+        for a in fn.args[:n_ptrs]:
             a.add_attribute("noalias")
     return fn, ir.IRBuilder(fn.append_basic_block("entry"))
+
+
+def _outer_inner(shape: tuple[int, ...]) -> tuple[int, int]:
+    """(outermost extent, elements per outer iteration) of a loop nest over ``shape``."""
+    if not shape:
+        return 1, 1
+    return shape[0], math.prod(shape[1:])
+
+
+def _parallel_range(fn: ir.Function, shape: tuple[int, ...]) -> tuple | None:
+    """The (start, end) parameters of a parallel kernel, else None; records the
+    parallel-for arguments on ``fn`` for the entry."""
+    if len(fn.args) < 2 or fn.args[-1].type != I64:
+        return None
+    n, inner = _outer_inner(shape)
+    fn.oxla_parallel = (n, grain_for(n, inner))  # type: ignore[attr-defined]
+    return fn.args[-2], fn.args[-1]
 
 
 def _emit_kernel(module: ir.Module, target: Target, k: Kernel, plan: Plan,
@@ -68,15 +93,17 @@ def _emit_kernel(module: ir.Module, target: Target, k: Kernel, plan: Plan,
     reads = kernel_reads(k, plan.vbuf)
     writes = kernel_writes(k)
     # Two parameters alias when a kernel reads the same buffer twice.
+    par = isinstance(k, LoopKernel) and worth_parallel(*_outer_inner(shape_of(k.root)))
     fn, b = _new_function(module, k.name, len(reads) + len(writes),
-                          len({id(r) for r in reads}) == len(reads))
+                          len({id(r) for r in reads}) == len(reads), par)
     s = Scalar(b, module, target, fast_math)
     out = fn.args[len(reads)]
     if isinstance(k, LoopKernel):
         f = FusedEmitter(s, dict(zip(k.inputs, fn.args)))
         et = k.root.type.element_type
         shape = shape_of(k.root)
-        with loop_nest(b, shape) as idx:
+        outer = _parallel_range(fn, shape)
+        with loop_nest(b, shape, outer=outer) as idx:
             f.reset()
             store(s, out, et, linearize(b, idx, shape), f.value_at(k.root, idx))
     elif isinstance(k, OpKernel):
@@ -166,5 +193,10 @@ def _emit_entry(module: ir.Module, plan: Plan, fns: list[ir.Function]) -> None:
         return p
 
     for k, kfn in zip(plan.kernels, fns):
-        b.call(kfn, [address(x) for x in kernel_reads(k, plan.vbuf) + kernel_writes(k)])
+        ptrs = [address(x) for x in kernel_reads(k, plan.vbuf) + kernel_writes(k)]
+        par = getattr(kfn, "oxla_parallel", None)
+        if par is not None:
+            call_parallel(b, module, kfn, ptrs, *par)
+        else:
+            b.call(kfn, ptrs)
     b.ret_void()

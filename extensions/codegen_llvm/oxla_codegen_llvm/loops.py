@@ -11,12 +11,15 @@ I64 = ir.IntType(64)
 
 
 @contextmanager
-def for_range(b: ir.IRBuilder, n: int | ir.Value, name: str = "i") -> Iterator[ir.Value]:
-    """``for (i = 0; i < n; ++i)``: yields ``i`` (i64); the body is emitted inside.
+def for_range(b: ir.IRBuilder, n: int | ir.Value, name: str = "i",
+              start: int | ir.Value = 0) -> Iterator[ir.Value]:
+    """``for (i = start; i < n; ++i)``: yields ``i`` (i64); the body is emitted inside.
 
-    The builder is left after the loop on exit.
+    A simple induction variable (one phi, ``+1 nsw``, a signed compare), which is the
+    form LLVM's loop vectorizer recognizes. The builder is left after the loop on exit.
     """
     stop = ir.Constant(I64, n) if isinstance(n, int) else n
+    first = ir.Constant(I64, start) if isinstance(start, int) else start
     pre = b.block
     header = b.append_basic_block(f"{name}.head")
     body = b.append_basic_block(f"{name}.body")
@@ -24,7 +27,7 @@ def for_range(b: ir.IRBuilder, n: int | ir.Value, name: str = "i") -> Iterator[i
     b.branch(header)
     b.position_at_end(header)
     i = b.phi(I64, name=name)
-    i.add_incoming(ir.Constant(I64, 0), pre)
+    i.add_incoming(first, pre)
     b.cbranch(b.icmp_signed("<", i, stop), body, end)
     b.position_at_end(body)
     yield i
@@ -35,20 +38,26 @@ def for_range(b: ir.IRBuilder, n: int | ir.Value, name: str = "i") -> Iterator[i
 
 
 @contextmanager
-def loop_nest(b: ir.IRBuilder, shape: Sequence[int], name: str = "d") -> Iterator[list]:
+def loop_nest(b: ir.IRBuilder, shape: Sequence[int], name: str = "d",
+              outer: tuple[ir.Value, ir.Value] | None = None) -> Iterator[list]:
     """Nested ``for_range`` over ``shape`` (row-major, outermost first); yields the
-    index list (empty for rank 0: the body runs once)."""
-    with _nest(b, list(shape), [], name) as idx:
+    index list (empty for rank 0: the body runs once).
+
+    ``outer = (start, end)`` restricts the outermost dimension to ``[start, end)`` (a
+    chunk of a parallel loop, see :mod:`oxla_codegen_llvm.parallel`).
+    """
+    with _nest(b, list(shape), [], name, outer) as idx:
         yield idx
 
 
 @contextmanager
-def _nest(b, shape, acc, name):
+def _nest(b, shape, acc, name, outer=None):
     if not shape:
         yield acc
         return
-    with for_range(b, shape[0], f"{name}{len(acc)}") as i, _nest(b, shape[1:], acc + [i],
-                                                                  name) as idx:
+    start, stop = outer if outer is not None else (0, shape[0])
+    with for_range(b, stop, f"{name}{len(acc)}", start) as i, \
+            _nest(b, shape[1:], acc + [i], name) as idx:
         yield idx
 
 
