@@ -24,8 +24,11 @@ _STYLE = {"pass": "green", "fail": "red", "error": "magenta", "timeout": "yellow
 @click.option("--json", "json_out", type=click.Path(dir_okay=False),
               help="write the totals and per-file results to this JSON file")
 @click.option("--verbose", "-v", is_flag=True, help="print passing and skipped files too")
+@click.option("--summary/--no-summary", default=None,
+              help="print failures grouped by reason and unsupported ops with their file "
+                   "counts (default: on for compiling backends)")
 def conformance_command(paths: tuple[str, ...], backend: str, jobs: int, timeout: float,
-                        json_out: str | None, verbose: bool) -> None:
+                        json_out: str | None, verbose: bool, summary: bool | None) -> None:
     """Run every `.mlir` test file under PATHS on BACKEND and report pass/fail totals.
 
     A crash or a hang counts as a failed file and never stops the run. Exits with status
@@ -62,7 +65,27 @@ def conformance_command(paths: tuple[str, ...], backend: str, jobs: int, timeout
     click.echo(f"{d['total']} files on '{backend}' in {report.seconds:.1f} s: "
                f"{d['passed']} passed{rate}, {d['failed']} failed, {d['errors']} errors, "
                f"{d['timeouts']} timeouts, {d['skipped']} skipped")
+    if summary or (summary is None and backend != "interpreter"):
+        _print_summary(report)
     if json_out:
         report.write_json(json_out)
     if d["failed"] or d["errors"] or d["timeouts"]:
         sys.exit(1)
+
+
+def _print_summary(report, top: int = 25) -> None:
+    """Unsupported ops (files per op) and failures grouped by reason, ``top`` of each."""
+    ops = report.unsupported_ops()
+    if ops:
+        click.echo(f"unsupported op counts ({sum(ops.values())} files, {len(ops)} ops):")
+        for name, n in list(ops.items())[:top]:
+            click.echo(f"  {n:6d}  {name}")
+        if len(ops) > top:
+            click.echo(f"  ... {len(ops) - top} more ops")
+    reasons = report.reasons()
+    if reasons:
+        click.echo(f"failures by reason ({sum(reasons.values())} files):")
+        for why, n in list(reasons.items())[:top]:
+            click.echo(f"  {n:6d}  {why}")
+        if len(reasons) > top:
+            click.echo(f"  ... {len(reasons) - top} more reasons")

@@ -5,9 +5,16 @@ A test file is split at ``// -----``; each chunk is a module. A module whose ``m
 calls ``@inputs``/``@expected`` runs ``main``; otherwise every public function without
 arguments runs. ``check.*`` ops (and ``custom_call @check.*``) decide pass or fail.
 
-For a compiling backend each test function is rewritten so its top-level checks become
-extra results (:func:`split_checks`); the backend compiles and runs that function and
-the checks are evaluated here on what it returned.
+For a compiling backend each test function is rewritten so that its constant inputs
+(``@inputs()`` results, ``stablehlo.constant`` ops) are evaluated here and passed as
+function arguments, and its top-level checks become extra results
+(:mod:`oxla.conformance_compiled`): the backend cannot constant-fold the op under test
+away. It compiles and runs that function; the checks are evaluated here.
+
+A module without checks whose public ``main`` takes arguments (``testdata/dynamic/``)
+is a round-trip test (:mod:`oxla.conformance_dynamic`): parse, verify, print/parse
+stability, a run on synthetic inputs, and on a compiling backend a comparison with the
+interpreter after ``stablehlo-refine-shapes``.
 """
 
 from __future__ import annotations
@@ -15,11 +22,15 @@ from __future__ import annotations
 import json
 import multiprocessing as mp
 import os
+import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from oxla.conformance_compiled import SplitCheck, backend_runner, split_checks
+from oxla.conformance_dynamic import is_roundtrip_module, roundtrip_runner
 
 STATUSES = ("pass", "fail", "error", "timeout", "skip")
 
@@ -56,6 +67,28 @@ class Report:
     def count(self, status: str) -> int:
         return sum(1 for f in self.files if f.status == status)
 
+    def unsupported_ops(self) -> dict[str, int]:
+        """``op name -> files`` over the errors that name an unsupported op (``'X' is
+        not supported ... (why)``; the key keeps the ``(why)``), most frequent first."""
+        counts: dict[str, int] = {}
+        for f in self.files:
+            m = _UNSUPPORTED.search(f.message) if f.status == "error" else None
+            if m:
+                key = f"{m.group(1)} {m.group(2)}" if m.group(2) else m.group(1)
+                counts[key] = counts.get(key, 0) + 1
+        return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+    def reasons(self) -> dict[str, int]:
+        """Failures grouped by reason: status plus the message with paths, locations
+        and numbers taken out, most frequent first."""
+        counts: dict[str, int] = {}
+        for f in self.files:
+            if f.status in ("pass", "skip"):
+                continue
+            key = f"{f.status}: {reason(f.message)}"
+            counts[key] = counts.get(key, 0) + 1
+        return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "backend": self.backend,
@@ -66,12 +99,31 @@ class Report:
             "timeouts": self.count("timeout"),
             "skipped": self.count("skip"),
             "seconds": round(self.seconds, 2),
+            "unsupported_ops": self.unsupported_ops(),
+            "reasons": self.reasons(),
             "files": [{"path": f.path, "status": f.status, "message": f.message}
                       for f in self.files],
         }
 
     def write_json(self, path: str | os.PathLike) -> None:
         Path(path).write_text(json.dumps(self.to_dict(), indent=1) + "\n")
+
+
+_UNSUPPORTED = re.compile(r"'([\w.]+)' (?:op )?is not supported[^(]*(\([^)]*\))?")
+_LOCATION = re.compile(r"(?:[\w./<>-]+\.mlir|<[\w-]+>):\d+:\d+: (?:error: )?")
+
+
+def reason(message: str) -> str:
+    """A failure message reduced to its reason: no ``@function:`` prefix, file
+    locations, numbers, ``(+N more)`` tail; at most 120 characters."""
+    msg = re.sub(r"^@[\w.$-]+: ", "", message)
+    msg = _LOCATION.sub("", msg)
+    msg = re.sub(r" \(\+\d+ more\)$", "", msg).split(": at [")[0]
+    m = _UNSUPPORTED.search(msg)
+    if m:
+        msg = msg[m.start():]
+    msg = re.sub(r"\d+", "N", msg)
+    return msg[:120]
 
 
 # -- discovery ---------------------------------------------------------------------------
@@ -152,7 +204,8 @@ def run_file(path: str | os.PathLike, backend: str = "interpreter",
     if compiled is None:
         compiled = backend != "interpreter"
     try:
-        runner = _backend_runner(backend) if compiled else _run_interpreter
+        runner = backend_runner(backend) if compiled else _run_interpreter
+        roundtrip = roundtrip_runner(backend if compiled else None)
     except Exception as e:
         res.status, res.message = "error", _message(e)
         return res
@@ -166,6 +219,14 @@ def run_file(path: str | os.PathLike, backend: str = "interpreter",
             names = functions_to_run(module)
         except Exception as e:  # a chunk that does not parse fails the file
             res.functions.append(FunctionResult(line, "<parse>", "error", [_message(e)]))
+            continue
+        if not names and is_roundtrip_module(module):
+            try:
+                failures = roundtrip(module)
+                status = "fail" if failures else "pass"
+                res.functions.append(FunctionResult(line, "main", status, failures))
+            except Exception as e:
+                res.functions.append(FunctionResult(line, "main", "error", [_message(e)]))
             continue
         for name in names:
             try:
@@ -187,103 +248,6 @@ def run_file(path: str | os.PathLike, backend: str = "interpreter",
     more = f" (+{len(bad) - 1} more)" if len(bad) > 1 else ""
     res.message = f"@{first.name}: {first.messages[0] if first.messages else ''}{more}"
     return res
-
-
-# -- compiling backends: checks split out as extra results -------------------------------
-
-
-@dataclass
-class SplitCheck:
-    """A check removed from a function: ``kind`` plus the result indices it reads."""
-
-    op: Any
-    kind: str
-    results: tuple[int, ...]
-    expected: Any = None
-
-
-_CHECK_KINDS = {
-    "check.expect_eq": "eq", "check.expect_eq_const": "eq",
-    "check.expect_almost_eq": "almost_eq", "check.expect_almost_eq_const": "almost_eq",
-    "check.expect_close": "close",
-}
-
-
-def split_checks(module, name: str):
-    """A copy of ``module`` whose function ``name`` (its only public function) returns
-    its checks' operands instead of checking them, and the list of removed checks.
-
-    Raises:
-        NotSupportedError: checks inside regions, probes, or a check result used.
-    """
-    from oxla.errors import NotSupportedError
-    from oxla.interpreter.rules.checks import CHECK_CUSTOM_CALLS
-    from oxla.ir import attributes as A
-    from oxla.ir import func_name
-    from oxla.ir import types as T
-
-    m = module.clone()
-    fn = m.lookup(name)
-    body = fn.regions[0].blocks[0]
-    ret = body.terminator
-    outs = list(ret.operands)
-    checks: list[SplitCheck] = []
-    for op in list(fn.walk()):
-        kind = _CHECK_KINDS.get(op.name)
-        if op.name == "stablehlo.custom_call":
-            target = A.to_python(op.attributes.get("call_target_name"))
-            if target in CHECK_CUSTOM_CALLS:
-                kind = {"check.expect_eq": "eq", "check.eq": "eq",
-                        "check.expect_almost_eq": "almost_eq",
-                        "check.expect_close": "close"}[target]
-        elif op.name.startswith("check.") or op.name == "interpreter.probe":
-            if kind is None:
-                raise NotSupportedError(f"'{op.name}' cannot be split out of a compiled test")
-        if kind is None:
-            continue
-        if op.parent is not body:
-            raise NotSupportedError(f"'{op.name}' inside a region cannot be split out", op.loc)
-        if any(r.uses for r in op.results):
-            raise NotSupportedError(f"the result of '{op.name}' is used", op.loc)
-        first = len(outs)
-        outs.extend(op.operands)
-        expected = op.attributes["value"].array if "value" in op.attributes else None
-        checks.append(SplitCheck(op, kind, tuple(range(first, len(outs))), expected))
-        op.erase()
-    ret.set_operands(outs)
-    old = A.to_python(fn.attributes["function_type"])
-    fn.attributes["function_type"] = A.TypeAttr(
-        T.FunctionType(tuple(old.inputs), tuple(v.type for v in outs)))
-    for f in m.functions:  # make `name` the module's entry
-        if f is not fn:
-            f.attributes["sym_visibility"] = A.StringAttr("private")
-            if func_name(f) == "main":
-                f.attributes["sym_name"] = A.StringAttr("__oxla_test_main")
-    fn.attributes.pop("sym_visibility", None)
-    return m, checks
-
-
-def _backend_runner(backend: str) -> Callable:
-    from oxla.plugins import get_backend
-
-    be = get_backend(backend)
-
-    def run(module, name: str) -> list[str]:
-        from oxla.interpreter.engine import Context
-        from oxla.interpreter.rules import checks as C
-
-        m, checks = split_checks(module, name)
-        exe = be.compile(m)
-        vals = exe()
-        ctx = Context(module=m)
-        for c in checks:
-            a = vals[c.results[0]]
-            e = c.expected if c.expected is not None else vals[c.results[1]]
-            {"eq": C.expect_eq, "almost_eq": C.expect_almost_eq,
-             "close": C.expect_close}[c.kind](ctx, c.op, a, e)
-        return [str(f) for f in ctx.failures]
-
-    return run
 
 
 # -- isolated workers --------------------------------------------------------------------
@@ -409,4 +373,4 @@ def run_conformance(paths: Sequence[str | os.PathLike], backend: str = "interpre
 
 
 __all__ = ["FileResult", "FunctionResult", "Report", "discover", "functions_to_run",
-           "run_file", "split_checks", "run_conformance", "STATUSES", "asdict"]
+           "run_file", "split_checks", "SplitCheck", "reason", "run_conformance", "STATUSES", "asdict"]

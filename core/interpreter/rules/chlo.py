@@ -167,12 +167,12 @@ def next_after_values(x: np.ndarray, y: np.ndarray, dtype: np.dtype) -> np.ndarr
     bits = np.dtype(dtype).itemsize * 8
     udt = np.dtype(f"u{np.dtype(dtype).itemsize}")
     xf, yf = x.astype(np.float64), y.astype(np.float64)
-    xb = np.ascontiguousarray(x).view(udt).astype(np.uint64)
+    xb = np.asarray(x, order="C").view(udt).astype(np.uint64)
     sign = np.uint64(1 << (bits - 1))
     away = (xf < yf) == (xf > 0)  # moving away from zero: magnitude grows
     with np.errstate(over="ignore"):
         stepped = np.where(away, xb + np.uint64(1), xb - np.uint64(1))
-    yb = np.ascontiguousarray(y).view(udt).astype(np.uint64)
+    yb = np.asarray(y, order="C").view(udt).astype(np.uint64)
     tiny = (yb & sign) | np.uint64(1)
     out = np.where(xf == 0, tiny, stepped)
     out = out.astype(udt).view(dtype)
@@ -273,7 +273,7 @@ def broadcast_to(x: np.ndarray, shape: tuple[int, ...], bdims=None) -> np.ndarra
 def _broadcast_args(op, args):
     bdims = attr(op, "broadcast_dimensions")
     shape = _bcast_shape([np.shape(a) for a in args], bdims)
-    return [np.ascontiguousarray(broadcast_to(a, shape, bdims)) for a in args]
+    return [np.asarray(broadcast_to(a, shape, bdims), order="C") for a in args]
 
 
 _BROADCAST_TO_RULE = {
@@ -335,7 +335,7 @@ def broadcast_compare(ctx, op, args):
 def broadcast_select(ctx, op, args):
     shape = np.broadcast_shapes(*(np.shape(a) for a in args))
     return lookup_rule("stablehlo.select")(
-        ctx, op, [np.ascontiguousarray(np.broadcast_to(a, shape)) for a in args])
+        ctx, op, [np.asarray(np.broadcast_to(a, shape), order="C") for a in args])
 
 
 @interpreter_rule("chlo.constant_like")
@@ -359,7 +359,7 @@ def descending_key(x: np.ndarray, et: T.ElementType) -> np.ndarray:
     (``+NaN`` first, ``-NaN`` last, ``+0`` before ``-0``)."""
     x = np.asarray(x)
     if isinstance(et, T.FloatType):
-        b = np.ascontiguousarray(x.astype(np.float64)).view(np.int64)
+        b = np.asarray(x.astype(np.float64), order="C").view(np.int64)
         u = b.view(np.uint64)
         key = np.where(b < 0, ~u, u | np.uint64(1 << 63))
     elif isinstance(et, T.IntegerType) and et.width == 1:

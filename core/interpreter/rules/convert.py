@@ -114,8 +114,15 @@ def bitcast_convert(ctx, op, args):
     ddt = dst.storage_type.dtype if isinstance(dst, T.QuantizedType) else dst.dtype
     byte_ok = (wi % 8 == 0 and wo % 8 == 0 and x.dtype.itemsize * 8 == wi
                and ddt.itemsize * 8 == wo)
+    # the result shape comes from the operand (the result type may have `?` dims)
+    if wi == wo:
+        shape = x.shape
+    elif wi > wo:
+        shape = (*x.shape, wi // wo)
+    else:
+        shape = x.shape[:-1]
     if byte_ok:
-        return [x.reshape(-1).view(np.uint8).view(ddt).reshape(rt.shape).copy()]
+        return [x.reshape(-1).view(np.uint8).view(ddt).reshape(shape).copy()]
     bits = _to_bits(x, src)
     if wi == wo:
         out = bits
@@ -127,7 +134,7 @@ def bitcast_convert(ctx, op, args):
         k = wo // wi
         shifts = (np.arange(k, dtype=np.uint64) * np.uint64(wi))
         out = np.bitwise_or.reduce(bits << shifts, axis=-1)
-    return [_from_bits(np.asarray(out, dtype=np.uint64), dst).reshape(rt.shape)]
+    return [_from_bits(np.asarray(out, dtype=np.uint64), dst).reshape(shape)]
 
 
 # -- reduce_precision --------------------------------------------------------------------

@@ -279,6 +279,12 @@ def _conv_attrs(op, rank: int, padding: np.ndarray | None):
     reversal = tuple(attr(op, "window_reversal", None) or (False,) * ns)
     fgc = int(attr(op, "feature_group_count", 1) or 1)
     bgc = int(attr(op, "batch_group_count", 1) or 1)
+    for what, v in (("window_strides", strides), ("lhs_dilation", lhs_dil),
+                    ("rhs_dilation", rhs_dil), ("window_reversal", reversal)):
+        if len(v) != ns:  # spec C4-C8: one entry per spatial dimension
+            raise InterpreterError(
+                f"{op.name}: {what} has {len(v)} entries, expected {ns} (one per spatial "
+                f"dimension)", op.loc)
     return strides, padding, lhs_dil, rhs_dil, reversal, fgc, bgc
 
 

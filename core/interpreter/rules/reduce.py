@@ -337,6 +337,18 @@ def _window_params(op, rank: int) -> tuple[tuple[int, ...], ...]:
     return wd, ws, bd, wdl, tuple(int(v) for v in pad[:, 0]), tuple(int(v) for v in pad[:, 1])
 
 
+def _window_out_shape(shape, wd, ws, bd, wdl, lo, hi) -> tuple[int, ...]:
+    """The shape of ``reduce_window``'s results, from the operand's runtime shape
+    (spec ``reduce_window``, constraint on ``shape(results...)``; the result type may
+    have ``?`` dims)."""
+    out = []
+    for n, w, s, b, d, l_, h in zip(shape, wd, ws, bd, wdl, lo, hi):
+        padded = (0 if n == 0 else (n - 1) * b + 1) + l_ + h
+        span = (w - 1) * d + 1
+        out.append(0 if padded < span else (padded - span) // s + 1)
+    return tuple(out)
+
+
 def windows_of(x: np.ndarray, wd, ws, wdl) -> np.ndarray:
     """The (out..., window...) view of padded ``x`` per strides and window dilations."""
     span = [(w - 1) * d + 1 for w, d in zip(wd, wdl)]
@@ -353,7 +365,7 @@ def reduce_window(ctx, op, args):
     inputs, inits = [np.asarray(a) for a in args[:n]], [np.asarray(a) for a in args[n:]]
     rank = inputs[0].ndim
     wd, ws, bd, wdl, lo, hi = _window_params(op, rank)
-    out_shape = tuple(op.results[0].type.shape)
+    out_shape = _window_out_shape(inputs[0].shape, wd, ws, bd, wdl, lo, hi)
     p = int(np.prod(out_shape, dtype=np.int64))
     k = int(np.prod(wd, dtype=np.int64))
     if p == 0:
