@@ -139,3 +139,27 @@ func.func @main(%x: tensor<5x4xi32>, %i: tensor<3x2xi64>, %s: tensor<i32>, %y: t
     i = np.array([[0, 0], [4, 3], [-2, 1]], np.int64)
     for s in (1, 3, -5, 100):
         run_both(text, [x, i, np.array(s, np.int32), y])
+
+
+def test_reduce_window_padding_dilations():
+    text = """
+func.func @main(%x: tensor<6x5xf32>) -> (tensor<3x3xf32>, tensor<6x5xf32>) {
+  %z = stablehlo.constant dense<0.0> : tensor<f32>
+  %m = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %s = "stablehlo.reduce_window"(%x, %z) <{window_dimensions = array<i64: 2, 2>,
+      window_strides = array<i64: 2, 2>, base_dilations = array<i64: 1, 1>,
+      window_dilations = array<i64: 2, 1>, padding = dense<[[1, 1], [0, 1]]> : tensor<2x2xi64>}> ({
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %r = stablehlo.add %a, %b : tensor<f32>
+      stablehlo.return %r : tensor<f32>
+  }) : (tensor<6x5xf32>, tensor<f32>) -> tensor<3x3xf32>
+  %t = "stablehlo.reduce_window"(%x, %m) <{window_dimensions = array<i64: 3, 3>,
+      base_dilations = array<i64: 2, 2>, window_strides = array<i64: 2, 2>,
+      padding = dense<1> : tensor<2x2xi64>}> ({
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %r = stablehlo.maximum %a, %b : tensor<f32>
+      stablehlo.return %r : tensor<f32>
+  }) : (tensor<6x5xf32>, tensor<f32>) -> tensor<6x5xf32>
+  return %s, %t : tensor<3x3xf32>, tensor<6x5xf32>
+}"""
+    run_both(text, [RNG.standard_normal((6, 5)).astype(np.float32)])

@@ -124,3 +124,75 @@ def emit_scatter(s: Scalar, k: OpKernel, buffers: dict, outs: list) -> None:
             for out, et, v in zip(outs, ets, emit_region(s, op.regions[0], cur + ups)):
                 store_elem(s, out, et, flat, v)
         f.reset()
+
+
+def window_params(op, rank: int) -> tuple[tuple[int, ...], ...]:
+    """``(window_dimensions, strides, base_dilations, window_dilations, pad_lo, pad_hi)``
+    of a windowed op, defaults filled in (spec ``reduce_window``)."""
+    import numpy as np
+
+    from oxla.ir import attributes as A
+
+    def get(name: str, default: tuple[int, ...]) -> tuple[int, ...]:
+        a = op.attr(name)
+        v = A.to_python(a) if a is not None else None
+        return tuple(int(x) for x in v) if v else default
+
+    ones = (1,) * rank
+    pad = op.attr("padding")
+    pad = (pad.array if isinstance(pad, A.DenseElementsAttr) else
+           np.asarray(A.to_python(pad) if pad is not None else [], np.int64))
+    pad = np.asarray(pad, np.int64).reshape(rank, 2) if np.size(pad) else \
+        np.zeros((rank, 2), np.int64)
+    return (get("window_dimensions", ones), get("window_strides", ones),
+            get("base_dilations", ones), get("window_dilations", ones),
+            tuple(int(x) for x in pad[:, 0]), tuple(int(x) for x in pad[:, 1]))
+
+
+@op_emitter("stablehlo.reduce_window")
+def emit_reduce_window(s: Scalar, k: OpKernel, buffers: dict, outs: list) -> None:
+    """Spec ``reduce_window``: padding (and base-dilation holes) read as the init value,
+    as the interpreter pads with it; windows reduced in row-major order."""
+    b, op = s.b, k.op
+    n = len(op.results)
+    operands, inits = op.operands[:n], op.operands[n:]
+    shape, out_shape = shape_of(operands[0]), shape_of(op.results[0])
+    rank = len(shape)
+    wd, ws, bd, wdl, lo, _ = window_params(op, rank)
+    ets = [r.type.element_type for r in op.results]
+    f = FusedEmitter(s, buffers)
+    with b.goto_entry_block():
+        accs = [b.alloca(llvm_type(et), name=f"acc{j}") for j, et in enumerate(ets)]
+    with loop_nest(b, out_shape, "o") as oidx:
+        f.reset()
+        init_vals = [f.value_at(v, []) for v in inits]
+        for acc, v in zip(accs, init_vals):
+            b.store(v, acc)
+        with loop_nest(b, wd, "w") as widx:
+            inside = ir.Constant(ir.IntType(1), 1)
+            sidx = []
+            for d in range(rank):
+                p = b.sub(b.add(b.mul(oidx[d], _i64(ws[d])), b.mul(widx[d], _i64(wdl[d]))),
+                          _i64(lo[d]))  # position in the base-dilated operand
+                q = b.sdiv(p, _i64(bd[d])) if bd[d] != 1 else p
+                ok = b.and_(b.icmp_signed(">=", p, _i64(0)),
+                            b.icmp_signed("<", q, _i64(shape[d])))
+                if bd[d] != 1:
+                    ok = b.and_(ok, b.icmp_signed("==", b.srem(p, _i64(bd[d])), _i64(0)))
+                inside = b.and_(inside, ok)
+                q = b.select(b.icmp_signed("<", q, _i64(0)), _i64(0), q)
+                sidx.append(b.select(b.icmp_signed(">=", q, _i64(shape[d])),
+                                     _i64(max(shape[d] - 1, 0)), q))
+            f.reset()
+            if 0 in shape:
+                xs = init_vals
+            else:
+                xs = [b.select(inside, f.value_at(x, sidx), iv)
+                      for x, iv in zip(operands, init_vals)]
+            cur = [b.load(a, typ=llvm_type(et)) for a, et in zip(accs, ets)]
+            for a, v in zip(accs, emit_region(s, op.regions[0], cur + xs)):
+                b.store(v, a)
+        f.reset()
+        flat = linearize(b, oidx, out_shape)
+        for out, a, et in zip(outs, accs, ets):
+            store_elem(s, out, et, flat, b.load(a, typ=llvm_type(et)))
