@@ -86,7 +86,9 @@ def _acosh(b: _B, x: Value) -> Value:
     y = b.subtract(x, one)
     small = b.log_plus_one(b.add(y, b.sqrt(b.multiply(y, b.add(x, one)))))
     large = b.add(b.log(x), b.const(math.log(2.0), x))
-    return b.sel(b.cmp(x, b.const(_big(x), x), "GE"), large, small)
+    r = b.sel(b.cmp(x, b.const(_big(x), x), "GE"), large, small)
+    # x < -1: y * (x + 1) > 0 would give a finite value; the domain says NaN.
+    return b.sel(b.cmp(x, b.const(-1.0, x), "LT"), b.const(np.nan, x), r)
 
 
 def _atanh(b: _B, x: Value) -> Value:

@@ -507,7 +507,7 @@ def zeta(e: Emitter, x: Value, q: Value) -> Value:
     horner = e.const(0.0, x)
     for i in range(11):
         factor = e.multiply(
-            e.subtract(x, e.const(22.0 - 2.0 * i, x)), e.subtract(x, e.const(21.0 - 2.0 * i, x))
+            e.add(x, e.const(22.0 - 2.0 * i, x)), e.add(x, e.const(21.0 - 2.0 * i, x))
         )
         horner = e.multiply(e.multiply(factor, a_inv_sq), e.add(horner, e.const(1.0 / _ZETA[i], x)))
     tail = e.add(
