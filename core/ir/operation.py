@@ -3,7 +3,9 @@
 One generic :class:`Operation` class serves every op; its name selects an
 :class:`~oxla.ir.opdef.OpDef` that gives named access to operands, results and
 attributes. Every value keeps a use list, so ``replace_all_uses_with`` and ``erase``
-cost O(uses).
+cost O(uses). A value's ``uses`` is an insertion-ordered dict used as a set (iterate,
+``len``, truth test), so dropping one use costs O(1); a block's ops are an
+:class:`~oxla.ir.oplist.OpList`, so inserting and erasing ops costs O(1).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from oxla.ir.attributes import Attribute
 from oxla.ir.location import UNKNOWN, Location
+from oxla.ir.oplist import OpList
 from oxla.ir.types import Type
 
 if TYPE_CHECKING:
@@ -37,7 +40,8 @@ class Value:
 
     Attributes:
         type: the value's type.
-        uses: the operations (and operand indices) that read it.
+        uses: the operations (and operand indices) that read it, as a dict
+            ``Use -> None`` in insertion order (iterate it; do not index it).
         name_hint: the name it had in the parsed text (``%foo``), used by the printer.
     """
 
@@ -45,27 +49,28 @@ class Value:
 
     def __init__(self, type: Type, name_hint: str | None = None):
         self.type = type
-        self.uses: list[Use] = []
+        self.uses: dict[Use, None] = {}
         self.name_hint = name_hint
 
     def replace_all_uses_with(self, other: Value) -> None:
         """Makes every user of this value read ``other`` instead. O(uses)."""
         if other is self:
             return
+        ouses = other.uses
         for use in self.uses:
             use.owner._operands[use.index] = other
-            other.uses.append(use)
-        self.uses = []
+            ouses[use] = None
+        self.uses = {}
 
     def replace_uses_if(self, other: Value, pred) -> None:
         """Replaces the uses for which ``pred(use)`` is true."""
-        keep = []
+        keep = {}
         for use in self.uses:
             if pred(use):
                 use.owner._operands[use.index] = other
-                other.uses.append(use)
+                other.uses[use] = None
             else:
-                keep.append(use)
+                keep[use] = None
         self.uses = keep
 
     @property
@@ -88,7 +93,9 @@ class OpResult(Value):
     __slots__ = ("owner", "index")
 
     def __init__(self, type: Type, owner: Operation, index: int, name_hint: str | None = None):
-        super().__init__(type, name_hint)
+        self.type = type
+        self.uses = {}
+        self.name_hint = name_hint
         self.owner = owner
         self.index = index
 
@@ -122,12 +129,16 @@ class Operation:
     through the op's :class:`OpDef`.
     """
 
-    __slots__ = ("name", "_operands", "results", "attributes", "regions", "loc", "parent",
-                 "_opdef", "__weakref__")
+    __slots__ = ("name", "_operands", "_uses", "results", "attributes", "regions", "loc",
+                 "parent", "_opdef", "_prev", "_next", "_order", "__weakref__")
 
     def __init__(self, name: str):
         self.name = name
         self._operands: list[Value] = []
+        self._uses: list[Use] = []  # _uses[i] is the Use of _operands[i]
+        self._prev: Operation | None = None  # links of the parent block's OpList
+        self._next: Operation | None = None
+        self._order = 0
         self.results: list[OpResult] = []
         self.attributes: dict[str, Attribute] = {}
         self.regions: list[Region] = []
@@ -155,15 +166,19 @@ class Operation:
             regions: regions, taken over by the new op.
             loc: source location (unknown when omitted).
         """
-        op = cls(name)
-        for i, v in enumerate(operands):
-            op._operands.append(v)
-            v.uses.append(Use(op, i))
+        op = cls.__new__(cls)
+        op.name = name
+        op.parent = op._prev = op._next = op._opdef = None
+        op._order = 0
+        ops = op._operands = list(operands)
+        uses = op._uses = [Use(op, i) for i in range(len(ops))]
+        for v, u in zip(ops, uses):
+            v.uses[u] = None
         op.results = [OpResult(t, op, i) for i, t in enumerate(result_types)]
-        op.attributes = dict(attributes or {})
-        for r in regions:
+        op.attributes = dict(attributes) if attributes else {}
+        op.regions = list(regions)
+        for r in op.regions:
             r.parent = op
-            op.regions.append(r)
         op.loc = loc if loc is not None else UNKNOWN
         return op
 
@@ -174,24 +189,24 @@ class Operation:
         return self._operands
 
     def set_operand(self, index: int, value: Value) -> None:
-        old = self._operands[index]
-        for k, use in enumerate(old.uses):
-            if use.owner is self and use.index == index:
-                del old.uses[k]
-                break
+        """Makes operand ``index`` read ``value``. O(1)."""
+        use = self._uses[index]
+        self._operands[index].uses.pop(use, None)
         self._operands[index] = value
-        value.uses.append(Use(self, index))
+        value.uses[use] = None
 
     def set_operands(self, values: Iterable[Value]) -> None:
         """Replaces the whole operand list."""
         self.drop_operand_uses()
         self._operands = list(values)
-        for i, v in enumerate(self._operands):
-            v.uses.append(Use(self, i))
+        self._uses = [Use(self, i) for i in range(len(self._operands))]
+        for v, u in zip(self._operands, self._uses):
+            v.uses[u] = None
 
     def drop_operand_uses(self) -> None:
-        for i, v in enumerate(self._operands):
-            v.uses = [u for u in v.uses if not (u.owner is self and u.index == i)]
+        """Removes this op's uses from its operands' use lists (operands stay). O(operands)."""
+        for v, u in zip(self._operands, self._uses):
+            v.uses.pop(u, None)
 
     # -- named access through the OpDef ---------------------------------------
     @property
@@ -286,19 +301,18 @@ class Operation:
         self.drop_all_references()
         if self.parent is not None:
             self.parent.ops.remove(self)
-            self.parent = None
 
     def detach(self) -> None:
         """Removes this op from its block, keeping operands and uses."""
         if self.parent is not None:
             self.parent.ops.remove(self)
-            self.parent = None
 
     def drop_all_references(self) -> None:
         """Drops operand uses of this op and of everything nested in it."""
         for op in self.walk():
             op.drop_operand_uses()
             op._operands = []
+            op._uses = []
 
     def clone(self, mapping: dict[Value, Value] | None = None) -> Operation:
         """Deep-copies this op and its regions; operands are remapped through ``mapping``.
@@ -329,7 +343,8 @@ class Operation:
 
 
 class Block:
-    """A list of operations with block arguments; the last op is the terminator."""
+    """Operations (an :class:`~oxla.ir.oplist.OpList`) with block arguments; the last op
+    is the terminator."""
 
     __slots__ = ("args", "ops", "parent", "name_hint", "__weakref__")
 
@@ -337,7 +352,7 @@ class Block:
         self.args: list[BlockArgument] = [
             BlockArgument(t, self, i) for i, t in enumerate(arg_types)
         ]
-        self.ops: list[Operation] = []
+        self.ops = OpList(self)
         self.parent: Region | None = None
         self.name_hint: str | None = None
 
@@ -347,23 +362,20 @@ class Block:
         return a
 
     def append(self, op: Operation) -> Operation:
-        op.parent = self
-        self.ops.append(op)
-        return op
+        """Adds ``op`` at the end (moving it from its block, if any). O(1)."""
+        return self.ops.append(op)
 
     def insert_before(self, anchor: Operation, op: Operation) -> Operation:
-        op.parent = self
-        self.ops.insert(self.ops.index(anchor), op)
-        return op
+        """Inserts ``op`` right before ``anchor``, an op of this block. O(1)."""
+        return self.ops.insert_before(anchor, op)
 
     def insert_after(self, anchor: Operation, op: Operation) -> Operation:
-        op.parent = self
-        self.ops.insert(self.ops.index(anchor) + 1, op)
-        return op
+        """Inserts ``op`` right after ``anchor``, an op of this block. O(1)."""
+        return self.ops.insert_after(anchor, op)
 
     @property
     def terminator(self) -> Operation | None:
-        return self.ops[-1] if self.ops else None
+        return self.ops._tail
 
     @property
     def parent_op(self) -> Operation | None:

@@ -373,8 +373,7 @@ class Parser(TypeAttrParserMixin):
             if not loose.ops:
                 raise self.error("empty input: expected a module or a function")
             for op in list(loose.ops):
-                op.parent = None
-                module.body.append(op)
+                module.body.append(op)  # moves it out of `loose`
         elif loose.ops:
             raise self.error("operations outside the module", self.tok)
         module.resources = self.resources

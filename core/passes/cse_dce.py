@@ -46,7 +46,6 @@ class CSE:
 
     def _block(self, block: Block, scopes: list[dict]) -> None:
         table: dict = {}
-        dead: set[int] = set()
         scopes.append(table)
         for op in list(block.ops):
             if op.regions:
@@ -71,12 +70,7 @@ class CSE:
             for old, new in zip(op.results, existing.results):
                 old.replace_all_uses_with(new)
             op.drop_all_references()
-            dead.add(id(op))
-        if dead:  # one list rebuild instead of an O(n) removal per op
-            for op in block.ops:
-                if id(op) in dead:
-                    op.parent = None
-            block.ops[:] = [o for o in block.ops if id(o) not in dead]
+            block.ops.remove(op)
         scopes.pop()
 
 

@@ -107,7 +107,6 @@ class Rewriter:
         on_erase: Callable[[Operation], None] | None = None,
     ):
         self.changed = False
-        self.deferred: list[Operation] | None = None
         self._on_new = on_new or (lambda op: None)
         self._on_erase = on_erase or (lambda op: None)
 
@@ -150,10 +149,8 @@ class Rewriter:
         for nested in op.walk():
             self._on_erase(nested)
         op.drop_all_references()
-        if self.deferred is not None and op.parent is not None:
-            self.deferred.append(op)  # removed from its block in one batch (O(n) total)
-        else:
-            op.erase()
+        if op.parent is not None:
+            op.parent.ops.remove(op)
         self.changed = True
         for p in producers:
             self._on_new(p)
@@ -175,9 +172,8 @@ class Rewriter:
             a.replace_all_uses_with(v)
         term = block.ops[-1]
         results = list(term.operands)
-        for op in list(block.ops[:-1]):
-            op.detach()
-            self.insert_before(anchor, op)
+        for op in list(block.ops)[:-1]:
+            self.insert_before(anchor, op)  # moves it out of `block`
         term.drop_all_references()
         block.ops.remove(term)
         return results
@@ -230,7 +226,6 @@ class GreedyDriver:
             erased[id(op)] = op
 
         rewriter = Rewriter(push, drop)
-        rewriter.deferred = []
         for op in root.walk_post():
             push(op)
         while worklist:
@@ -253,16 +248,4 @@ class GreedyDriver:
             else:
                 if self.fold is not None and self.fold(op, rewriter) and debug:
                     print(f"pattern fold fired on '{op.name}' at {op.loc}", file=self.out)
-        _remove_batch(rewriter.deferred)
         return rewriter.changed
-
-
-def _remove_batch(ops: list[Operation]) -> None:
-    """Removes already-dereferenced ops from their blocks, one list rebuild per block."""
-    by_block: dict[int, tuple[Block, set[int]]] = {}
-    for op in ops:
-        if op.parent is not None:
-            by_block.setdefault(id(op.parent), (op.parent, set()))[1].add(id(op))
-            op.parent = None
-    for block, ids in by_block.values():
-        block.ops[:] = [o for o in block.ops if id(o) not in ids]
