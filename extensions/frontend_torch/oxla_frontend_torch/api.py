@@ -1,0 +1,220 @@
+"""The Python API: :func:`compile` a torch model or ExportedProgram into a callable that
+takes and returns torch tensors, :func:`load_program` a ``torch.export.save`` file."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch.export import ExportedProgram
+from torch.export.graph_signature import InputKind
+
+from oxla.errors import OxlaError, RuntimeInputError
+from oxla.ir import Module
+from oxla.protocols import CompileOptions, Executable
+from oxla_frontend_torch.detect import classify
+from oxla_frontend_torch.importer import export_module, import_program
+
+
+def load_program(path: str | os.PathLike[str]) -> ExportedProgram:
+    """Reads a file written by ``torch.export.save`` (any suffix).
+
+    Raises:
+        OxlaError: the file is a TorchScript archive, a ``torch.save`` file (state dict
+            or pickled module) or not a torch file at all; the message says what to do.
+    """
+    name = os.fspath(path)
+    kind = classify(name)
+    if kind == "torchscript":
+        raise OxlaError(f"'{name}' is a TorchScript archive, not a torch.export program; "
+                        "re-export the model with torch.export.export(model, args) and "
+                        "torch.export.save(ep, 'model.pt2')")
+    if kind == "state_dict":
+        raise OxlaError(f"'{name}' is a torch.save file (a state dict or pickled module), "
+                        "not a torch.export program; load the weights into the model, then "
+                        "torch.export.save(torch.export.export(model, args), 'model.pt2')")
+    if kind != "export":
+        raise OxlaError(f"'{name}' is not a torch.export archive (a zip written by "
+                        "torch.export.save)")
+    return torch.export.load(name)
+
+
+def _user_input_metas(ep: ExportedProgram) -> list[Any]:
+    specs = {s.arg.name: s for s in ep.graph_signature.input_specs}
+    return [n.meta["val"] for n in ep.graph.nodes
+            if n.op == "placeholder" and specs[n.name].kind == InputKind.USER_INPUT]
+
+
+def _is_dynamic(metas: Sequence[Any]) -> bool:
+    return any(not isinstance(s, int) for m in metas for s in getattr(m, "shape", ()))
+
+
+def to_numpy(t: Any) -> np.ndarray:
+    """A torch tensor as a numpy array through DLPack (no copy for CPU tensors)."""
+    if isinstance(t, torch.Tensor):
+        t = t.detach()
+        if t.device.type != "cpu":
+            t = t.cpu()
+        if t.dtype == torch.bfloat16:
+            import ml_dtypes
+
+            return t.contiguous().view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+        if not t.is_contiguous() or t.requires_grad:
+            t = t.contiguous()
+        try:
+            return np.from_dlpack(t)
+        except (RuntimeError, TypeError, BufferError):
+            return t.numpy()
+    return np.asarray(t)
+
+
+def to_torch(a: Any) -> torch.Tensor:
+    """A numpy result as a torch tensor (shares memory when the array is writeable)."""
+    arr = np.asarray(a)
+    if arr.dtype.name == "bfloat16":
+        return torch.from_numpy(arr.view(np.int16).copy()).view(torch.bfloat16)
+    if not arr.flags.writeable or not arr.flags.c_contiguous:
+        arr = np.ascontiguousarray(arr).copy()
+    return torch.from_numpy(arr)
+
+
+class TorchFunction:
+    """A compiled torch program, called like the module's ``forward``.
+
+    Takes the same (pytree of) arguments as the exported call and returns its pytree of
+    outputs as torch tensors. Programs with ``torch.export.Dim`` dynamic dims are
+    specialized and compiled once per distinct input shape.
+
+    Attributes:
+        program: the decomposed ExportedProgram.
+        backend: the oxla backend name.
+        executables: compiled executables by input shapes.
+    """
+
+    def __init__(self, program: ExportedProgram, backend: str = "interpreter",
+                 options: CompileOptions | None = None):
+        self.program = program
+        self.backend = backend
+        self.options = options
+        self._metas = _user_input_metas(program)
+        self.dynamic = _is_dynamic(self._metas)
+        self.executables: dict[tuple[tuple[int, ...], ...], Executable] = {}
+        self.modules: dict[tuple[tuple[int, ...], ...], Module] = {}
+        if not self.dynamic:
+            key = tuple(tuple(int(s) for s in m.shape) for m in self._metas)
+            self._compile(key)
+
+    def _compile(self, key: tuple[tuple[int, ...], ...]) -> Executable:
+        import oxla
+
+        exe = self.executables.get(key)
+        if exe is None:
+            module = import_program(self.program, decompose=False,
+                                    arg_shapes=key if self.dynamic else None)
+            self.modules[key] = module
+            exe = oxla.compile(module, backend=self.backend, options=self.options)
+            self.executables[key] = exe
+        return exe
+
+    @property
+    def module(self) -> Module:
+        """The imported StableHLO module (the first one compiled)."""
+        if not self.modules:
+            raise OxlaError("nothing compiled yet: call the function once (dynamic shapes)")
+        return next(iter(self.modules.values()))
+
+    @property
+    def executable(self) -> Executable:
+        """The oxla executable (the first one compiled)."""
+        if not self.executables:
+            raise OxlaError("nothing compiled yet: call the function once (dynamic shapes)")
+        return next(iter(self.executables.values()))
+
+    def _flat_inputs(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
+        from torch.utils import _pytree as pytree
+
+        leaves, spec = pytree.tree_flatten((args, kwargs))
+        want = self.program.call_spec.in_spec
+        if want is not None and spec != want:
+            # kwargs given positionally (or the reverse) flatten differently
+            if len(leaves) != want.num_leaves:
+                raise RuntimeInputError(f"expected {want.num_leaves} inputs, got {len(leaves)}")
+        tensors = [x for x in leaves if isinstance(x, torch.Tensor | np.ndarray)]
+        if len(tensors) != len(self._metas):
+            raise RuntimeInputError(f"expected {len(self._metas)} tensor inputs, "
+                                    f"got {len(tensors)}")
+        return tensors
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from torch.utils import _pytree as pytree
+
+        tensors = self._flat_inputs(args, kwargs)
+        arrays = [to_numpy(t) for t in tensors]
+        if self.dynamic:
+            for i, (a, m) in enumerate(zip(arrays, self._metas)):
+                want = tuple(s if isinstance(s, int) else "?" for s in m.shape)
+                if len(a.shape) != len(want) or any(
+                        w != "?" and w != g for w, g in zip(want, a.shape)):
+                    shape = "x".join(str(w) for w in want)
+                    raise RuntimeInputError(
+                        f"input #{i} has shape {tuple(a.shape)}, expected {shape}")
+            exe = self._compile(tuple(tuple(a.shape) for a in arrays))
+        else:
+            exe = self.executable
+        outs = [to_torch(o) for o in exe(*arrays)]
+        out_spec = self.program.call_spec.out_spec
+        if out_spec is None:
+            return outs[0] if len(outs) == 1 else tuple(outs)
+        return pytree.tree_unflatten(outs, out_spec)
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Writes the (first) flat executable as a ``.oxla`` artifact."""
+        self.executable.save(path)
+
+
+def compile(  # noqa: A001 - mirrors oxla.compile
+    model: Any,
+    example_inputs: Sequence[Any] = (),
+    backend: str = "interpreter",
+    *,
+    example_kwargs: dict[str, Any] | None = None,
+    dynamic_shapes: Any = None,
+    options: CompileOptions | None = None,
+) -> TorchFunction:
+    """Exports (when needed), imports and compiles a torch model.
+
+    Args:
+        model: an ``nn.Module`` (exported with ``example_inputs``), an
+            ``ExportedProgram``, or a path to a ``torch.export.save`` file.
+        example_inputs: positional example inputs for export.
+        backend: an installed oxla backend (``interpreter``, ``cpu``).
+        example_kwargs: keyword example inputs for export.
+        dynamic_shapes: passed to ``torch.export.export`` (``torch.export.Dim``).
+        options: oxla compile options.
+
+    Returns:
+        A :class:`TorchFunction` taking and returning torch tensors.
+
+    Raises:
+        LoweringError: an ATen op without a lowering rule (names op and source line).
+        NotSupportedError: the backend cannot compile an op.
+    """
+    if isinstance(model, str | os.PathLike):
+        ep = load_program(model).run_decompositions(_table())
+    elif isinstance(model, ExportedProgram):
+        ep = model.run_decompositions(_table())
+    elif isinstance(model, torch.nn.Module):
+        ep = export_module(model, example_inputs, example_kwargs, dynamic_shapes)
+    else:
+        raise TypeError(f"expected an nn.Module, ExportedProgram or path, got "
+                        f"{type(model).__name__}")
+    return TorchFunction(ep, backend, options)
+
+
+def _table() -> dict[Any, Any]:
+    from oxla_frontend_torch.importer import decomposition_table
+
+    return decomposition_table()

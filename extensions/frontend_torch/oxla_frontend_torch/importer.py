@@ -1,0 +1,258 @@
+"""torch.export ``ExportedProgram`` -> StableHLO module, through the lowering table.
+
+The program is first decomposed to Core ATen (keeping
+``aten.scaled_dot_product_attention`` whole), then every FX node is lowered by the rule
+registered for its ``OpOverload`` in :data:`oxla_frontend_torch.registry.LOWERINGS`.
+"""
+
+from __future__ import annotations
+
+import linecache
+import operator
+import os
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch.export import ExportedProgram
+from torch.export.graph_signature import InputKind, OutputKind
+
+from oxla.errors import LoweringError, NotSupportedError
+from oxla.ir import Builder, FileLineColLoc, Location, Module, NameLoc, Value, verify
+from oxla.ir.location import SourceFile
+from oxla.ir.types import TensorType
+from oxla_frontend_torch import rules  # noqa: F401  (fills LOWERINGS)
+from oxla_frontend_torch.registry import LOWERINGS, LoweringContext, Unavailable
+
+_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)')
+_TORCH_DIR = os.path.dirname(torch.__file__)
+_NO_RESULT = object()
+
+CUSTOM_ROUTE = ("supply it from a plugin: an `oxla_patterns` rewrite or an "
+                "`oxla_custom_calls` kernel bound to a `stablehlo.custom_call` target, "
+                "or open an issue for a lowering rule in oxla_frontend_torch.rules")
+
+
+def decomposition_table() -> dict[Any, Any]:
+    """Core ATen decompositions without the one for ``scaled_dot_product_attention``."""
+    table = torch.export.default_decompositions()
+    table.pop(torch.ops.aten.scaled_dot_product_attention.default, None)
+    return table
+
+
+def export_module(module: torch.nn.Module, example_inputs: Sequence[Any],
+                  example_kwargs: dict[str, Any] | None = None,
+                  dynamic_shapes: Any = None) -> ExportedProgram:
+    """``torch.export.export(strict=False)`` of ``module`` in eval mode, decomposed."""
+    module = module.eval()
+    ep = torch.export.export(module, tuple(example_inputs), example_kwargs,
+                             dynamic_shapes=dynamic_shapes, strict=False)
+    return ep.run_decompositions(decomposition_table())
+
+
+def node_location(node: torch.fx.Node) -> Location:
+    """``NameLoc(aten op, FileLineColLoc(user file, line, col))`` from the stack trace.
+
+    The user's frame is the innermost one outside torch's own package.
+    """
+    name = f"{node.target}" if node.op == "call_function" else node.name
+    trace = node.meta.get("stack_trace") or ""
+    frames = [m for m in _FRAME.finditer(trace)]
+    user = [m for m in frames if not m.group("file").startswith(_TORCH_DIR)]
+    pick = (user or frames)[-1] if frames else None
+    if pick is None:
+        return NameLoc(name)
+    file, line = pick.group("file"), int(pick.group("line"))
+    text = linecache.getline(file, line)
+    col = len(text) - len(text.lstrip()) + 1 if text.strip() else 1
+    lines = linecache.getlines(file)
+    source = SourceFile(file, "".join(lines)) if lines else None
+    length = max(1, len(text.strip()))
+    return NameLoc(name, FileLineColLoc(file, line, col, length, source))
+
+
+class _Symbols:
+    """Maps torch sizes (ints or SymInts) to ints, with optional concrete bindings."""
+
+    def __init__(self, bindings: dict[Any, int]):
+        self.bindings = bindings
+
+    def __call__(self, s: Any) -> int:
+        if isinstance(s, int):
+            return s
+        if isinstance(s, torch.SymInt | torch.SymFloat | torch.SymBool):
+            expr = s.node.expr
+            if expr.is_number:
+                return int(expr)
+            val = expr.subs(self.bindings)
+            if val.is_number:
+                return int(val)
+            raise NotSupportedError(
+                f"size {expr} is dynamic; oxla imports torch programs for concrete shapes",
+                notes=["pass arg_shapes=[...] (CLI: --input-spec 2x8:i64) or call the "
+                       "compiled function, which specializes per input shape"])
+        return int(s)
+
+
+def _bind_symbols(ep: ExportedProgram, user_nodes: list[torch.fx.Node],
+                  arg_shapes: Sequence[Sequence[int]] | None) -> dict[Any, int]:
+    if not arg_shapes:
+        return {}
+    if len(arg_shapes) != len(user_nodes):
+        raise LoweringError(f"expected {len(user_nodes)} arg_shapes, got {len(arg_shapes)}")
+    bindings: dict[Any, int] = {}
+    for node, shape in zip(user_nodes, arg_shapes):
+        val = node.meta["val"]
+        if len(val.shape) != len(shape):
+            raise LoweringError(f"input '{node.name}' has rank {len(val.shape)}, "
+                                f"got shape {tuple(shape)}")
+        for s, want in zip(val.shape, shape):
+            if isinstance(s, torch.SymInt) and s.node.expr.is_Symbol:
+                bindings[s.node.expr] = int(want)
+            elif isinstance(s, int) and s != want:
+                raise LoweringError(f"input '{node.name}' has static shape "
+                                    f"{tuple(val.shape)}, got {tuple(shape)}")
+    return bindings
+
+
+def import_program(ep: ExportedProgram, params_as_inputs: bool = False,
+                   arg_shapes: Sequence[Sequence[int]] | None = None,
+                   decompose: bool = True, name: str = "main") -> Module:
+    """Imports an ExportedProgram as a StableHLO module with one function ``main``.
+
+    Args:
+        ep: the program (``torch.export.export`` or ``torch.export.load``).
+        params_as_inputs: make parameters and buffers leading function arguments (in
+            ``ep.graph_signature`` order) instead of constants.
+        arg_shapes: concrete shapes of the user inputs, for programs with
+            ``torch.export.Dim`` dynamic dims.
+        decompose: run the Core ATen decompositions first.
+        name: the entry function's name.
+
+    Returns:
+        A verified module; ``main`` takes the user's tensor inputs (after the parameters
+        when ``params_as_inputs``) and returns the flattened user outputs.
+
+    Raises:
+        LoweringError: an op without a rule, naming the ATen op and the user's source line.
+        NotSupportedError: dynamic sizes with no concrete binding, non-tensor inputs.
+    """
+    if decompose:
+        ep = ep.run_decompositions(decomposition_table())
+    gm = ep.graph_module
+    sig = ep.graph_signature
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    specs = {s.arg.name: s for s in sig.input_specs}
+    user_nodes = [n for n in placeholders if specs[n.name].kind == InputKind.USER_INPUT]
+    dim = _Symbols(_bind_symbols(ep, user_nodes, arg_shapes))
+    state = dict(ep.state_dict)
+    state.update(ep.constants)
+
+    arg_nodes: list[torch.fx.Node] = []
+    const_nodes: dict[str, torch.Tensor] = {}
+    for n in placeholders:
+        spec = specs[n.name]
+        if spec.kind == InputKind.USER_INPUT:
+            if not isinstance(n.meta.get("val"), torch.Tensor):
+                raise NotSupportedError(f"input '{n.name}' is not a tensor "
+                                        f"({type(n.meta.get('val')).__name__})",
+                                        notes=["make non-tensor arguments constants of the "
+                                               "module, or keep them out of forward()"])
+            arg_nodes.append(n)
+        elif spec.kind in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR):
+            tensor = state[spec.target]
+            if params_as_inputs and spec.kind != InputKind.CONSTANT_TENSOR:
+                arg_nodes.append(n)
+            else:
+                const_nodes[n.name] = tensor
+        else:
+            raise NotSupportedError(f"input '{n.name}' of kind {spec.kind.name} is not "
+                                    "supported", notes=["export without custom objects"])
+    if params_as_inputs:  # parameters first, then user inputs, as in the graph signature
+        arg_nodes.sort(key=lambda n: specs[n.name].kind == InputKind.USER_INPUT)
+
+    out_node = next(n for n in gm.graph.nodes if n.op == "output")
+    outs = list(out_node.args[0])
+    user_outs = [o for o, s in zip(outs, sig.output_specs) if s.kind == OutputKind.USER_OUTPUT]
+
+    ctx0 = LoweringContext(Builder.at_end(Module().body), out_node, dim)
+    arg_types = [ctx0.tensor_type(n.meta["val"]) for n in arg_nodes]
+    for o in user_outs:
+        if not isinstance(o, torch.fx.Node) or not isinstance(o.meta.get("val"), torch.Tensor):
+            raise NotSupportedError(f"output {o!r} is not a tensor; oxla returns tensors only")
+    result_types = [ctx0.tensor_type(o.meta["val"]) for o in user_outs]
+
+    module = Builder.module()
+    _, entry = Builder(module.body).func(name, arg_types, result_types)
+    values: dict[torch.fx.Node, Any] = dict(zip(arg_nodes, entry.args))
+    b = Builder(entry)
+    for n in placeholders:
+        if n.name in const_nodes:
+            b.loc = NameLoc(f"{specs[n.name].target}")
+            t = const_nodes[n.name].detach()
+            values[n] = b.constant(_to_numpy(t), ctx0.tensor_type(t))
+
+    for node in gm.graph.nodes:
+        if node.op != "call_function":
+            continue
+        b.loc = node_location(node)
+        values[node] = _lower_node(node, values, LoweringContext(b, node, dim))
+
+    results = []
+    for o, t in zip(user_outs, result_types):
+        v = values[o]
+        if not isinstance(v, Value):
+            raise LoweringError(f"output '{o.name}' was not lowered to a tensor")
+        results.append(v if v.type == t else b.convert(v, t.element_type))
+    b.loc = NameLoc("output")
+    b.return_(*results)
+    verify(module)
+    return module
+
+
+def _to_numpy(t: torch.Tensor) -> np.ndarray:
+    t = t.contiguous()
+    if t.dtype == torch.bfloat16:
+        import ml_dtypes
+
+        return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    return t.numpy()
+
+
+def _lower_node(node: torch.fx.Node, values: dict[torch.fx.Node, Any],
+                ctx: LoweringContext) -> Any:
+    def lookup(n: torch.fx.Node) -> Any:
+        v = values.get(n)
+        if v is None or v is _NO_RESULT:
+            raise LoweringError(f"'{node.target}' uses '{n.name}', which has no value",
+                                loc=ctx.b.loc)
+        if isinstance(v, Unavailable):
+            raise NotSupportedError(f"'{node.target}' uses {v.what}", loc=ctx.b.loc,
+                                    notes=[CUSTOM_ROUTE])
+        return v
+
+    args = torch.fx.node.map_arg(node.args, lookup)
+    kwargs = torch.fx.node.map_arg(node.kwargs, lookup)
+    if node.target is operator.getitem:
+        seq, i = args
+        return seq[i]
+    rule = LOWERINGS.get(node.target)
+    if rule is None:
+        raise LoweringError(f"no lowering rule for ATen op '{node.target}'", loc=ctx.b.loc,
+                            notes=[CUSTOM_ROUTE])
+    out = rule(ctx, *args, **kwargs)
+    if out is None:
+        return _NO_RESULT
+    if isinstance(out, Value):
+        want = node.meta.get("val")
+        if isinstance(want, torch.Tensor):
+            t = ctx.out_type()
+            if out.type != t:
+                if isinstance(out.type, TensorType) and out.type.shape == t.shape:
+                    out = ctx.b.convert(out, t.element_type)
+                else:
+                    raise LoweringError(f"rule for '{node.target}' produced {out.type}, "
+                                        f"expected {t}", loc=ctx.b.loc)
+    return out

@@ -1,0 +1,207 @@
+"""The lowering table: one rule per ATen op overload, and the context rules build with.
+
+A rule is registered for one or more ``OpOverload`` objects::
+
+    @lowering(aten.add.Tensor)
+    def _add(ctx, x, y, alpha=1): ...
+
+and is called with the FX node's arguments, where every ``fx.Node`` is replaced by the
+oxla ``Value`` (or tuple of values, for multi-output ops) it was lowered to. It returns a
+``Value``, a tuple/list of values (multi-output ops), or None (ops with no result).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from oxla.errors import LoweringError
+from oxla.ir import Builder, Value
+from oxla.ir import attributes as A
+from oxla.ir.types import ElementType, FloatType, IntegerType, TensorType, is_float
+
+LOWERINGS: dict[Any, Callable[..., Any]] = {}
+"""OpOverload -> rule."""
+
+_DTYPES: dict[torch.dtype, ElementType] = {
+    torch.float32: FloatType("f32"),
+    torch.float64: FloatType("f64"),
+    torch.float16: FloatType("f16"),
+    torch.bfloat16: FloatType("bf16"),
+    torch.int64: IntegerType(64),
+    torch.int32: IntegerType(32),
+    torch.int16: IntegerType(16),
+    torch.int8: IntegerType(8),
+    torch.uint8: IntegerType(8, unsigned=True),
+    torch.bool: IntegerType(1),
+}
+
+
+def lowering(*targets: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Registers the decorated rule for each ATen ``OpOverload`` in ``targets``."""
+
+    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
+        for t in targets:
+            LOWERINGS[t] = fn
+        return fn
+
+    return deco
+
+
+def element_type(dtype: torch.dtype) -> ElementType:
+    """The oxla element type of a torch dtype.
+
+    Raises:
+        LoweringError: a dtype oxla has no type for (complex, quantized).
+    """
+    try:
+        return _DTYPES[dtype]
+    except KeyError:
+        raise LoweringError(f"torch dtype {dtype} has no oxla element type") from None
+
+
+class LoweringContext:
+    """What a rule sees: the builder (positioned, with the node's location) and the node.
+
+    Attributes:
+        b: the builder; ops it creates carry the node's location.
+        node: the FX node being lowered.
+        dim: maps a possibly symbolic torch size to an int (see ``import_program``).
+    """
+
+    def __init__(self, b: Builder, node: torch.fx.Node, dim: Callable[[Any], int]):
+        self.b = b
+        self.node = node
+        self.dim = dim
+
+    # -- types ------------------------------------------------------------------------
+    def tensor_type(self, val: Any) -> TensorType:
+        """The oxla type of a (fake) tensor: its shape through ``dim`` and its dtype."""
+        return TensorType(tuple(self.dim(s) for s in val.shape), element_type(val.dtype))
+
+    def out_type(self, index: int | None = None) -> TensorType:
+        """The type of the node's result (``index``-th one for multi-output ops)."""
+        val = self.node.meta["val"]
+        if index is not None:
+            val = val[index]
+        return self.tensor_type(val)
+
+    def out_types(self) -> list[TensorType | None]:
+        """Types of every result of a multi-output node (None for non-tensors)."""
+        return [self.tensor_type(v) if isinstance(v, torch.Tensor) else None
+                for v in self.node.meta["val"]]
+
+    # -- values -----------------------------------------------------------------------
+    def const(self, value: Any, et: ElementType, shape: Sequence[int] = ()) -> Value:
+        """A constant of element type ``et`` (and ``shape``) holding ``value``."""
+        arr = np.asarray(value)
+        if isinstance(et, IntegerType) and et.width == 1:
+            arr = arr.astype(bool)
+        return self.b.constant(np.broadcast_to(arr.astype(et.dtype), tuple(shape)),
+                               TensorType(tuple(shape), et))
+
+    def convert(self, v: Value, et: ElementType) -> Value:
+        """``v`` converted to ``et`` (``v`` itself when it already has it)."""
+        if etype(v) == et:
+            return v
+        return self.b.convert(v, et)
+
+    def operand(self, x: Any, et: ElementType) -> Value:
+        """A value of element type ``et`` from a value or a Python scalar."""
+        if isinstance(x, Value):
+            return self.convert(x, et)
+        if isinstance(x, torch.SymInt | torch.SymFloat | torch.SymBool):
+            x = self.dim(x)
+        return self.const(x, et)
+
+    def broadcast_to(self, v: Value, shape: Sequence[int]) -> Value:
+        """Numpy-style broadcast of ``v`` to ``shape`` (dims aligned on the right)."""
+        shape = tuple(shape)
+        t = v.type
+        assert isinstance(t, TensorType)
+        if t.shape == shape:
+            return v
+        r = len(shape)
+        dims = list(range(r - len(t.shape), r))
+        return self.b.broadcast_in_dim(v, shape, dims)
+
+    def reshape(self, v: Value, shape: Sequence[int]) -> Value:
+        shape = tuple(shape)
+        return v if shape_of(v) == shape else self.b.reshape(v, shape)
+
+    def reduce(self, v: Value, dims: Sequence[int], kind: str) -> Value:
+        """Reduces ``v`` over ``dims`` with ``kind`` in add, maximum, minimum, multiply,
+        and, or; the init value is the operation's identity."""
+        et = etype(v)
+        init = {
+            "add": 0, "multiply": 1, "and": 1, "or": 0,
+            "maximum": -np.inf if is_float(et) else _int_min(et),
+            "minimum": np.inf if is_float(et) else _int_max(et),
+        }[kind]
+        return self.b.reduce([v], [self.const(init, et)], sorted(dims),
+                             f"stablehlo.{kind}")[0]
+
+    def reduce_window(self, v: Value, init: Any, kind: str, window: Sequence[int],
+                      strides: Sequence[int], padding: Sequence[tuple[int, int]],
+                      out_shape: Sequence[int]) -> Value:
+        """``stablehlo.reduce_window`` of ``v`` with the binary op ``kind`` (spec 4.x)."""
+        et = etype(v)
+        scalar = TensorType((), et)
+        from oxla.ir import Block, Region
+
+        body = Block([scalar, scalar])
+        bb = Builder(body, loc=self.b.loc)
+        r = bb.create(f"stablehlo.{kind}", [body.args[0], body.args[1]]).results[0]
+        bb.create("stablehlo.return", [r], result_types=[])
+        pad = np.asarray(padding, dtype=np.int64).reshape(len(window), 2)
+        attrs = {"window_dimensions": A.i64_array(window),
+                 "window_strides": A.i64_array(strides),
+                 "padding": A.dense(pad, TensorType(pad.shape, IntegerType(64)))}
+        op = self.b.create("stablehlo.reduce_window", [v, self.const(init, et)], attrs,
+                           [TensorType(tuple(out_shape), et)], regions=[Region([body])])
+        return op.results[0]
+
+
+def shape_of(v: Value) -> tuple[int, ...]:
+    t = v.type
+    assert isinstance(t, TensorType)
+    return t.shape
+
+
+def etype(v: Value) -> ElementType:
+    t = v.type
+    assert isinstance(t, TensorType)
+    return t.element_type
+
+
+def norm_dim(d: int, rank: int) -> int:
+    """A possibly negative dim index made non-negative (rank 0 counts as rank 1)."""
+    return d + max(rank, 1) if d < 0 else d
+
+
+def _int_min(et: ElementType) -> int:
+    assert isinstance(et, IntegerType)
+    if et.width == 1:
+        return 0
+    return 0 if et.unsigned else -(1 << (et.width - 1))
+
+
+def _int_max(et: ElementType) -> int:
+    assert isinstance(et, IntegerType)
+    if et.width == 1:
+        return 1
+    return (1 << et.width) - 1 if et.unsigned else (1 << (et.width - 1)) - 1
+
+
+class Unavailable:
+    """A result a rule does not compute (e.g. max-pool indices); an error when used.
+
+    Attributes:
+        what: what it is, for the error message.
+    """
+
+    def __init__(self, what: str):
+        self.what = what

@@ -1,0 +1,212 @@
+"""Reductions, scans and tensor creation ATen ops."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from oxla.ir import Value
+from oxla.ir import attributes as A
+from oxla.ir.types import IntegerType, is_float
+from oxla_frontend_torch.registry import (
+    LoweringContext,
+    etype,
+    lowering,
+    norm_dim,
+    shape_of,
+)
+
+aten = torch.ops.aten
+
+
+def _dims(x: Value, dims: Any) -> list[int]:
+    r = len(shape_of(x))
+    if dims is None or (isinstance(dims, Sequence) and len(dims) == 0):
+        return list(range(r))
+    if isinstance(dims, int):
+        dims = [dims]
+    return sorted({norm_dim(d, r) for d in dims})
+
+
+def _reduce(kind: str):
+    def rule(ctx: LoweringContext, x: Value, dims: Any = None, keepdim: bool = False, *,
+             dtype: Any = None) -> Value:
+        out = ctx.out_type()
+        v = ctx.convert(x, out.element_type)
+        if kind == "add" and etype(v) == IntegerType(1):
+            v = ctx.convert(v, IntegerType(64))
+        r = ctx.reduce(v, _dims(x, dims), kind)
+        return ctx.reshape(ctx.convert(r, out.element_type), out.shape)
+
+    return rule
+
+
+lowering(aten.sum.dim_IntList, aten.sum.default)(_reduce("add"))
+lowering(aten.prod.dim_int, aten.prod.default)(_reduce("multiply"))
+lowering(aten.amax.default, aten.max.default)(_reduce("maximum"))
+lowering(aten.amin.default, aten.min.default)(_reduce("minimum"))
+lowering(aten.any.dim, aten.any.dims, aten.any.default)(_reduce("or"))
+lowering(aten.all.dim, aten.all.dims, aten.all.default)(_reduce("and"))
+
+
+@lowering(aten.mean.dim, aten.mean.default)
+def _mean(ctx: LoweringContext, x: Value, dims: Any = None, keepdim: bool = False, *,
+          dtype: Any = None) -> Value:
+    out = ctx.out_type()
+    ds = _dims(x, dims)
+    n = int(np.prod([shape_of(x)[d] for d in ds]))
+    s = ctx.reduce(ctx.convert(x, out.element_type), ds, "add")
+    s = ctx.b.divide(s, ctx.broadcast_to(ctx.const(n, out.element_type), shape_of(s)))
+    return ctx.reshape(s, out.shape)
+
+
+@lowering(aten.var.correction, aten.var.dim)
+def _var(ctx: LoweringContext, x: Value, dims: Any = None, *args: Any, correction: Any = None,
+         keepdim: bool = False, unbiased: Any = None) -> Value:
+    if ctx.node.target is aten.var.dim:  # var.dim(x, dims, unbiased=True, keepdim=False)
+        unbiased = args[0] if args else (True if unbiased is None else unbiased)
+        keepdim = args[1] if len(args) > 1 else keepdim
+        correction = 1 if unbiased else 0
+    elif correction is None:
+        correction = 1
+    out = ctx.out_type()
+    ds = _dims(x, dims)
+    n = int(np.prod([shape_of(x)[d] for d in ds]))
+    et = out.element_type
+    x = ctx.convert(x, et)
+    mean = ctx.b.divide(ctx.reduce(x, ds, "add"),
+                        ctx.broadcast_to(ctx.const(n, et), _kept(x, ds, False)))
+    keep = [d for d in range(len(shape_of(x))) if d not in ds]
+    centered = ctx.b.subtract(x, ctx.b.broadcast_in_dim(mean, shape_of(x), keep))
+    ss = ctx.reduce(ctx.b.multiply(centered, centered), ds, "add")
+    ss = ctx.b.divide(ss, ctx.broadcast_to(ctx.const(max(n - correction, 0), et), shape_of(ss)))
+    return ctx.reshape(ss, out.shape)
+
+
+def _kept(x: Value, ds: Sequence[int], keepdim: bool) -> tuple[int, ...]:
+    return tuple(1 if d in ds else s for d, s in enumerate(shape_of(x)) if keepdim or d not in ds)
+
+
+def _arg(kind: str):
+    def rule(ctx: LoweringContext, x: Value, dim: int | None = None,
+             keepdim: bool = False) -> Value:
+        """Index of the first extreme element along ``dim`` (the whole tensor if None)."""
+        out = ctx.out_type()
+        if dim is None:
+            x = ctx.reshape(x, (int(np.prod(shape_of(x))),))
+            dim = 0
+        shape = shape_of(x)
+        dim = norm_dim(dim, len(shape))
+        ext = ctx.reduce(x, [dim], kind)
+        keep = [d for d in range(len(shape)) if d != dim]
+        hit = ctx.b.compare("EQ", x, ctx.b.broadcast_in_dim(ext, shape, keep))
+        if is_float(etype(x)):
+            hit = ctx.b.or_(hit, ctx.b.compare("NE", x, x))
+        i64 = IntegerType(64)
+        iota = ctx.b.iota(shape, i64, dim)
+        big = ctx.broadcast_to(ctx.const(shape[dim], i64), shape)
+        idx = ctx.reduce(ctx.b.select(hit, iota, big), [dim], "minimum")
+        return ctx.reshape(idx, out.shape)
+
+    return rule
+
+
+lowering(aten.argmax.default)(_arg("maximum"))
+lowering(aten.argmin.default)(_arg("minimum"))
+
+
+@lowering(aten.cumsum.default)
+def _cumsum(ctx: LoweringContext, x: Value, dim: int, *, dtype: Any = None) -> Value:
+    """Inclusive prefix sum as a Hillis-Steele scan: ceil(log2 n) shifted adds, each a
+    ``pad`` of a ``slice`` (elementwise-friendly, no ``reduce_window``)."""
+    out = ctx.out_type()
+    v = ctx.convert(x, out.element_type)
+    if etype(v) == IntegerType(1):
+        v = ctx.convert(v, IntegerType(64))
+    shape = shape_of(v)
+    dim = norm_dim(dim, len(shape))
+    n = shape[dim] if shape else 1
+    r = len(shape)
+    k = 1
+    while k < n:
+        limits = list(shape)
+        limits[dim] = n - k
+        part = ctx.b.slice(v, [0] * r, limits)
+        lo = [0] * r
+        lo[dim] = k
+        attrs = {"edge_padding_low": A.i64_array(lo), "edge_padding_high": A.i64_array([0] * r),
+                 "interior_padding": A.i64_array([0] * r)}
+        shifted = ctx.b.create("stablehlo.pad", [part, ctx.const(0, etype(v))], attrs,
+                               [v.type]).results[0]
+        v = ctx.b.add(v, shifted)
+        k *= 2
+    return ctx.convert(v, out.element_type)
+
+
+# -- creation ------------------------------------------------------------------------------
+@lowering(aten.full.default, aten.full_like.default, aten.new_full.default)
+def _full(ctx: LoweringContext, *args: Any, **kwargs: Any) -> Value:
+    value = args[2] if ctx.node.target is aten.new_full.default else args[1]
+    out = ctx.out_type()
+    if isinstance(value, Value):
+        return ctx.broadcast_to(ctx.convert(value, out.element_type), out.shape)
+    return ctx.broadcast_to(ctx.const(ctx.dim(value) if not isinstance(value, float | bool)
+                                      else value, out.element_type), out.shape)
+
+
+@lowering(aten.zeros.default, aten.zeros_like.default, aten.new_zeros.default,
+          aten.empty.memory_format, aten.empty_like.default, aten.new_empty.default,
+          aten.empty_strided.default, aten.empty_permuted.default)
+def _zeros(ctx: LoweringContext, *args: Any, **kwargs: Any) -> Value:
+    out = ctx.out_type()
+    return ctx.broadcast_to(ctx.const(0, out.element_type), out.shape)
+
+
+@lowering(aten.ones.default, aten.ones_like.default, aten.new_ones.default)
+def _ones(ctx: LoweringContext, *args: Any, **kwargs: Any) -> Value:
+    out = ctx.out_type()
+    return ctx.broadcast_to(ctx.const(1, out.element_type), out.shape)
+
+
+@lowering(aten.scalar_tensor.default)
+def _scalar_tensor(ctx: LoweringContext, value: Any, **kwargs: Any) -> Value:
+    out = ctx.out_type()
+    if isinstance(value, Value):
+        return ctx.reshape(ctx.convert(value, out.element_type), ())
+    return ctx.const(value, out.element_type)
+
+
+@lowering(aten.arange.start_step, aten.arange.default, aten.arange.start)
+def _arange(ctx: LoweringContext, *args: Any, **kwargs: Any) -> Value:
+    out = ctx.out_type()
+    if ctx.node.target is aten.arange.default:
+        start, step = 0, 1
+    else:
+        start = args[0]
+        step = args[2] if len(args) > 2 else kwargs.get("step", 1)
+    start = start if isinstance(start, float) else ctx.dim(start)
+    step = step if isinstance(step, float) else ctx.dim(step)
+    n = out.shape[0]
+    if is_float(out.element_type) or isinstance(start, float) or isinstance(step, float):
+        vals = (start + step * np.arange(n, dtype=np.float64))
+        return ctx.const(vals, out.element_type, (n,))
+    iota = ctx.b.iota((n,), out.element_type, 0)
+    if step != 1:
+        iota = ctx.b.multiply(iota, ctx.broadcast_to(ctx.const(step, out.element_type), (n,)))
+    if start != 0:
+        iota = ctx.b.add(iota, ctx.broadcast_to(ctx.const(start, out.element_type), (n,)))
+    return iota
+
+
+@lowering(aten.sym_size.int)
+def _sym_size(ctx: LoweringContext, x: Value, dim: int) -> int:
+    """A size, as a Python int (programs are imported for concrete shapes)."""
+    return shape_of(x)[norm_dim(dim, len(shape_of(x)))]
+
+
+@lowering(aten.sym_numel.default)
+def _sym_numel(ctx: LoweringContext, x: Value) -> int:
+    return int(np.prod(shape_of(x)))

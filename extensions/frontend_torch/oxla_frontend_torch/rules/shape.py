@@ -1,0 +1,254 @@
+"""Shape and indexing ATen ops: views, permutes, concatenation, slicing, gathers, padding."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from oxla.errors import NotSupportedError
+from oxla.ir import Value
+from oxla.ir import attributes as A
+from oxla.ir.types import IntegerType, TensorType
+from oxla_frontend_torch.registry import (
+    LoweringContext,
+    etype,
+    lowering,
+    norm_dim,
+    shape_of,
+)
+
+aten = torch.ops.aten
+
+
+@lowering(aten.view.default, aten._unsafe_view.default, aten.reshape.default,
+          aten.view_copy.default, aten.squeeze.dim, aten.squeeze.dims, aten.squeeze.default,
+          aten.unsqueeze.default, aten.flatten.using_ints, aten.unflatten.int)
+def _reshape(ctx: LoweringContext, x: Value, *args: Any) -> Value:
+    return ctx.reshape(x, ctx.out_type().shape)
+
+
+@lowering(aten.permute.default, aten.permute_copy.default)
+def _permute(ctx: LoweringContext, x: Value, dims: Sequence[int]) -> Value:
+    r = len(shape_of(x))
+    return ctx.b.transpose(x, [norm_dim(d, r) for d in dims])
+
+
+@lowering(aten.transpose.int)
+def _transpose(ctx: LoweringContext, x: Value, d0: int, d1: int) -> Value:
+    r = len(shape_of(x))
+    perm = list(range(r))
+    d0, d1 = norm_dim(d0, r), norm_dim(d1, r)
+    perm[d0], perm[d1] = perm[d1], perm[d0]
+    return ctx.b.transpose(x, perm)
+
+
+@lowering(aten.t.default)
+def _t(ctx: LoweringContext, x: Value) -> Value:
+    return x if len(shape_of(x)) < 2 else ctx.b.transpose(x, [1, 0])
+
+
+@lowering(aten.expand.default, aten.expand_copy.default, aten.broadcast_to.default)
+def _expand(ctx: LoweringContext, x: Value, *args: Any, **kwargs: Any) -> Value:
+    return ctx.broadcast_to(x, ctx.out_type().shape)
+
+
+@lowering(aten.cat.default, aten.concat.default)
+def _cat(ctx: LoweringContext, xs: Sequence[Value], dim: int = 0) -> Value:
+    out = ctx.out_type()
+    dim = norm_dim(dim, len(out.shape))
+    parts = [ctx.convert(x, out.element_type) for x in xs
+             if not (len(shape_of(x)) == 1 and shape_of(x)[0] == 0 and len(out.shape) != 1)]
+    parts = [p for p in parts if shape_of(p)[dim] != 0] or parts[:1]
+    return parts[0] if len(parts) == 1 else ctx.b.concatenate(parts, dim)
+
+
+@lowering(aten.slice.Tensor, aten.slice_copy.Tensor)
+def _slice(ctx: LoweringContext, x: Value, dim: int = 0, start: Any = None, end: Any = None,
+           step: Any = 1) -> Value:
+    shape = shape_of(x)
+    dim = norm_dim(dim, len(shape))
+    n = shape[dim]
+    lo, hi, st = slice(None if start is None else ctx.dim(start),
+                       None if end is None else ctx.dim(end), ctx.dim(step)).indices(n)
+    hi = max(hi, lo)
+    starts, limits, strides = [0] * len(shape), list(shape), [1] * len(shape)
+    starts[dim], limits[dim], strides[dim] = lo, hi, st
+    return ctx.b.slice(x, starts, limits, strides)
+
+
+@lowering(aten.select.int, aten.select_copy.int)
+def _select(ctx: LoweringContext, x: Value, dim: int, index: Any) -> Value:
+    shape = shape_of(x)
+    dim = norm_dim(dim, len(shape))
+    i = ctx.dim(index)
+    i = i + shape[dim] if i < 0 else i
+    starts, limits = [0] * len(shape), list(shape)
+    starts[dim], limits[dim] = i, i + 1
+    return ctx.reshape(ctx.b.slice(x, starts, limits), ctx.out_type().shape)
+
+
+@lowering(aten.split_with_sizes.default, aten.split.Tensor, aten.split_with_sizes_copy.default,
+          aten.unbind.int)
+def _split(ctx: LoweringContext, x: Value, sizes: Any = 0, dim: int = 0) -> list[Value]:
+    shape = shape_of(x)
+    if ctx.node.target is aten.unbind.int:
+        dim = sizes
+    dim = norm_dim(dim, len(shape))
+    outs = []
+    start = 0
+    for t in ctx.out_types():
+        assert t is not None
+        size = t.shape[dim] if len(t.shape) == len(shape) else 1
+        starts, limits = [0] * len(shape), list(shape)
+        starts[dim], limits[dim] = start, start + size
+        outs.append(ctx.reshape(ctx.b.slice(x, starts, limits), t.shape))
+        start += size
+    return outs
+
+
+def _gather(ctx: LoweringContext, x: Value, indices: Value, offset_dims: Sequence[int],
+            collapsed: Sequence[int], start_index_map: Sequence[int], index_vector_dim: int,
+            slice_sizes: Sequence[int], out: TensorType) -> Value:
+    dn = A.struct("stablehlo.gather", offset_dims=tuple(offset_dims),
+                  collapsed_slice_dims=tuple(collapsed),
+                  start_index_map=tuple(start_index_map), index_vector_dim=index_vector_dim)
+    return ctx.b.create("stablehlo.gather", [x, indices],
+                        {"dimension_numbers": dn, "slice_sizes": A.i64_array(slice_sizes),
+                         "indices_are_sorted": A.BoolAttr(False)}, [out]).results[0]
+
+
+def _wrap_negative(ctx: LoweringContext, idx: Value, size: int) -> Value:
+    """Negative indices count from the end, as in torch."""
+    et = etype(idx)
+    shape = shape_of(idx)
+    zero = ctx.broadcast_to(ctx.const(0, et), shape)
+    n = ctx.broadcast_to(ctx.const(size, et), shape)
+    return ctx.b.select(ctx.b.compare("LT", idx, zero), ctx.b.add(idx, n), idx)
+
+
+@lowering(aten.embedding.default)
+def _embedding(ctx: LoweringContext, weight: Value, indices: Value, *args: Any) -> Value:
+    w = shape_of(weight)
+    r = len(shape_of(indices))
+    return _gather(ctx, weight, indices, [r], [0], [0], r, [1, *w[1:]], ctx.out_type())
+
+
+@lowering(aten.index_select.default)
+def _index_select(ctx: LoweringContext, x: Value, dim: int, index: Value) -> Value:
+    shape = shape_of(x)
+    dim = norm_dim(dim, len(shape))
+    idx = ctx.reshape(index, (*shape_of(index), 1)) if shape_of(index) else \
+        ctx.reshape(index, (1, 1))
+    sizes = list(shape)
+    sizes[dim] = 1
+    offset = [i for i in range(len(shape)) if i != dim]
+    return ctx.reshape(_gather(ctx, x, idx, offset, [dim], [dim], 1, sizes,
+                               TensorType(tuple(s if i != dim else shape_of(idx)[0]
+                                                for i, s in enumerate(shape)), etype(x))),
+                       ctx.out_type().shape)
+
+
+@lowering(aten.index.Tensor)
+def _index(ctx: LoweringContext, x: Value, indices: Sequence[Value | None]) -> Value:
+    """Advanced indexing ``x[i0, :, i2]`` as one gather (torch's result-dim placement)."""
+    shape = shape_of(x)
+    dims = [d for d, i in enumerate(indices) if i is not None]
+    idx_shapes = [shape_of(indices[d]) for d in dims]
+    bshape = tuple(np.broadcast_shapes(*idx_shapes))
+    i64 = IntegerType(64)
+    cols = []
+    for d in dims:
+        iv = indices[d]
+        assert iv is not None
+        if etype(iv) == IntegerType(1):
+            raise NotSupportedError("indexing with a boolean mask (data-dependent shape)",
+                                    loc=ctx.b.loc, notes=["use torch.where instead"])
+        iv = _wrap_negative(ctx, ctx.convert(iv, i64), shape[d])
+        cols.append(ctx.reshape(ctx.broadcast_to(iv, bshape), (*bshape, 1)))
+    stacked = cols[0] if len(cols) == 1 else ctx.b.concatenate(cols, len(bshape))
+    rest = [d for d in range(len(shape)) if d not in dims]
+    adjacent = dims == list(range(dims[0], dims[0] + len(dims)))
+    nb = len(bshape)
+    if adjacent:
+        p = dims[0]
+        offset = list(range(p)) + list(range(p + nb, p + nb + len(rest) - p))
+    else:
+        offset = list(range(nb, nb + len(rest)))
+    sizes = [1 if d in dims else s for d, s in enumerate(shape)]
+    return _gather(ctx, x, stacked, offset, dims, dims, nb, sizes, ctx.out_type())
+
+
+@lowering(aten.gather.default)
+def _torch_gather(ctx: LoweringContext, x: Value, dim: int, index: Value,
+                  sparse_grad: bool = False) -> Value:
+    """``out[i][j][k] = x[i][index[i][j][k]][k]``: a gather with full coordinates."""
+    shape, ishape = shape_of(x), shape_of(index)
+    r = len(shape)
+    dim = norm_dim(dim, r)
+    i64 = IntegerType(64)
+    cols = []
+    for d in range(r):
+        if d == dim:
+            c = _wrap_negative(ctx, ctx.convert(index, i64), shape[d])
+        else:
+            c = ctx.b.iota(ishape, i64, d)
+        cols.append(ctx.reshape(c, (*ishape, 1)))
+    coords = ctx.b.concatenate(cols, r)
+    return _gather(ctx, x, coords, [], list(range(r)), list(range(r)), r, [1] * r,
+                   ctx.out_type())
+
+
+@lowering(aten.constant_pad_nd.default)
+def _pad(ctx: LoweringContext, x: Value, pad: Sequence[int], value: Any = 0) -> Value:
+    shape = shape_of(x)
+    r = len(shape)
+    lo, hi = [0] * r, [0] * r
+    for k in range(len(pad) // 2):
+        d = r - 1 - k
+        lo[d], hi[d] = ctx.dim(pad[2 * k]), ctx.dim(pad[2 * k + 1])
+    attrs = {"edge_padding_low": A.i64_array(lo), "edge_padding_high": A.i64_array(hi),
+             "interior_padding": A.i64_array([0] * r)}
+    return ctx.b.create("stablehlo.pad", [x, ctx.const(value, etype(x))], attrs,
+                        [ctx.out_type()]).results[0]
+
+
+def _tri(lower: bool):
+    def rule(ctx: LoweringContext, x: Value, diagonal: int = 0) -> Value:
+        shape = shape_of(x)
+        i64 = IntegerType(64)
+        rows = ctx.b.iota(shape[-2:], i64, 0)
+        cols = ctx.b.iota(shape[-2:], i64, 1)
+        diff = ctx.b.subtract(cols, rows)
+        k = ctx.broadcast_to(ctx.const(diagonal, i64), shape[-2:])
+        keep = ctx.broadcast_to(ctx.b.compare("LE" if lower else "GE", diff, k), shape)
+        return ctx.b.select(keep, x, ctx.broadcast_to(ctx.const(0, etype(x)), shape))
+
+    return rule
+
+
+lowering(aten.tril.default)(_tri(True))
+lowering(aten.triu.default)(_tri(False))
+
+
+@lowering(aten.flip.default)
+def _flip(ctx: LoweringContext, x: Value, dims: Sequence[int]) -> Value:
+    r = len(shape_of(x))
+    return ctx.b.create("stablehlo.reverse", [x],
+                        {"dimensions": A.i64_array(sorted(norm_dim(d, r) for d in dims))}
+                        ).results[0]
+
+
+@lowering(aten.repeat.default)
+def _repeat(ctx: LoweringContext, x: Value, repeats: Sequence[int]) -> Value:
+    shape = shape_of(x)
+    reps = [ctx.dim(r) for r in repeats]
+    full = (1,) * (len(reps) - len(shape)) + shape
+    inter = []
+    for r, s in zip(reps, full):
+        inter += [r, s]
+    v = ctx.b.broadcast_in_dim(x, inter, [2 * i + 1 for i in range(len(reps))][-len(shape):]
+                               if shape else [])
+    return ctx.reshape(v, ctx.out_type().shape)
