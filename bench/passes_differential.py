@@ -39,7 +39,7 @@ def programs(root: Path = ROOT) -> list[tuple[str, str]]:
 
     out = []
     for path in sorted((root / "interpret").rglob("*.mlir")):
-        for i, chunk in enumerate(split_input_file(path.read_text())):
+        for i, (chunk, _offset) in enumerate(split_input_file(path.read_text())):
             out.append((f"{path.relative_to(root)}#{i}", chunk))
     for path in sorted((root / "testdata").rglob("*.mlir")):
         out.append((str(path.relative_to(root)), path.read_text()))
