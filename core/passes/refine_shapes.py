@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from oxla.errors import PassError
 from oxla.ir import Module, Operation, TypeAttr, parse_type
 from oxla.ir import types as T
+from oxla.ir.opdef import ELEMENTWISE, SAME_OPERANDS_AND_RESULT_SHAPE
 from oxla.ir.types import FunctionType
 from oxla.passes import canon_shape
 from oxla.passes.rewrite import CORE_PATTERNS, GreedyDriver, PatternSet
@@ -40,11 +43,8 @@ def _refine_op(op: Operation) -> bool:
             r.type = r.type.with_shape(tuple(int(d) for d in arr.reshape(-1)))
             return True
         return False
-    od = op.opdef
-    if od is None or od.infer is None:
-        return False
     try:
-        inferred = od.infer([v.type for v in op.operands], op.attributes, op.regions)
+        inferred = _infer(op)
     except Exception:  # noqa: BLE001 - a rule that cannot infer leaves the type
         return False
     changed = False
@@ -59,6 +59,85 @@ def _refine_op(op: Operation) -> bool:
             r.type = t
             changed = True
     return changed
+
+
+def _fold_dimension_size(op: Operation) -> bool:
+    """``get_dimension_size`` of a static dimension becomes a constant; True if so."""
+    if op.name != "stablehlo.get_dimension_size":
+        return False
+    shape = _static_shape(op.operands[0])
+    if shape is None:
+        return False
+    from oxla.passes.util import make_constant
+
+    r = op.results[0]
+    c = make_constant(np.array(shape[int(op.attributes["dimension"].value)], r.type.element_type.dtype),
+                      r.type, op.loc)
+    op.parent.insert_before(op, c)
+    r.replace_all_uses_with(c.results[0])
+    op.erase()
+    return True
+
+
+def _static_shape(v) -> tuple[int, ...] | None:
+    t = v.type
+    return tuple(t.shape) if isinstance(t, T.TensorType) and t.is_static else None
+
+
+def _infer(op: Operation) -> list | None:
+    """Result types for ``op`` from its operands: the op table's rule, else the
+    builder's (``oxla.ir.infer``), else the shape of a same-shaped operand
+    (elementwise ops, ``scatter``, ``select_and_scatter``) or ``reduce_window``'s
+    window arithmetic (spec ``reduce_window`` C16). Only shapes matter here: the
+    caller keeps each result's element type and rank."""
+    od = op.opdef
+    if od is not None and od.infer is not None:
+        return od.infer([v.type for v in op.operands], op.attributes, op.regions)
+    from oxla.ir.infer import INFER_RULES, infer_result_types
+
+    if op.name in INFER_RULES:
+        return infer_result_types(op.name, [v.type for v in op.operands], op.attributes)
+    shapes: list = []
+    if op.has_trait(SAME_OPERANDS_AND_RESULT_SHAPE) or op.has_trait(ELEMENTWISE):
+        shape = next((s for v in op.operands if (s := _static_shape(v)) is not None
+                      and len(s) == op.results[0].type.rank), None)
+        shapes = [shape] * len(op.results)
+    elif op.name == "stablehlo.scatter":
+        shapes = [_static_shape(v) for v in op.operands[:len(op.results)]]
+    elif op.name == "stablehlo.select_and_scatter":
+        shapes = [_static_shape(op.operands[0])]
+    elif op.name == "stablehlo.reduce_window":
+        shapes = [_reduce_window_shape(op)] * len(op.results)
+    elif op.name == "stablehlo.real_dynamic_slice":
+        start, limit, stride = (constant_array(v) for v in op.operands[1:4])
+        if start is not None and limit is not None and stride is not None:
+            shapes = [tuple(max(0, -(-(int(h) - int(lo)) // int(st)))
+                            for lo, h, st in zip(start, limit, stride))]
+    return [r.type.with_shape(s) if s is not None and isinstance(r.type, T.TensorType)
+            and len(s) == r.type.rank else r.type for r, s in zip(op.results, shapes)]
+
+
+def _reduce_window_shape(op: Operation) -> tuple[int, ...] | None:
+    shape = _static_shape(op.operands[0])
+    if shape is None:
+        return None
+    rank = len(shape)
+
+    def ints(name: str, default: int) -> list[int]:
+        v = op.attr(name)
+        return [int(x) for x in v] if v is not None else [default] * rank
+
+    wd, ws = ints("window_dimensions", 1), ints("window_strides", 1)
+    bd, wdl = ints("base_dilations", 1), ints("window_dilations", 1)
+    pad = op.attributes.get("padding")
+    pad = getattr(pad, "array", None)
+    pad = pad.reshape(rank, 2).tolist() if pad is not None and pad.size else [[0, 0]] * rank
+    out = []
+    for n, w, st, b, d, (lo, hi) in zip(shape, wd, ws, bd, wdl, pad):
+        padded = (0 if n == 0 else (n - 1) * b + 1) + lo + hi
+        span = (w - 1) * d + 1
+        out.append(0 if padded < span else (padded - span) // st + 1)
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -87,7 +166,7 @@ class RefineShapes:
             changed = False
             for op in list(module.walk()):
                 if op.parent is not None:
-                    changed |= _refine_op(op)
+                    changed |= _refine_op(op) or _fold_dimension_size(op)
             changed |= GreedyDriver(patterns, 2, fold=lambda o, rw: fold_op(o, rw, 1024)).run(
                 module.op
             )

@@ -263,3 +263,28 @@ def test_cli_summary_prints_grouped_failures(tmp_path):
     assert r.exit_code == 1
     assert "failures by reason (1 files):" in r.output
     assert "fail: check.expect_eq: N of N elements differ" in r.output
+
+
+def test_refine_shapes_reaches_ops_without_an_op_table_rule():
+    from oxla.passes import run_pipeline
+
+    m = parse_module("""
+func.func public @main(%x: tensor<3x4xf32>) -> (tensor<?x4xf32>, tensor<?x2xf32>, tensor<?xi32>) {
+  %c = stablehlo.clamp %x, %x, %x : (tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>) -> tensor<?x4xf32>
+  %z = stablehlo.constant dense<0.0> : tensor<f32>
+  %r = "stablehlo.reduce_window"(%c, %z) ({
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %s = stablehlo.add %a, %b : tensor<f32>
+      stablehlo.return %s : tensor<f32>
+  }) {window_dimensions = array<i64: 1, 2>, window_strides = array<i64: 1, 2>}
+    : (tensor<?x4xf32>, tensor<f32>) -> tensor<?x2xf32>
+  %d = stablehlo.get_dimension_size %x, dim = 0 : (tensor<3x4xf32>) -> tensor<i32>
+  %d1 = stablehlo.reshape %d : (tensor<i32>) -> tensor<1xi32>
+  %i = stablehlo.dynamic_iota %d1, dim = 0 : (tensor<1xi32>) -> tensor<?xi32>
+  return %c, %r, %i : tensor<?x4xf32>, tensor<?x2xf32>, tensor<?xi32>
+}
+""")
+    run_pipeline(m, "stablehlo-refine-shapes")
+    assert [str(t) for t in func_type(m.main).results] == [
+        "tensor<3x4xf32>", "tensor<3x2xf32>", "tensor<3xi32>"]
+    assert not any(op.name == "stablehlo.get_dimension_size" for op in m.walk())
