@@ -1,8 +1,8 @@
 """Rules for constants, calls, composites, tuples, tokens and other structural ops.
 
 Spec sections: ``constant``, ``func.call`` (Dialect Interop), ``composite``,
-``optimization_barrier``, ``tuple``, ``get_tuple_element``, ``after_all``,
-``custom_call``.
+``optimization_barrier`` (and ``mhlo.copy``, the identity), ``tuple``,
+``get_tuple_element``, ``after_all``, ``custom_call``.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def composite(ctx, op, args):
     return ctx.call(name, args, op.loc)
 
 
-@interpreter_rule("stablehlo.optimization_barrier")
+@interpreter_rule("stablehlo.optimization_barrier", "mhlo.copy")
 def optimization_barrier(ctx, op, args):
     return list(args)
 
