@@ -158,12 +158,16 @@ def split_checks(module, name: str, host: dict | None = None):
     changed in place instead of copied) an operand known on host is not returned; the
     check reads the host array.
 
+    A ``check.eq`` result that the function returns becomes a ``true`` constant.
+
     Raises:
-        NotSupportedError: checks inside regions, probes, or a check result used.
+        NotSupportedError: checks inside regions, probes, or a check result used other
+            than by the function's return.
     """
     from oxla.errors import NotSupportedError
     from oxla.ir import attributes as A
     from oxla.ir import func_name
+    from oxla.passes.util import make_constant
 
     m = module if host is not None else module.clone()
     host = host or {}
@@ -181,8 +185,14 @@ def split_checks(module, name: str, host: dict | None = None):
             continue
         if op.parent is not body:
             raise NotSupportedError(f"'{op.name}' inside a region cannot be split out", op.loc)
-        if any(r.uses for r in op.results):
+        if any(u.owner is not ret for r in op.results for u in r.uses):
             raise NotSupportedError(f"the result of '{op.name}' is used", op.loc)
+        for r in op.results:  # `return %check_eq`: true here, the check runs on host
+            if r.uses:
+                c = make_constant(np.ones(r.type.shape, np.bool_), r.type, op.loc)
+                body.insert_before(op, c)
+                r.replace_all_uses_with(c.results[0])
+                outs = [c.results[0] if v is r else v for v in outs]
         sources: list[Any] = []
         first = len(outs)
         for v in op.operands:

@@ -288,3 +288,26 @@ func.func public @main(%x: tensor<3x4xf32>) -> (tensor<?x4xf32>, tensor<?x2xf32>
     assert [str(t) for t in func_type(m.main).results] == [
         "tensor<3x4xf32>", "tensor<3x2xf32>", "tensor<3xi32>"]
     assert not any(op.name == "stablehlo.get_dimension_size" for op in m.walk())
+
+
+CHECK_EQ_RETURNED = """
+module {
+  func.func @main() -> tensor<i1> {
+    %a = stablehlo.constant dense<[1.0, 2.0]> : tensor<2xf32>
+    %e = stablehlo.constant dense<[2.0, 4.0]> : tensor<2xf32>
+    %b = stablehlo.add %a, %a : tensor<2xf32>
+    %r = stablehlo.custom_call @check.eq(%e, %b) : (tensor<2xf32>, tensor<2xf32>) -> tensor<i1>
+    return %r : tensor<i1>
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_returned_check_eq_decides_pass_and_fail(tmp_path, compiled):
+    p = tmp_path / "q.mlir"
+    p.write_text(CHECK_EQ_RETURNED)
+    assert run_file(p, "interpreter", compiled=compiled).status == "pass"
+    p.write_text(CHECK_EQ_RETURNED.replace("[2.0, 4.0]", "[2.0, 5.0]"))
+    res = run_file(p, "interpreter", compiled=compiled)
+    assert res.status == "fail" and "1 of 2 elements differ" in res.message, res.message
