@@ -31,6 +31,13 @@ def resolve_frontend(path: str, name: str | None) -> str:
     if detected is not None:
         return detected
     installed = ", ".join(sorted(plugins.frontends())) or "none"
+    if os.path.isfile(os.path.join(path, "saved_model.pb")):
+        raise PluginError(
+            f"'{path}' is a TensorFlow SavedModel but the tf frontend is not installed; "
+            f"installed: {installed}",
+            notes=["install oxla-frontend-tf with: pip install -e extensions/frontend_tf "
+                   "(or: pip install oxla-frontend-tf)"],
+        )
     for suffix, (frontend, how) in INSTALL_HINTS.items():
         if path.endswith(suffix):
             raise PluginError(
@@ -58,10 +65,11 @@ def resolve_frontend(path: str, name: str | None) -> str:
                    "refines dynamic dims")
 def compile_command(input_path: str, frontend: str | None, backend: str, output: str | None,
                     emit: str, input_specs: tuple[str, ...]) -> None:
-    """Compile a model file (IN) into a .oxla artifact.
+    """Compile a model file or directory (IN) into a .oxla artifact.
 
     The frontend is detected from IN when --frontend is omitted: .mlir files are
-    StableHLO text, .jaxexport files jax.export artifacts.
+    StableHLO text, .jaxexport files jax.export artifacts, directories holding a
+    saved_model.pb TensorFlow SavedModels (--input-spec per input, sorted by name).
     """
     import oxla
     from oxla.ir import print_module
@@ -81,7 +89,7 @@ def compile_command(input_path: str, frontend: str | None, backend: str, output:
             click.echo(f"wrote {output} (frontend {name}, {import_s:.3f}s)", err=True)
         return
     if output is None:
-        output = os.path.splitext(input_path)[0] + ".oxla"
+        output = os.path.splitext(input_path.rstrip("/" + os.sep) or input_path)[0] + ".oxla"
     exe = oxla.compile(module, backend=backend)
     exe.save(output)
     compile_s = exe.stats.get("compile_seconds", 0.0)
