@@ -100,6 +100,9 @@ class OpDef:
     verify: Callable[[Operation], None] | None = None
     aliases: tuple[str, ...] = ()
     _attr_index: dict[str, AttrDef] = field(default_factory=dict, compare=False, repr=False)
+    _range_cache: dict[tuple[str, int], tuple[tuple[int, int], ...]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     def __post_init__(self) -> None:
         self._attr_index.update({a.name: a for a in self.attributes})
@@ -114,7 +117,20 @@ class OpDef:
     def is_inherent(self, attr_name: str) -> bool:
         return attr_name in self._attr_index
 
-    def _group_ranges(self, groups, count: int, what: str) -> list[tuple[int, int]]:
+    def _group_ranges(self, groups, count: int, what: str) -> tuple[tuple[int, int], ...]:
+        """(start, stop) of each group of ``groups`` (operands or results) for ``count``
+        values, memoized per (``what``, ``count``).
+
+        Raises:
+            ValueError: when ``count`` values cannot be split among the groups.
+        """
+        key = (what, count)
+        r = self._range_cache.get(key)
+        if r is None:
+            r = self._range_cache[key] = tuple(self._split_groups(groups, count, what))
+        return r
+
+    def _split_groups(self, groups, count: int, what: str) -> list[tuple[int, int]]:
         fixed = sum(1 for g in groups if not (g.variadic or getattr(g, "optional", False)))
         var = [g for g in groups if g.variadic or getattr(g, "optional", False)]
         extra = count - fixed

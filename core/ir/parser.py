@@ -16,6 +16,7 @@ import numpy as np
 from oxla.errors import ParseError
 from oxla.ir import attributes as A
 from oxla.ir import types as T
+from oxla.ir.gcpause import gc_paused
 from oxla.ir.lexer import Lexer, Token, split_input_file
 from oxla.ir.location import (
     FileLineColLoc,
@@ -24,9 +25,38 @@ from oxla.ir.location import (
 )
 from oxla.ir.opdef import canonical_name, lookup_opdef
 from oxla.ir.operation import Block, Module, Operation, Region, Value
-from oxla.ir.parse_attrs import TypeAttrParserMixin, _unescape  # noqa: F401
+from oxla.ir.parse_attrs import _SIMPLE_TENSOR_CACHE, TypeAttrParserMixin, _unescape  # noqa: F401
 
 _INT_TYPE_RE = re.compile(r"^(u|s)?i(\d+)$")
+# The most common line of large modules, ``%r = dialect.op %a, %b : tensor<4x8xf32>``,
+# read with one regex match (see Parser._parse_simple_op).
+_SIMPLE_OP_RE = re.compile(
+    r"(%[\w$.\-]+) = ([A-Za-z_][\w$.]*) (%[\w$.\-]+(?:, %[\w$.\-]+)*) : "
+    r"(tensor<(?:(?:\d+|\?)x)*[A-Za-z][A-Za-z0-9]*>)"
+)
+_SIMPLE_OP_NAMES: dict[str, str | None] = {}
+"""Op name as written -> full name when its syntax is ``op %a, %b : T`` (one result of
+type T, every operand of type T, no keywords or attributes), else None."""
+
+
+def _simple_op_name(raw: str) -> str | None:
+    if raw in _SIMPLE_OP_NAMES:
+        return _SIMPLE_OP_NAMES[raw]
+    from oxla.ir.syntax import OperandsKeywords
+
+    full = canonical_name(raw)
+    od = lookup_opdef(full)
+    ok = (
+        od is not None
+        and type(od.syntax) is OperandsKeywords
+        and od.syntax.types == "same"
+        and not od.syntax.prefix
+        and od.syntax.n_results == 1
+    )
+    _SIMPLE_OP_NAMES[raw] = full if ok else None
+    return _SIMPLE_OP_NAMES[raw]
+
+
 class OpState:
     """What a syntax's parse method returns: the parts of the op being built."""
 
@@ -129,13 +159,19 @@ class Parser(TypeAttrParserMixin):
         value.name_hint = name
 
     def lookup_value(self, name: str, tok: Token) -> Value:
+        v = self._find_value(name)
+        if v is None:
+            raise self.error(f"use of undeclared SSA value '{name}'", tok)
+        return v
+
+    def _find_value(self, name: str) -> Value | None:
         for scope in reversed(self.scopes):
             v = scope.get(name)
             if v is not None:
                 return v
             if "__isolated__" in scope:
                 break
-        raise self.error(f"use of undeclared SSA value '{name}'", tok)
+        return None
 
     def parse_operand(self) -> Value:
         """``ssa-use ::= `%` suffix-id (`#` int)?``"""
@@ -183,6 +219,9 @@ class Parser(TypeAttrParserMixin):
         trailing-location?``"""
         results: list[tuple[str, int, Token]] = []
         if self.tok.kind == "percent":
+            op = self._parse_simple_op(block)
+            if op is not None:
+                return op
             while True:
                 rtok = self.advance()
                 count = 1
@@ -223,8 +262,6 @@ class Parser(TypeAttrParserMixin):
         trailing = self.parse_optional_location()
         if trailing is not None:
             op.loc = self._attach_file_loc(trailing, loc)
-        elif self.tok.kind == "hash":
-            pass
         total = sum(c for _, c, _ in results)
         if results and total != len(op.results):
             raise self.error(
@@ -235,6 +272,37 @@ class Parser(TypeAttrParserMixin):
         for rname, count, rtok in results:
             self.define(rname, op.results[i], rtok)
             i += count
+        block.append(op)
+        return op
+
+    def _parse_simple_op(self, block: Block) -> Operation | None:
+        """Reads ``%r = op %a, %b : T`` with one regex match when ``op``'s syntax is the
+        plain same-type one; returns None (having consumed nothing) for anything else or
+        anything wrong, which the general path then reads or reports."""
+        tok = self.tok
+        m = _SIMPLE_OP_RE.match(self.lex.text, tok.start)
+        if m is None:
+            return None
+        rname, raw, names, type_text = m.groups()
+        full = _simple_op_name(raw)
+        if full is None:
+            return None
+        t = _SIMPLE_TENSOR_CACHE.get(type_text)
+        if t is None or rname in self.scopes[-1]:
+            return None
+        operands = []
+        for name in names.split(", "):
+            v = self._find_value(name)
+            if v is None or (v.type is not t and v.type != t):
+                return None
+            operands.append(v)
+        loc = self.lex.location(m.start(2), len(raw))
+        op = Operation.create(full, operands, (t,), None, (), loc)
+        self.reset_to(m.end())
+        trailing = self.parse_optional_location()
+        if trailing is not None:
+            op.loc = self._attach_file_loc(trailing, loc)
+        self.define(rname, op.results[0], tok)
         block.append(op)
         return op
 
@@ -475,8 +543,9 @@ def parse_module(text: str, filename: str = "<string>", line_offset: int = 0) ->
     Raises:
         ParseError: with ``file:line:col`` and the source line on malformed input.
     """
-    p = Parser(text, filename, line_offset)
-    return p.parse_top_level()
+    with gc_paused():
+        p = Parser(text, filename, line_offset)
+        return p.parse_top_level()
 
 
 def parse_file(path: str, split: bool = False) -> list[Module]:

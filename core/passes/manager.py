@@ -20,6 +20,7 @@ from typing import Any, TextIO
 
 from oxla.errors import PassError
 from oxla.ir import Module, print_module
+from oxla.ir.gcpause import gc_paused
 
 PIPELINES: dict[str, str] = {}
 """Named pipelines (``default``) -> pipeline string; filled by :mod:`oxla.passes`."""
@@ -227,6 +228,10 @@ class PassManager:
         Raises:
             PassError: a pass failed or (with ``verify_each``) left invalid IR.
         """
+        with gc_paused():
+            return self._run(module)
+
+    def _run(self, module: Module) -> Module:
         if self.dump_dir is not None:
             self._dump(module, 0, "input")
         for i, p in enumerate(self.passes, start=1):

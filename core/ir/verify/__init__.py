@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from oxla.errors import VerifyError
 from oxla.ir import attributes as A
+from oxla.ir.gcpause import gc_paused
 from oxla.ir.opdef import TERMINATOR
 from oxla.ir.operation import Module, Operation
 from oxla.ir.verify.helpers import fail
@@ -132,8 +133,9 @@ def verify(module_or_op: Module | Operation) -> None:
         VerifyError: naming the op, the violated constraint (``C3``) and the location.
     """
     root = module_or_op.op if isinstance(module_or_op, Module) else module_or_op
-    for op in root.walk():
-        verify_op(op)
+    with gc_paused():
+        for op in root.walk():
+            verify_op(op)
 
 
 # Fill the table (import for side effects).

@@ -42,6 +42,21 @@ def _same_shapes(op: Operation, cid: str) -> None:
             fail(op, cid, f"{what} have types {ref.type} and {v.type}; expected the same shape")
 
 
+def _all_same_type(op: Operation) -> bool:
+    """True when every operand and result has the type of the first result (the common
+    case, which then needs no shape or element-type comparison)."""
+    if not op.results:
+        return False
+    t = op.results[0].type
+    for v in op.operands:
+        if v.type is not t and v.type != t:
+            return False
+    for v in op.results:
+        if v.type is not t and v.type != t:
+            return False
+    return True
+
+
 def _same_elems(op: Operation, cid: str, values) -> None:
     es = [(v, elem(v.type)) for v in values if elem(v.type) is not None]
     if not es:
@@ -77,12 +92,14 @@ _FLOAT_OR_COMPLEX = {
 
 def verify_same_type_elementwise(op: Operation) -> None:
     """``add`` (C1): ``type(lhs) = type(rhs) = type(result)`` and its unary/binary kin."""
-    _same_shapes(op, "C1")
     short = op.name.split(".", 1)[1]
     if short in ("abs", "real", "imag"):
+        _same_shapes(op, "C1")
         _verify_to_real(op, short)
         return
-    _same_elems(op, "C1", [*op.operands, *op.results])
+    if not _all_same_type(op):
+        _same_shapes(op, "C1")
+        _same_elems(op, "C1", [*op.operands, *op.results])
     if short in _INT_OR_BOOL:
         _operand_kinds(op, "C1", lambda e: is_int(e) or is_bool(e), "integers or booleans")
     elif short in _INT_ONLY:
