@@ -54,9 +54,12 @@ def _refine_op(op: Operation) -> bool:
             and t.is_static
             and isinstance(r.type, T.TensorType)
             and t.rank == r.type.rank
-            and t != r.type
+            and t.shape != r.type.shape
+            and all(d is None or d == n for d, n in zip(r.type.shape, t.shape))
         ):
-            r.type = t
+            # Only the shape is refined: the element type stays what the program says
+            # (dot_general's result type may be wider than its operands').
+            r.type = r.type.with_shape(t.shape)
             changed = True
     return changed
 
