@@ -37,6 +37,27 @@ def _check_arity(module: Module, lowered: Lowered) -> None:
             notes=["import an inference function (Keras: training=False)"])
 
 
+_BOUNDED = "stablehlo.set_dimension_size"
+
+
+def _reject_bounded_dynamism(text: str, filename: str) -> None:
+    """XLA's bounded dynamic shapes (``tf.where``, ``tf.unique``, ``tf.boolean_mask``)
+    are written as ``stablehlo.set_dimension_size`` and ``#stablehlo.bounds`` types,
+    which are not StableHLO spec ops: name the op and where it is instead of failing
+    in the parser."""
+    at = text.find(_BOUNDED)
+    if at < 0:
+        return
+    line = text.count("\n", 0, at) + 1
+    source = text[text.rfind("\n", 0, at) + 1:text.find("\n", at)].strip()
+    raise NotSupportedError(
+        f"{filename}:{line}: '{_BOUNDED}' (an XLA bounded dynamic shape) is not supported: "
+        f"{source[:160]}",
+        notes=["the function has a data-dependent output shape (tf.where with one "
+               "argument, tf.unique, tf.boolean_mask); compute a fixed-shape result "
+               "instead (tf.where(cond, x, y), masks)"])
+
+
 def module_from_lowered(lowered: Lowered, variables_as_inputs: bool = False) -> Module:
     """Parses and tidies TensorFlow's StableHLO; binds the captures unless asked not to.
 
@@ -48,7 +69,9 @@ def module_from_lowered(lowered: Lowered, variables_as_inputs: bool = False) -> 
     """
     from oxla_frontend_tf.tidy import bind_arguments, tidy
 
-    module = parse_module(lowered.text, f"<tf {lowered.name}>")
+    filename = f"<tf {lowered.name}>"
+    _reject_bounded_dynamism(lowered.text, filename)
+    module = parse_module(lowered.text, filename)
     _check_arity(module, lowered)
     if not variables_as_inputs and lowered.captures:
         bind_arguments(module, len(lowered.input_specs), [c.read() for c in lowered.captures])
