@@ -4,41 +4,51 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from oxla import plugins
 from oxla.artifact import read_manifest
 from oxla.protocols import CompileOptions, Executable
 
-if TYPE_CHECKING:
-    from oxla.ir import Module
+FRAMEWORK_FRONTENDS = {"torch": "torch", "transformers": "torch"}
+"""Top-level module of a model object's class -> the frontend that compiles it."""
 
 
 def compile(  # noqa: A001 - the public name mirrors jax.jit(...).lower().compile()
-    program: str | os.PathLike[str] | Module,
+    program: Any,
     backend: str = "interpreter",
     *,
     options: CompileOptions | None = None,
     filename: str = "<string>",
+    example_inputs: Any = None,
     **option_fields: Any,
-) -> Executable:
-    """Compiles a StableHLO program for one backend.
+) -> Any:
+    """Compiles a StableHLO program (or a framework model) for one backend.
 
     Args:
-        program: MLIR text (``str``), a path to a ``.mlir`` file, or an ``oxla.ir.Module``.
+        program: MLIR text (``str``), a path to a ``.mlir`` file, an ``oxla.ir.Module``,
+            or a framework model object (a torch ``nn.Module`` or ``ExportedProgram``),
+            which is handed to its frontend's ``compile_object`` with ``example_inputs``;
+            the result then takes and returns that framework's tensors.
         backend: an installed backend name (``oxla plugins`` lists them).
         options: compile options; ``option_fields`` (``pipeline=``, ``fast_math=``,
             ``cache=``, ``dump_dir=``, ``extra=``) build one when it is not given.
         filename: the name used in diagnostics when ``program`` is text.
 
     Returns:
-        The executable of the module's ``main`` function.
+        The executable of the module's ``main`` function; for a framework model, the
+        frontend's callable (``oxla_frontend_torch.TorchFunction`` for torch).
 
     Raises:
         ParseError: malformed text. VerifyError: an invalid module.
         PluginError: the backend is unknown, broken or unavailable here.
         LoweringError: the backend cannot compile an op.
     """
+    frontend = _framework_frontend(program)
+    if frontend is not None:
+        fe = plugins.get_frontend(frontend)
+        return fe.compile_object(program, tuple(example_inputs or ()), backend,  # type: ignore
+                                 options=options, **option_fields)
     if options is None:
         options = CompileOptions(**option_fields)
     elif option_fields:
@@ -52,6 +62,19 @@ def compile(  # noqa: A001 - the public name mirrors jax.jit(...).lower().compil
 
         program = parse_module(program, filename)
     return target.compile(program, options)
+
+
+def _framework_frontend(program: Any) -> str | None:
+    """The frontend for a model object (by its class's top-level module), or None."""
+    from oxla.ir import Module
+
+    if isinstance(program, str | os.PathLike | Module):
+        return None
+    for cls in type(program).__mro__:
+        name = FRAMEWORK_FRONTENDS.get(cls.__module__.split(".")[0])
+        if name is not None:
+            return name
+    return None
 
 
 def load(path: str | os.PathLike[str]) -> Executable:

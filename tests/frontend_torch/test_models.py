@@ -6,6 +6,8 @@ the ``interpreter`` backend, and compared with eager PyTorch within 1e-4 relativ
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -127,3 +129,54 @@ def test_rnn_interpreter(cell: str, assert_close) -> None:
         assert_close(got[1][1], want[1][1])
     else:
         assert_close(got[1], want[1])
+
+
+def _cpu_case(name: str) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
+    g = torch.Generator().manual_seed(6)
+    if name.startswith("gpt2"):
+        return _gpt2(name.split("-")[1]), (torch.randint(0, 100, (2, 8), generator=g),)
+    if name == "bert":
+        return _bert(), (torch.randint(0, 100, (2, 8), generator=g),)
+    if name == "cnn":
+        torch.manual_seed(0)
+        return _randomize_bn(TinyResNet()), (torch.randn(2, 3, 16, 16, generator=g),)
+    torch.manual_seed(0)
+    cls = torch.nn.LSTM if name == "lstm" else torch.nn.GRU
+    return cls(8, 16, num_layers=2, batch_first=True).eval(), (torch.randn(2, 5, 8,
+                                                                          generator=g),)
+
+
+_SLOW_CPU = [  # 30-40 s of LLVM optimization each in the cpu backend; opt in
+    pytest.mark.slow,
+    pytest.mark.skipif(not os.environ.get("OXLA_SLOW_TESTS"),
+                       reason="30-40 s cpu compile each; set OXLA_SLOW_TESTS=1 to run"),
+]
+
+
+@pytest.mark.parametrize("name", [
+    "lstm", "gru", "cnn",
+    pytest.param("gpt2-sdpa", marks=_SLOW_CPU), pytest.param("gpt2-eager", marks=_SLOW_CPU),
+    pytest.param("bert", marks=_SLOW_CPU),
+])
+def test_models_on_cpu(name: str, assert_close) -> None:
+    """The same models on the cpu backend; an op it lacks is an xfail with its message."""
+    from oxla import plugins
+    from oxla.errors import NotSupportedError
+
+    if "cpu" not in plugins.backends():
+        pytest.skip("the cpu backend (oxla-backend-cpu) is not installed")
+    model, args = _cpu_case(name)
+    try:
+        f = ot.compile(model, args, "cpu")
+    except NotSupportedError as exc:
+        msg = exc.one_line()
+        assert "is not supported by the cpu backend" in msg and "'stablehlo." in msg
+        pytest.xfail(msg)
+    with torch.no_grad():
+        want = model(*args)
+    got = f(*args)
+    flat_got = torch.utils._pytree.tree_leaves(got)
+    flat_want = torch.utils._pytree.tree_leaves(want)
+    assert len(flat_got) == len(flat_want)
+    for a, b in zip(flat_got, flat_want):
+        assert_close(a, b)
