@@ -341,3 +341,10 @@ def _adaptive_avg_pool(ctx: LoweringContext, x: Value, output_size: Sequence[int
     total = _pool(ctx, x, k, k, 0, 0, "add", out.shape)
     return ctx.b.divide(total, ctx.broadcast_to(ctx.const(int(np.prod(k)), etype(x)),
                                                 out.shape))
+
+
+@lowering(aten._native_batch_norm_legit.no_stats)
+def _bn_no_stats(ctx: LoweringContext, x: Value, weight: Value | None, bias: Value | None,
+                 training: bool, momentum: float, eps: float) -> list[Any]:
+    """Batch norm without running statistics: always the batch's own."""
+    return _bn(ctx, x, weight, bias, None, None, True, momentum, eps)
