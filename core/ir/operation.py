@@ -255,8 +255,12 @@ class Operation:
         return default
 
     def has_trait(self, trait: str) -> bool:
-        od = self.opdef
-        return od is not None and trait in od.traits
+        od = self._opdef
+        if od is None:
+            od = self.opdef
+            if od is None:
+                return False
+        return trait in od.traits
 
     # -- structure ------------------------------------------------------------
     @property
@@ -273,14 +277,20 @@ class Operation:
         for region in self.regions:
             for block in region.blocks:
                 for op in list(block.ops):
-                    yield from op.walk()
+                    if op.regions:
+                        yield from op.walk()
+                    else:
+                        yield op
 
     def walk_post(self) -> Iterator[Operation]:
         """Post-order walk (nested ops before their parent)."""
         for region in self.regions:
             for block in region.blocks:
                 for op in list(block.ops):
-                    yield from op.walk_post()
+                    if op.regions:
+                        yield from op.walk_post()
+                    else:
+                        yield op
         yield self
 
     @property

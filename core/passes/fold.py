@@ -54,6 +54,10 @@ def fold_op(op: Operation, rewriter: Rewriter, max_elements: int = 1 << 20) -> b
     Returns:
         True when ``op`` was replaced.
     """
+    for v in op.operands:  # cheapest test first: most ops have a non-constant operand
+        d = v.owner_op
+        if d is None or d.name != "stablehlo.constant":
+            return False
     if not _foldable(op, max_elements):
         return False
     args = [constant_array(v) for v in op.operands]
