@@ -109,7 +109,7 @@ class Report:
         Path(path).write_text(json.dumps(self.to_dict(), indent=1) + "\n")
 
 
-_UNSUPPORTED = re.compile(r"'([\w.]+)' (?:op )?is not supported[^(]*(\([^)]*\))?")
+_UNSUPPORTED = re.compile(r"'([\w.]+)' [^'(]*?is not supported[^(]*(\((?!\+)[^)]*\))?")
 _LOCATION = re.compile(r"(?:[\w./<>-]+\.mlir|<[\w-]+>):\d+:\d+: (?:error: )?")
 
 

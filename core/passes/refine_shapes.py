@@ -98,8 +98,13 @@ def _infer(op: Operation) -> list | None:
         return od.infer([v.type for v in op.operands], op.attributes, op.regions)
     from oxla.ir.infer import INFER_RULES, infer_result_types
 
-    if op.name in INFER_RULES:
-        return infer_result_types(op.name, [v.type for v in op.operands], op.attributes)
+    if op.name in INFER_RULES:  # the builder's rules: take only the shapes
+        shapes = [getattr(t, "shape", None)
+                  for t in infer_result_types(op.name, [v.type for v in op.operands],
+                                              op.attributes)]
+        return [r.type.with_shape(tuple(s)) if s is not None
+                and isinstance(r.type, T.TensorType) and len(s) == r.type.rank else r.type
+                for r, s in zip(op.results, shapes)]
     shapes: list = []
     if op.has_trait(SAME_OPERANDS_AND_RESULT_SHAPE) or op.has_trait(ELEMENTWISE):
         shape = next((s for v in op.operands if (s := _static_shape(v)) is not None

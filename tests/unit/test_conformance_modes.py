@@ -242,11 +242,13 @@ def test_report_groups_unsupported_ops_and_reasons():
     msg = ("@main: a/b.mlir:19:12: error: 'stablehlo.reduce' is not supported by the cpu "
            "backend yet (variadic reduce)")
     rep = Report("cpu", [FileResult("a", "error", msg), FileResult("b", "error", msg),
-                         FileResult("c", "error", "@f: 'stablehlo.sort' is not supported"),
+                         FileResult("c", "error", "@f: 'stablehlo.sort' is not supported (+2 more)"),
+                         FileResult("g", "error", "'stablehlo.bitcast_convert' between "
+                                    "types of different widths is not supported"),
                          FileResult("d", "fail", "@f: x.mlir:3:4: 2 of 9 elements differ"),
                          FileResult("e", "pass")])
     assert rep.unsupported_ops() == {"stablehlo.reduce (variadic reduce)": 2,
-                                     "stablehlo.sort": 1}
+                                     "stablehlo.sort": 1, "stablehlo.bitcast_convert": 1}
     assert rep.reasons()["fail: N of N elements differ"] == 1
     assert reason(msg).startswith("'stablehlo.reduce' is not supported")
     assert rep.to_dict()["unsupported_ops"]["stablehlo.sort"] == 1
@@ -311,3 +313,19 @@ def test_returned_check_eq_decides_pass_and_fail(tmp_path, compiled):
     p.write_text(CHECK_EQ_RETURNED.replace("[2.0, 4.0]", "[2.0, 5.0]"))
     res = run_file(p, "interpreter", compiled=compiled)
     assert res.status == "fail" and "1 of 2 elements differ" in res.message, res.message
+
+
+def test_refine_shapes_keeps_the_result_element_type():
+    from oxla.passes import run_pipeline
+
+    m = parse_module("""
+func.func public @main(%a: tensor<3x4xf32>, %b: tensor<3x4xf32>) -> tensor<?xf64> {
+  %d = "stablehlo.dot_general"(%a, %b) {dot_dimension_numbers = #stablehlo.dot<
+    lhs_batching_dimensions = [0], rhs_batching_dimensions = [0],
+    lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [1]>}
+    : (tensor<3x4xf32>, tensor<3x4xf32>) -> tensor<?xf64>
+  return %d : tensor<?xf64>
+}
+""")
+    run_pipeline(m, "stablehlo-refine-shapes")
+    assert [str(t) for t in func_type(m.main).results] == ["tensor<3xf64>"]
