@@ -10,8 +10,8 @@ pytest.importorskip("tensorflow")
 import numpy as np
 import oxla_frontend_tf as otf
 import tensorflow as tf
-from conftest import assert_matches_tf, compile_or_xfail
 from oxla_frontend_tf.bridge import lower
+from tf_helpers import assert_matches_tf, compile_or_xfail
 
 from oxla.ir import types as T
 

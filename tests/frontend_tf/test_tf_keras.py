@@ -10,8 +10,8 @@ pytest.importorskip("tensorflow")
 import keras
 import numpy as np
 import tensorflow as tf
-from conftest import assert_matches_tf, compile_or_xfail, randomize_batch_norm
 from oxla_frontend_tf.bridge import lower
+from tf_helpers import assert_matches_tf, compile_or_xfail, randomize_batch_norm
 
 
 def _lowered_model(model, shape):

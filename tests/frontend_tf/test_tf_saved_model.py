@@ -12,7 +12,7 @@ import numpy as np
 import oxla_frontend_tf as otf
 import tensorflow as tf
 from click.testing import CliRunner
-from conftest import assert_matches_tf
+from tf_helpers import assert_matches_tf
 
 from oxla import plugins
 from oxla.cli.main import cli
