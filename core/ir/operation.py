@@ -356,15 +356,25 @@ class Block:
     """Operations (an :class:`~oxla.ir.oplist.OpList`) with block arguments; the last op
     is the terminator."""
 
-    __slots__ = ("args", "ops", "parent", "name_hint", "__weakref__")
+    __slots__ = ("args", "_ops", "parent", "name_hint", "__weakref__")
 
     def __init__(self, arg_types: Iterable[Type] = ()):
         self.args: list[BlockArgument] = [
             BlockArgument(t, self, i) for i, t in enumerate(arg_types)
         ]
-        self.ops = OpList(self)
+        self._ops = OpList(self)
         self.parent: Region | None = None
         self.name_hint: str | None = None
+
+    @property
+    def ops(self) -> OpList:
+        """The operations, in order (an :class:`~oxla.ir.oplist.OpList`)."""
+        return self._ops
+
+    @ops.setter
+    def ops(self, ops: Iterable[Operation]) -> None:
+        """``block.ops = [...]`` replaces every op (as ``block.ops[:] = [...]``)."""
+        self._ops[:] = ops
 
     def add_arg(self, type: Type, name_hint: str | None = None) -> BlockArgument:
         a = BlockArgument(type, self, len(self.args), name_hint)
@@ -373,19 +383,19 @@ class Block:
 
     def append(self, op: Operation) -> Operation:
         """Adds ``op`` at the end (moving it from its block, if any). O(1)."""
-        return self.ops.append(op)
+        return self._ops.append(op)
 
     def insert_before(self, anchor: Operation, op: Operation) -> Operation:
         """Inserts ``op`` right before ``anchor``, an op of this block. O(1)."""
-        return self.ops.insert_before(anchor, op)
+        return self._ops.insert_before(anchor, op)
 
     def insert_after(self, anchor: Operation, op: Operation) -> Operation:
         """Inserts ``op`` right after ``anchor``, an op of this block. O(1)."""
-        return self.ops.insert_after(anchor, op)
+        return self._ops.insert_after(anchor, op)
 
     @property
     def terminator(self) -> Operation | None:
-        return self.ops._tail
+        return self._ops._tail
 
     @property
     def parent_op(self) -> Operation | None:

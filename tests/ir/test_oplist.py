@@ -75,3 +75,12 @@ def test_set_operand_and_erase_update_use_lists():
     assert not p.uses and sorted(u.index for u in q.uses) == [0, 1]
     add.erase()
     assert not q.uses and not b.ops
+
+
+def test_assigning_a_list_to_block_ops_rebuilds_the_oplist():
+    b = Block()
+    x, y, z = _ops(3)
+    b.append(x)
+    b.ops = [z, y]
+    assert _names(b) == ["test.op2", "test.op1"] and x.parent is None and z.parent is b
+    assert b.terminator is y and b.ops.index(y) == 1
