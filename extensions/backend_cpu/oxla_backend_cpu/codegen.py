@@ -34,6 +34,7 @@ from oxla_codegen_llvm.parallel import call_parallel, grain_for, worth_parallel
 from oxla_backend_cpu.fusion import constant_bytes
 from oxla_backend_cpu.plan import (
     Buf,
+    ControlKernel,
     DotKernel,
     Kernel,
     LoopKernel,
@@ -53,9 +54,21 @@ def emit_module(plan: Plan, target: Target, fast_math: bool = False) -> str:
     """Returns the LLVM IR text of the whole program."""
     module = ir.Module("oxla_cpu")
     module.triple = target.triple
-    fns = [_emit_kernel(module, target, k, plan, fast_math) for k in plan.kernels]
+    fns = {id(k): _emit_kernel(module, target, k, p, fast_math) for k, p in _leaf_kernels(plan)}
     _emit_entry(module, plan, fns)
     return str(module)
+
+
+def _leaf_kernels(plan: Plan):
+    """(kernel, its plan) for every kernel that is a function: control kernels' sub-plans
+    and initial copies included, control kernels themselves excluded."""
+    for k in plan.kernels:
+        if isinstance(k, ControlKernel):
+            yield from ((i, plan) for i in k.init)
+            for p in k.plans:
+                yield from _leaf_kernels(p)
+        else:
+            yield k, plan
 
 
 def _new_function(module: ir.Module, name: str, n_ptrs: int, noalias: bool,
@@ -165,21 +178,28 @@ def _emit_dot(s: Scalar, k: DotKernel, lhs: ir.Value, rhs: ir.Value, out: ir.Val
                       ldb, beta, at(out, k.m * k.n), ldc])
 
 
-def _emit_entry(module: ir.Module, plan: Plan, fns: list[ir.Function]) -> None:
+def _emit_entry(module: ir.Module, plan: Plan, fns: dict[int, ir.Function]) -> None:
+    """The entry function: buffer addresses computed once in its first block, then the
+    schedule (kernel calls, parallel loops, BLAS, loops and branches)."""
     fn = ir.Function(module, ir.FunctionType(VOID, [PTR, PTR, PTR]), "entry")
     args, results, arena = fn.args
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    pro = ir.IRBuilder(fn.append_basic_block("entry"))
+    b = ir.IRBuilder(fn.append_basic_block("run"))
     addr: dict[int, ir.Value] = {}
 
     def address(buf: Buf) -> ir.Value:
         if id(buf) in addr:
             return addr[id(buf)]
-        if buf.kind in ("arg", "result"):
+        pro.position_at_end(fn.blocks[0])  # other builders insert there too (allocas)
+        if buf.base is not None:
+            p = pro.gep(address(buf.base), [ir.Constant(I64, buf.offset)], source_etype=I8,
+                        name=buf.name)
+        elif buf.kind in ("arg", "result"):
             table = args if buf.kind == "arg" else results
-            p = b.load(b.gep(table, [ir.Constant(I64, buf.index)], source_etype=PTR), typ=PTR,
-                       name=buf.name)
+            p = pro.load(pro.gep(table, [ir.Constant(I64, buf.index)], source_etype=PTR),
+                         typ=PTR, name=buf.name)
         elif buf.kind == "temp":
-            p = b.gep(arena, [ir.Constant(I64, buf.offset)], source_etype=I8, name=buf.name)
+            p = pro.gep(arena, [ir.Constant(I64, buf.offset)], source_etype=I8, name=buf.name)
         else:
             data = constant_bytes(buf)
             g = ir.GlobalVariable(module, ir.ArrayType(I8, len(data)),
@@ -192,11 +212,66 @@ def _emit_entry(module: ir.Module, plan: Plan, fns: list[ir.Function]) -> None:
         addr[id(buf)] = p
         return p
 
-    for k, kfn in zip(plan.kernels, fns):
-        ptrs = [address(x) for x in kernel_reads(k, plan.vbuf) + kernel_writes(k)]
-        par = getattr(kfn, "oxla_parallel", None)
-        if par is not None:
-            call_parallel(b, module, kfn, ptrs, *par)
-        else:
-            b.call(kfn, ptrs)
+    _emit_schedule(b, module, plan, fns, address)
     b.ret_void()
+    pro.position_at_end(fn.blocks[0])
+    pro.branch(fn.blocks[1])
+
+
+def _emit_schedule(b: ir.IRBuilder, module: ir.Module, plan: Plan, fns: dict[int, ir.Function],
+                   address) -> None:
+    for k in plan.kernels:
+        if isinstance(k, ControlKernel):
+            _emit_control(b, module, k, fns, address)
+            continue
+        _emit_call(b, module, k, plan, fns, address)
+
+
+def _emit_call(b, module, k: Kernel, plan: Plan | None, fns, address) -> None:
+    kfn = fns[id(k)]
+    ptrs = [address(x) for x in kernel_reads(k, plan.vbuf if plan else {}) + kernel_writes(k)]
+    par = getattr(kfn, "oxla_parallel", None)
+    if par is not None:
+        call_parallel(b, module, kfn, ptrs, *par)
+    else:
+        b.call(kfn, ptrs)
+
+
+def _load_scalar(b: ir.IRBuilder, buf: ir.Value, bits: int) -> ir.Value:
+    ty = ir.IntType(max(bits, 8))
+    return b.load(b.bitcast(buf, PTR), typ=ty)
+
+
+def _emit_control(b: ir.IRBuilder, module: ir.Module, k: ControlKernel, fns, address) -> None:
+    """``while``: init copies; head: cond plan, branch on its predicate; body: body plan,
+    back to head. ``if``/``case``: a branch (a switch) to one block per sub-plan."""
+    done = b.append_basic_block(f"{k.name}.end")
+    if k.kind == "while":
+        for i in k.init:
+            _emit_call(b, module, i, None, fns, address)
+        head = b.append_basic_block(f"{k.name}.head")
+        body = b.append_basic_block(f"{k.name}.body")
+        b.branch(head)
+        b.position_at_end(head)
+        _emit_schedule(b, module, k.plans[0], fns, address)
+        pred = _load_scalar(b, address(k.pred), 1)
+        b.cbranch(b.icmp_unsigned("!=", pred, ir.Constant(pred.type, 0)), body, done)
+        b.position_at_end(body)
+        _emit_schedule(b, module, k.plans[1], fns, address)
+        b.branch(head)
+        b.position_at_end(done)
+        return
+    blocks = [b.append_basic_block(f"{k.name}.branch{i}") for i in range(len(k.plans))]
+    if k.kind == "if":
+        pred = _load_scalar(b, address(k.pred), 1)
+        b.cbranch(b.icmp_unsigned("!=", pred, ir.Constant(pred.type, 0)), blocks[0], blocks[1])
+    else:  # case: an index out of [0, n) runs the last branch
+        idx = _load_scalar(b, address(k.pred), k.op.operands[0].type.element_type.width)
+        sw = b.switch(idx, blocks[-1])
+        for i, blk in enumerate(blocks[:-1]):
+            sw.add_case(ir.Constant(idx.type, i), blk)
+    for blk, p in zip(blocks, k.plans):
+        b.position_at_end(blk)
+        _emit_schedule(b, module, p, fns, address)
+        b.branch(done)
+    b.position_at_end(done)

@@ -96,34 +96,64 @@ def fuse(module: Module) -> Plan:
     ret = block.ops[-1]
     for v in block.args:
         _check_type(main, v)
+    args = [Buf(f"arg{i}", nbytes(v), "arg", index=i) for i, v in enumerate(block.args)]
+    results = [Buf(f"result{j}", nbytes(v), "result", index=j)
+               for j, v in enumerate(ret.operands)]
+    plan = fuse_block(block, dict(zip(block.args, args)), results, "", iter(range(1 << 30)))
+    plan.args = args
+    counts: dict[str, int] = {}
+    for k in plan.kernels:
+        counts[type(k).__name__] = counts.get(type(k).__name__, 0) + 1
+    plan.notes.append("fusion: " + ", ".join(f"{n} {c}" for c, n in sorted(counts.items())))
+    return plan
+
+
+def fuse_block(block, env: dict[Value, Buf], results: list[Buf], prefix: str,
+               counter) -> Plan:
+    """The kernels of one block (``main``'s body or a control-flow region).
+
+    Args:
+        block: the block; its last op returns the values written to ``results``.
+        env: buffers of the values visible in the block but defined outside it (the
+            block's arguments, and values of enclosing blocks that its ops capture).
+        results: one buffer per returned value; a computed value is written there in
+            place, anything else (an argument, a constant, a repeated value) is copied.
+        prefix: prepended to kernel names (unique LLVM function names).
+        counter: shared iterator of fresh buffer numbers.
+
+    Raises:
+        NotSupportedError: an op, type or form the backend cannot compile yet.
+    """
+    from oxla_backend_cpu.control import CONTROL_OPS, captured_values, control_kernel
+
+    ret = block.ops[-1]
+    for v in block.args:
+        _check_type(ret, v)
     live = _live_ops(block.ops[:-1], ret)
     kinds: dict[Operation, str] = {}
     for op in live:
-        kinds[op] = _classify(op)
+        kinds[op] = "control" if op.name in CONTROL_OPS else _classify(op)
         for r in op.results:
             _check_type(op, r)
     returned = set(ret.operands)
-    materialized: set[Value] = set(block.args)
+    materialized: set[Value] = set(env)
     for op in live:
         for r in op.results:
             if _must_materialize(r, kinds, returned):
                 materialized.add(r)
+        if kinds[op] == "control":  # values its regions read live in buffers
+            materialized.update(captured_values(op))
 
-    vbuf: dict[Value, Buf] = {}
-    args = [Buf(f"arg{i}", nbytes(v), "arg", index=i) for i, v in enumerate(block.args)]
-    vbuf.update(zip(block.args, args))
-    results = [Buf(f"result{j}", nbytes(v), "result", index=j)
-               for j, v in enumerate(ret.operands)]
+    vbuf: dict[Value, Buf] = dict(env)
     for j, v in enumerate(ret.operands):
         if v not in vbuf:  # first occurrence of a computed value: write the result in place
             vbuf[v] = results[j]
     kernels: list[Kernel] = []
-    counter = iter(range(1 << 30))
     for op in live:
         v = op.results[0]
         if v not in materialized:
             continue
-        if kinds[op] in ("reduce", "op"):
+        if kinds[op] in ("reduce", "op", "control"):
             for r in op.results:
                 if r not in vbuf:
                     vbuf[r] = Buf(f"%{next(counter)}", nbytes(r), "temp")
@@ -132,21 +162,21 @@ def fuse(module: Module) -> Plan:
             data = op.attr("value").array if kind == "const" else None
             vbuf[v] = Buf(f"%{next(counter)}", nbytes(v), kind, data=data)
         if kinds[op] == "const":
-            if vbuf[v].kind == "result":  # returned: a copy kernel below copies it out
+            if vbuf[v].kind != "const":  # returned: a copy kernel below copies it out
                 vbuf[v] = Buf(f"const{next(counter)}", nbytes(v), "const",
                               data=op.attr("value").array)
             continue
-        kernels.extend(_make_kernels(op, kinds[op], vbuf, materialized, len(kernels), counter))
+        if kinds[op] == "control":
+            kernels.append(control_kernel(op, vbuf, f"{prefix}{op.name.split('.')[-1]}"
+                                          f"{len(kernels)}", counter))
+            continue
+        kernels.extend(_make_kernels(op, kinds[op], vbuf, materialized, len(kernels), counter,
+                                     prefix))
     # Results that are arguments, constants or repeated values need a copy kernel.
     for j, v in enumerate(ret.operands):
         if vbuf.get(v) is not results[j]:
-            kernels.append(LoopKernel(f"copy{len(kernels)}", v, [v], results[j]))
-    plan = Plan(kernels, vbuf, args, results)
-    counts: dict[str, int] = {}
-    for k in kernels:
-        counts[type(k).__name__] = counts.get(type(k).__name__, 0) + 1
-    plan.notes.append("fusion: " + ", ".join(f"{n} {c}" for c, n in sorted(counts.items())))
-    return plan
+            kernels.append(LoopKernel(f"{prefix}copy{len(kernels)}", v, [v], results[j]))
+    return Plan(kernels, vbuf, [], results)
 
 
 def _live_ops(ops: list[Operation], ret: Operation) -> list[Operation]:
@@ -168,9 +198,9 @@ def _live_ops(ops: list[Operation], ret: Operation) -> list[Operation]:
 def _must_materialize(v: Value, kinds: dict[Operation, str], returned: set[Value]) -> bool:
     kind = kinds[v.owner_op]
     users = [u for u in v.users if u in kinds]
-    if kind in ("reduce", "dot", "const", "op") or v in returned:
+    if kind in ("reduce", "dot", "const", "op", "control") or v in returned:
         return True
-    if any(kinds[u] in ("dot", "op") for u in users):
+    if any(kinds[u] in ("dot", "op", "control") for u in users):
         return True
     if kind == "cheap":
         return False
@@ -198,7 +228,15 @@ def _leaves(root: Value, materialized: set[Value]) -> tuple[list[Value], list[Op
 
 
 def _make_kernels(op: Operation, kind: str, vbuf: dict[Value, Buf], materialized: set[Value],
-                  n: int, counter) -> list[Kernel]:
+                  n: int, counter, prefix: str = "") -> list[Kernel]:
+    kernels = _make_kernels_unnamed(op, kind, vbuf, materialized, n, counter)
+    for k in kernels:
+        k.name = prefix + k.name
+    return kernels
+
+
+def _make_kernels_unnamed(op: Operation, kind: str, vbuf: dict[Value, Buf],
+                          materialized: set[Value], n: int, counter) -> list[Kernel]:
     v = op.results[0]
     if kind in ("loop", "cheap"):
         saved = v in materialized

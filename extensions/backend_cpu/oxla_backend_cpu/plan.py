@@ -22,6 +22,8 @@ class Buf:
         index: argument or result index.
         offset: byte offset in the arena (temps, set by buffer assignment).
         data: the constant's array (``const`` only).
+        base: for a temporary of a control-flow region, the scratch buffer its
+            ``offset`` is relative to (regions get their own arena inside the parent's).
     """
 
     name: str
@@ -30,6 +32,7 @@ class Buf:
     index: int = -1
     offset: int = -1
     data: np.ndarray | None = None
+    base: Buf | None = None
 
 
 @dataclass(eq=False)
@@ -99,11 +102,42 @@ class DotKernel:
     dtype: str  # "f32" | "f64"
 
 
-Kernel = LoopKernel | OpKernel | PackKernel | DotKernel
+@dataclass(eq=False)
+class ControlKernel:
+    """``while``, ``if`` or ``case``: loops and branches around sub-plans, emitted inline
+    in the entry function (:mod:`oxla_backend_cpu.control`).
+
+    Attributes:
+        kind: ``while``, ``if`` or ``case``.
+        pred: ``while``: the condition's i1 result (written by ``plans[0]``); ``if``: the
+            predicate's buffer; ``case``: the index's buffer (i32).
+        plans: ``while``: [cond, body] (the body ends with copies of its results into
+            ``outs``, the loop-carried buffers); ``if``/``case``: one per branch, each
+            writing ``outs``.
+        init: ``while`` only: copies of the operands into ``outs`` before the loop.
+        outs: one buffer per result.
+        reads: every buffer outside the sub-plans' scratch that the kernel reads.
+        scratch: the sub-plans' temporaries (None when they have none).
+    """
+
+    name: str
+    op: Operation
+    kind: str
+    pred: Buf
+    plans: list[Plan]
+    init: list[Kernel]
+    outs: list[Buf]
+    reads: list[Buf]
+    scratch: Buf | None = None
+
+
+Kernel = LoopKernel | OpKernel | PackKernel | DotKernel | ControlKernel
 
 
 def kernel_reads(k: Kernel, vbuf: dict[Value, Buf]) -> list[Buf]:
     """The buffers kernel ``k`` reads."""
+    if isinstance(k, ControlKernel):
+        return list(k.reads)
     if isinstance(k, LoopKernel | OpKernel):
         return [vbuf[v] for v in k.inputs]
     if isinstance(k, PackKernel):
@@ -112,7 +146,10 @@ def kernel_reads(k: Kernel, vbuf: dict[Value, Buf]) -> list[Buf]:
 
 
 def kernel_writes(k: Kernel) -> list[Buf]:
-    """The buffers kernel ``k`` writes (one per result of its op)."""
+    """The buffers kernel ``k`` writes (one per result of its op; a control kernel's
+    scratch too)."""
+    if isinstance(k, ControlKernel):
+        return list(k.outs) + ([k.scratch] if k.scratch is not None else [])
     return list(k.outs) if isinstance(k, OpKernel) else [k.out]
 
 
@@ -137,14 +174,26 @@ class Plan:
 
     def describe(self) -> str:
         """A readable listing of the plan (for dumps and debugging)."""
-        lines = list(self.notes)
+        return "\n".join(list(self.notes) + self._lines("") +
+                         [f"temp_bytes: {self.temp_bytes}"])
+
+    def _lines(self, indent: str) -> list[str]:
+        lines = []
         for k in self.kernels:
+            if isinstance(k, ControlKernel):
+                lines.append(f"{indent}{k.name}: {k.kind}({k.pred.name}) -> "
+                             + ", ".join(o.name for o in k.outs))
+                for i in k.init:
+                    lines.append(f"{indent}  {i.name}: copy {i.src_buf.name} -> {i.out.name}")
+                for j, p in enumerate(k.plans):
+                    lines.append(f"{indent}  region {j}:")
+                    lines += p._lines(indent + "    ")
+                continue
             reads = ", ".join(b.name for b in kernel_reads(k, self.vbuf))
             extra = ""
             if isinstance(k, LoopKernel | OpKernel):
                 extra = " fuses " + ", ".join(o.name for o in k.fused_ops)
             outs = ", ".join(f"{o.name} [{o.kind}@{o.offset if o.kind == 'temp' else o.index}]"
                              for o in kernel_writes(k))
-            lines.append(f"{k.name}: {type(k).__name__}({reads}) -> {outs}{extra}")
-        lines.append(f"temp_bytes: {self.temp_bytes}")
-        return "\n".join(lines)
+            lines.append(f"{indent}{k.name}: {type(k).__name__}({reads}) -> {outs}{extra}")
+        return lines

@@ -1,0 +1,130 @@
+"""Control flow (``while``, ``if``, ``case``) as structured plans.
+
+Each region is fused on its own (:func:`~oxla_backend_cpu.fusion.fuse_block`) into a
+sub-plan whose kernels the entry function calls inside a loop or a branch
+(:mod:`oxla_backend_cpu.codegen`). Values live in buffers:
+
+* ``while``: the results' buffers are the loop-carried state: the operands are copied in
+  before the loop; the condition region reads them and writes its ``i1`` into a
+  predicate buffer; the body region reads them and writes its results into fresh
+  buffers, copied back into the carried ones at the end of each iteration (so a body
+  that swaps two carried values is right); a result that is the body's argument at the
+  same position is neither computed nor copied.
+* ``if``/``case``: every branch writes the results' buffers directly; the predicate (or
+  the index: out of range selects the last branch, spec ``case``) is read from its buffer.
+* values the regions capture from enclosing blocks are materialized there and read in
+  place.
+
+The sub-plans' temporaries share one scratch buffer of the enclosing plan (branches and
+the condition/body pairs never run at the same time, so the scratch is as large as the
+largest sub-plan's peak), placed first fit by liveness inside each sub-plan.
+"""
+
+from __future__ import annotations
+
+from oxla.ir import Operation, Value
+from oxla_backend_cpu.plan import Buf, ControlKernel, PackKernel, Plan, kernel_reads, kernel_writes
+
+CONTROL_OPS = ("stablehlo.while", "stablehlo.if", "stablehlo.case")
+ALIGN = 64
+
+
+def captured_values(op: Operation) -> set[Value]:
+    """The values ``op``'s regions read that are defined outside ``op``."""
+    defined: set[Value] = set()
+    inner = list(op.walk())
+    for o in inner:
+        defined.update(o.results)
+        for region in o.regions:
+            for block in region.blocks:
+                defined.update(block.args)
+    return {v for o in inner[1:] for v in o.operands if v not in defined}
+
+
+def control_kernel(op: Operation, vbuf: dict[Value, Buf], name: str, counter) -> ControlKernel:
+    """The kernel of one control-flow op; ``vbuf`` holds the buffers of its results and
+    of every value its regions capture.
+
+    Raises:
+        NotSupportedError: an op of a region that the backend cannot compile.
+    """
+    from oxla_backend_cpu.fusion import fuse_block, nbytes
+
+    outs = [vbuf[r] for r in op.results]
+    init = []
+    if op.name == "stablehlo.while":
+        cond, body = (r.blocks[0] for r in op.regions)
+        pred = Buf(f"%{next(counter)}", 1, "temp")
+        cond_plan = fuse_block(cond, {**vbuf, **dict(zip(cond.args, outs))}, [pred],
+                               f"{name}.cond.", counter)
+        ret = body.ops[-1].operands
+        nxt = [outs[j] if v is body.args[j] else Buf(f"%{next(counter)}", nbytes(v), "temp")
+               for j, v in enumerate(ret)]
+        body_plan = fuse_block(body, {**vbuf, **dict(zip(body.args, outs))}, nxt,
+                               f"{name}.body.", counter)
+        for j, v in enumerate(ret):
+            if nxt[j] is not outs[j]:
+                body_plan.kernels.append(PackKernel(f"{name}.next{j}", v, nxt[j],
+                                                    tuple(range(v.type.rank)), outs[j]))
+        for j, v in enumerate(op.operands):
+            init.append(PackKernel(f"{name}.init{j}", v, vbuf[v], tuple(range(v.type.rank)),
+                                   outs[j]))
+        plans = [cond_plan, body_plan]
+    else:
+        pred = vbuf[op.operands[0]]
+        plans = [fuse_block(r.blocks[0], vbuf, outs, f"{name}.branch{i}.", counter)
+                 for i, r in enumerate(op.regions)]
+    scratch = Buf(f"{name}.scratch", 0, "temp")
+    size = max([_place(p, scratch, set(map(id, vbuf.values())) | set(map(id, outs)))
+                for p in plans] + [0])
+    scratch.nbytes = size
+    reads: dict[int, Buf] = {}
+    for b in [pred] + [b for k in init for b in kernel_reads(k, vbuf)] + \
+            [b for p in plans for k in p.kernels for b in kernel_reads(k, p.vbuf)]:
+        if b.base is None:  # not in the scratch
+            reads.setdefault(id(b), b)
+    return ControlKernel(name, op, op.name.split(".")[-1], pred, plans, init, outs,
+                         list(reads.values()), scratch if size else None)
+
+
+def _align(n: int) -> int:
+    return (n + ALIGN - 1) // ALIGN * ALIGN
+
+
+def _place(plan: Plan, scratch: Buf, outer: set[int]) -> int:
+    """Places the temporaries ``plan`` creates (those not in ``outer``) at offsets
+    relative to ``scratch``, first fit by liveness; returns the bytes used."""
+    n = len(plan.kernels)
+    first: dict[int, int] = {}
+    last: dict[int, int] = {}
+    bufs: dict[int, Buf] = {}
+    for t, k in enumerate(plan.kernels):
+        for b in kernel_writes(k):
+            if b.kind == "temp" and b.base is None and id(b) not in outer:
+                first.setdefault(id(b), t)
+                last.setdefault(id(b), t)
+                bufs[id(b)] = b
+        for b in kernel_reads(k, plan.vbuf):
+            if id(b) in bufs:
+                last[id(b)] = t
+    for b in plan.results:
+        if id(b) in bufs:
+            last[id(b)] = n
+    live: list[tuple[int, int, int]] = []  # (offset, size, id)
+    peak = 0
+    for t, k in enumerate(plan.kernels):
+        live = [x for x in live if last[x[2]] >= t]
+        for b in kernel_writes(k):
+            if id(b) not in bufs or first[id(b)] != t or b.base is not None:
+                continue
+            size = _align(max(b.nbytes, 1))
+            offset = 0
+            for off, sz, _ in live:
+                if off - offset >= size:
+                    break
+                offset = max(offset, off + sz)
+            b.base, b.offset = scratch, offset
+            live.append((offset, size, id(b)))
+            live.sort(key=lambda x: x[0])
+            peak = max(peak, offset + size)
+    return peak
