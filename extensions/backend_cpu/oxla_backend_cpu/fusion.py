@@ -76,13 +76,21 @@ def _classify(op: Operation) -> str:
         return "loop"
     if op.name == "stablehlo.reduce":
         return "reduce"
+    if op.name in ("stablehlo.dot_general", "stablehlo.dot") and _blas_dot(op):
+        return "dot"
+    from oxla_backend_cpu import linalg, misc_ops  # noqa: F401  (register their emitters)
     from oxla_backend_cpu.opkernels import OP_EMITTERS
 
     if op.name in OP_EMITTERS:
         return "op"
-    if op.name in ("stablehlo.dot_general", "stablehlo.dot"):
-        return "dot"
     raise unsupported(op)
+
+
+def _blas_dot(op: Operation) -> bool:
+    """True when BLAS computes the dot: f32 x f32 -> f32 or f64 x f64 -> f64."""
+    et = op.operands[0].type.element_type
+    return et == op.operands[1].type.element_type == op.results[0].type.element_type and \
+        isinstance(et, T.FloatType) and et.name in ("f32", "f64")
 
 
 def fuse(module: Module) -> Plan:

@@ -1,0 +1,206 @@
+"""Loop-kernel emitters for the linear algebra that BLAS does not cover.
+
+* ``dot_general``/``dot`` on integers (wrapping), f16/bf16 and mixed or preferred
+  result types: operands converted to the accumulation type, one accumulator per
+  result element summed in contraction order;
+* ``convolution`` (and ``dynamic_conv`` with a constant padding operand): a direct loop
+  nest with any dimension numbers, strides, padding, lhs/rhs dilation, window reversal,
+  ``feature_group_count`` and ``batch_group_count``.
+
+Accumulation follows the interpreter (``oxla.interpreter.rules.linalg``): integers in
+64 bits (wrapping, then truncated to the result), f64 results in f64, every other float
+result in f32, rounded once at the end. No FMA contraction (separate ``fmul``/``fadd``).
+"""
+
+from __future__ import annotations
+
+import llvmlite.ir as ir
+import numpy as np
+from oxla_codegen_llvm import FusedEmitter, Scalar, linearize, llvm_type, loop_nest, shape_of
+from oxla_codegen_llvm.fused import store as store_elem
+from oxla_codegen_llvm.scalar import convert
+
+from oxla.errors import NotSupportedError
+from oxla.ir import attributes as A
+from oxla.ir import types as T
+from oxla_backend_cpu.opkernels import op_emitter
+from oxla_backend_cpu.plan import OpKernel
+
+I1, I64 = ir.IntType(1), ir.IntType(64)
+
+
+def _i64(n: int) -> ir.Constant:
+    return ir.Constant(I64, n)
+
+
+def acc_type(et: T.ElementType) -> T.ElementType:
+    """The accumulation type of a dot/convolution whose result type is ``et``."""
+    if isinstance(et, T.IntegerType):
+        return T.IntegerType(64, unsigned=et.unsigned) if et.width > 1 else et
+    if isinstance(et, T.FloatType) and et.name == "f64":
+        return et
+    if isinstance(et, T.FloatType):
+        return T.FloatType("f32")
+    raise NotSupportedError(f"element type {et} is not supported by the cpu dot/convolution "
+                            "kernels yet")
+
+
+def _mac(s: Scalar, acc_et: T.ElementType, acc: ir.Value, x: ir.Value, y: ir.Value) -> ir.Value:
+    b = s.b
+    if isinstance(acc_et, T.FloatType):
+        return b.fadd(acc, b.fmul(x, y, flags=s.flags), flags=s.flags)
+    if acc_et.width == 1:  # boolean dot: or of ands
+        return b.or_(acc, b.and_(x, y))
+    return b.add(acc, b.mul(x, y))
+
+
+def _zero(ty: ir.Type) -> ir.Constant:
+    return ir.Constant(ty, 0.0 if isinstance(ty, ir.FloatType | ir.DoubleType) else 0)
+
+
+def dot_dims(op) -> tuple[tuple[int, ...], ...]:
+    """``(lhs_batch, rhs_batch, lhs_contracting, rhs_contracting)`` of a dot."""
+    if op.name == "stablehlo.dot":
+        return (), (), (op.operands[0].type.rank - 1,), (0,)
+    d = op.attr("dot_dimension_numbers")
+    return tuple(tuple(int(x) for x in d.get(k, ())) for k in (
+        "lhs_batching_dimensions", "rhs_batching_dimensions",
+        "lhs_contracting_dimensions", "rhs_contracting_dimensions"))
+
+
+@op_emitter("stablehlo.dot")
+@op_emitter("stablehlo.dot_general")
+def emit_dot_loop(s: Scalar, k: OpKernel, buffers: dict, outs: list) -> None:
+    """``dot_general`` as a loop nest (the result is ``batch..., lhs free..., rhs free...``)."""
+    b, op = s.b, k.op
+    lhs, rhs = op.operands
+    et = op.results[0].type.element_type
+    acc_et = acc_type(et)
+    aty = llvm_type(acc_et)
+    lb, rb, lc, rc = dot_dims(op)
+    ls, rs = shape_of(lhs), shape_of(rhs)
+    lf = [d for d in range(len(ls)) if d not in lb + lc]
+    rf = [d for d in range(len(rs)) if d not in rb + rc]
+    out_shape = shape_of(op.results[0])
+    f = FusedEmitter(s, buffers)
+    with b.goto_entry_block():
+        acc = b.alloca(aty, name="acc")
+    with loop_nest(b, out_shape, "o") as oidx:
+        b.store(_zero(aty), acc)
+        with loop_nest(b, [ls[d] for d in lc], "k") as kidx:
+            f.reset()
+            li: list = [None] * len(ls)
+            ri: list = [None] * len(rs)
+            for n, (dl, dr) in enumerate(zip(lb, rb)):
+                li[dl] = ri[dr] = oidx[n]
+            for n, d in enumerate(lf):
+                li[d] = oidx[len(lb) + n]
+            for n, d in enumerate(rf):
+                ri[d] = oidx[len(lb) + len(lf) + n]
+            for i, dl, dr in zip(kidx, lc, rc):
+                li[dl] = ri[dr] = i
+            x = convert(s, f.value_at(lhs, li), lhs.type.element_type, acc_et)
+            y = convert(s, f.value_at(rhs, ri), rhs.type.element_type, acc_et)
+            b.store(_mac(s, acc_et, b.load(acc, typ=aty), x, y), acc)
+        f.reset()
+        store_elem(s, outs[0], et, linearize(b, oidx, out_shape),
+                   convert(s, b.load(acc, typ=aty), acc_et, et))
+
+
+def _ints(op, name: str, default: tuple) -> tuple:
+    a = op.attr(name)
+    v = A.to_python(a) if a is not None else None
+    return tuple(v) if v else default
+
+
+def conv_params(op, ns: int) -> tuple:
+    """``(strides, pad_lo, lhs_dilation, rhs_dilation, reversal, fgc, bgc)``.
+
+    Raises:
+        NotSupportedError: a ``dynamic_conv`` whose padding is not a constant.
+    """
+    ones = (1,) * ns
+    if op.name == "stablehlo.dynamic_conv":
+        src = op.operands[2].owner_op
+        if src is None or src.name != "stablehlo.constant":
+            raise NotSupportedError("'stablehlo.dynamic_conv' with a padding that is not a "
+                                    "constant is not supported by the cpu backend", op.loc)
+        pad = np.asarray(src.attr("value").array, np.int64)
+    else:
+        a = op.attr("padding")
+        pad = (a.array if isinstance(a, A.DenseElementsAttr) else
+               np.asarray(A.to_python(a) if a is not None else [], np.int64))
+    pad = np.asarray(pad, np.int64).reshape(ns, 2) if np.size(pad) else np.zeros((ns, 2),
+                                                                                 np.int64)
+    fgc = int(A.to_python(op.attr("feature_group_count")) or 1) \
+        if op.attr("feature_group_count") is not None else 1
+    bgc = int(A.to_python(op.attr("batch_group_count")) or 1) \
+        if op.attr("batch_group_count") is not None else 1
+    return (tuple(int(x) for x in _ints(op, "window_strides", ones)),
+            tuple(int(x) for x in pad[:, 0]),
+            tuple(int(x) for x in _ints(op, "lhs_dilation", ones)),
+            tuple(int(x) for x in _ints(op, "rhs_dilation", ones)),
+            tuple(bool(x) for x in _ints(op, "window_reversal", (False,) * ns)), fgc, bgc)
+
+
+@op_emitter("stablehlo.dynamic_conv")
+@op_emitter("stablehlo.convolution")
+def emit_convolution(s: Scalar, k: OpKernel, buffers: dict, outs: list) -> None:
+    """Spec ``convolution``: out[b, o, f] = sum over the group's input features and the
+    window of lhs[padded, dilated position] * rhs[window position]."""
+    b, op = s.b, k.op
+    lhs, rhs = op.operands[:2]
+    dn = op.attr("dimension_numbers")
+    et = op.results[0].type.element_type
+    acc_et = acc_type(et)
+    aty = llvm_type(acc_et)
+    ls, ks, out_shape = shape_of(lhs), shape_of(rhs), shape_of(op.results[0])
+    ns = len(ls) - 2
+    strides, lo, ldil, rdil, rev, fgc, bgc = conv_params(op, ns)
+    cg = ks[dn.kernel_input_feature_dimension]  # input features per group
+    n_out = ks[dn.kernel_output_feature_dimension]
+    og = n_out // (fgc * bgc)  # output features per group
+    nb = ls[dn.input_batch_dimension] // bgc
+    ksp = [ks[d] for d in dn.kernel_spatial_dimensions]
+    isp = [ls[d] for d in dn.input_spatial_dimensions]
+    f = FusedEmitter(s, buffers)
+    with b.goto_entry_block():
+        acc = b.alloca(aty, name="acc")
+    with loop_nest(b, out_shape, "o") as oidx:
+        b.store(_zero(aty), acc)
+        feat = oidx[dn.output_feature_dimension]
+        group = b.udiv(feat, _i64(max(og, 1)))
+        batch = oidx[dn.output_batch_dimension]
+        if bgc > 1:
+            batch = b.add(b.mul(group, _i64(nb)), batch)
+        with loop_nest(b, [cg] + ksp, "w") as widx:
+            ci, kw = widx[0], widx[1:]
+            inside = ir.Constant(I1, 1)
+            li: list = [None] * len(ls)
+            ki: list = [None] * len(ks)
+            li[dn.input_batch_dimension] = batch
+            li[dn.input_feature_dimension] = b.add(b.mul(group, _i64(cg)), ci) if fgc > 1 \
+                else ci
+            ki[dn.kernel_input_feature_dimension] = ci
+            ki[dn.kernel_output_feature_dimension] = feat
+            for i in range(ns):
+                o = oidx[dn.output_spatial_dimensions[i]]
+                p = b.sub(b.add(b.mul(o, _i64(strides[i])), b.mul(kw[i], _i64(rdil[i]))),
+                          _i64(lo[i]))
+                q = b.sdiv(p, _i64(ldil[i])) if ldil[i] != 1 else p
+                ok = b.and_(b.icmp_signed(">=", p, _i64(0)), b.icmp_signed("<", q, _i64(isp[i])))
+                if ldil[i] != 1:
+                    ok = b.and_(ok, b.icmp_signed("==", b.srem(p, _i64(ldil[i])), _i64(0)))
+                inside = b.and_(inside, ok)
+                li[dn.input_spatial_dimensions[i]] = q
+                ki[dn.kernel_spatial_dimensions[i]] = \
+                    b.sub(_i64(ksp[i] - 1), kw[i]) if rev[i] else kw[i]
+            f.reset()
+            with b.if_then(inside):
+                x = convert(s, f.value_at(lhs, li), lhs.type.element_type, acc_et)
+                y = convert(s, f.value_at(rhs, ki), rhs.type.element_type, acc_et)
+                b.store(_mac(s, acc_et, b.load(acc, typ=aty), x, y), acc)
+            f.reset()
+        f.reset()
+        store_elem(s, outs[0], et, linearize(b, oidx, out_shape),
+                   convert(s, b.load(acc, typ=aty), acc_et, et))
