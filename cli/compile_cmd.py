@@ -63,8 +63,11 @@ def resolve_frontend(path: str, name: str | None) -> str:
 @click.option("--input-spec", "input_specs", multiple=True, metavar="DIMS:TYPE",
               help="concrete shape of an argument, one per argument in order (4x8:f32); "
                    "refines dynamic dims")
+@click.option("--params-as-inputs", is_flag=True, default=False,
+              help="keep parameters and buffers as leading function arguments instead of "
+                   "constants (frontends with parameters: torch)")
 def compile_command(input_path: str, frontend: str | None, backend: str, output: str | None,
-                    emit: str, input_specs: tuple[str, ...]) -> None:
+                    emit: str, input_specs: tuple[str, ...], params_as_inputs: bool) -> None:
     """Compile a model file or directory (IN) into a .oxla artifact.
 
     The frontend is detected from IN when --frontend is omitted: .mlir files are
@@ -75,7 +78,9 @@ def compile_command(input_path: str, frontend: str | None, backend: str, output:
     from oxla.ir import print_module
 
     name = resolve_frontend(input_path, frontend)
-    options = {"arg_shapes": list(input_specs)} if input_specs else {}
+    options: dict[str, object] = {"arg_shapes": list(input_specs)} if input_specs else {}
+    if params_as_inputs:
+        options["params_as_inputs"] = True
     t0 = time.perf_counter()
     module = plugins.get_frontend(name).import_path(input_path, **options)
     import_s = time.perf_counter() - t0

@@ -141,3 +141,31 @@ def test_cli_rejects_torchscript_and_state_dict(tmp_path) -> None:
                             str(tmp_path / "b.oxla")])
     assert r.exit_code == 2, r.output
     assert "state dict" in r.output and "torch.export.save" in r.output
+
+
+def test_cli_params_as_inputs(tmp_path) -> None:
+    m = _Small().eval()
+    x = torch.randn(2, 4)
+    src = tmp_path / "small.pt2"
+    torch.export.save(torch.export.export(m, (x,)), str(src))
+    runner = CliRunner()
+    r = runner.invoke(cli, ["compile", "--frontend", "torch", str(src), "--emit", "stablehlo",
+                            "--params-as-inputs"])
+    assert r.exit_code == 0, r.output
+    head = next(s for s in r.output.splitlines() if "func.func" in s)
+    assert "tensor<3x4xf32>" in head and "tensor<3xf32>" in head and "tensor<2x4xf32>" in head
+    consts = [s for s in r.output.splitlines() if "stablehlo.constant" in s]
+    assert not [s for s in consts if "3x4xf32" in s or "tensor<3xf32>" in s], consts
+    out = tmp_path / "p.oxla"
+    r = runner.invoke(cli, ["compile", str(src), "--params-as-inputs", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    arrays = [m.fc.weight.detach().numpy(), m.fc.bias.detach().numpy(), x.numpy()]
+    for i, a in enumerate(arrays):
+        np.save(tmp_path / f"a{i}.npy", a)
+    args = [a for i in range(3) for a in ("--input", str(tmp_path / f"a{i}.npy"))]
+    r = runner.invoke(cli, ["run", str(out), *args, "--output", str(tmp_path / "o.npz")])
+    assert r.exit_code == 0, r.output
+    with torch.no_grad():
+        want = m(x).numpy()
+    np.testing.assert_allclose(np.load(tmp_path / "o.npz")["result0"], want, rtol=1e-5,
+                               atol=1e-6)

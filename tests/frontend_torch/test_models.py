@@ -59,6 +59,48 @@ def test_bert_interpreter(assert_close) -> None:
     assert_close(got.pooler_output, want.pooler_output)
 
 
+def _vit() -> torch.nn.Module:
+    torch.manual_seed(0)
+    cfg = transformers.ViTConfig(image_size=32, patch_size=8, hidden_size=32,
+                                 num_hidden_layers=2, num_attention_heads=2,
+                                 intermediate_size=64, num_labels=10)
+    return transformers.ViTForImageClassification(cfg).eval()
+
+
+def _t5() -> torch.nn.Module:
+    torch.manual_seed(0)
+    cfg = transformers.T5Config(d_model=32, d_kv=16, d_ff=64, num_layers=2,
+                                num_decoder_layers=2, num_heads=2, vocab_size=100,
+                                decoder_start_token_id=0, use_cache=False)
+    return transformers.T5ForConditionalGeneration(cfg).eval()
+
+
+def _t5_inputs() -> dict[str, torch.Tensor]:
+    g = torch.Generator().manual_seed(7)
+    return {"input_ids": torch.randint(0, 100, (2, 7), generator=g),
+            "decoder_input_ids": torch.randint(0, 100, (2, 5), generator=g)}
+
+
+def test_vit_interpreter(assert_close) -> None:
+    model = _vit()
+    x = torch.randn(2, 3, 32, 32, generator=torch.Generator().manual_seed(8))
+    f = ot.compile(model, (x,), "interpreter")
+    with torch.no_grad():
+        want = model(x).logits
+    assert_close(f(x).logits, want)
+
+
+def test_t5_encoder_decoder_interpreter(assert_close) -> None:
+    model = _t5()
+    kw = _t5_inputs()
+    f = ot.compile(model, (), "interpreter", example_kwargs=kw)
+    with torch.no_grad():
+        want = model(**kw)
+    got = f(**kw)
+    assert_close(got.logits, want.logits)  # decoder forward (cross-attends the encoder)
+    assert_close(got.encoder_last_hidden_state, want.encoder_last_hidden_state)
+
+
 class _Block(torch.nn.Module):
     def __init__(self, c_in: int, c_out: int, stride: int):
         super().__init__()
@@ -133,6 +175,8 @@ def test_rnn_interpreter(cell: str, assert_close) -> None:
 
 def _cpu_case(name: str) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
     g = torch.Generator().manual_seed(6)
+    if name == "vit":
+        return _vit(), (torch.randn(2, 3, 32, 32, generator=g),)
     if name.startswith("gpt2"):
         return _gpt2(name.split("-")[1]), (torch.randint(0, 100, (2, 8), generator=g),)
     if name == "bert":
@@ -154,7 +198,7 @@ _SLOW_CPU = [  # 30-40 s of LLVM optimization each in the cpu backend; opt in
 
 
 @pytest.mark.parametrize("name", [
-    "lstm", "gru", "cnn",
+    "lstm", "gru", "cnn", "vit", "t5",
     pytest.param("gpt2-sdpa", marks=_SLOW_CPU), pytest.param("gpt2-eager", marks=_SLOW_CPU),
     pytest.param("bert", marks=_SLOW_CPU),
 ])
@@ -165,16 +209,17 @@ def test_models_on_cpu(name: str, assert_close) -> None:
 
     if "cpu" not in plugins.backends():
         pytest.skip("the cpu backend (oxla-backend-cpu) is not installed")
-    model, args = _cpu_case(name)
+    model, args = _cpu_case(name) if name != "t5" else (_t5(), ())
+    kw = _t5_inputs() if name == "t5" else {}
     try:
-        f = ot.compile(model, args, "cpu")
+        f = ot.compile(model, args, "cpu", example_kwargs=kw)
     except NotSupportedError as exc:
         msg = exc.one_line()
         assert "is not supported by the cpu backend" in msg and "'stablehlo." in msg
         pytest.xfail(msg)
     with torch.no_grad():
-        want = model(*args)
-    got = f(*args)
+        want = model(*args, **kw)
+    got = f(*args, **kw)
     flat_got = torch.utils._pytree.tree_leaves(got)
     flat_want = torch.utils._pytree.tree_leaves(want)
     assert len(flat_got) == len(flat_want)

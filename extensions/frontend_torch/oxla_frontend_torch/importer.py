@@ -73,7 +73,7 @@ def node_location(node: torch.fx.Node) -> Location:
     return NameLoc(name, FileLineColLoc(file, line, col, length, source))
 
 
-class _Symbols:
+class Symbols:
     """Maps torch sizes (ints or SymInts) to ints, with optional concrete bindings."""
 
     def __init__(self, bindings: dict[Any, int]):
@@ -146,7 +146,7 @@ def import_program(ep: ExportedProgram, params_as_inputs: bool = False,
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     specs = {s.arg.name: s for s in sig.input_specs}
     user_nodes = [n for n in placeholders if specs[n.name].kind == InputKind.USER_INPUT]
-    dim = _Symbols(_bind_symbols(ep, user_nodes, arg_shapes))
+    dim = Symbols(_bind_symbols(ep, user_nodes, arg_shapes))
     state = dict(ep.state_dict)
     state.update(ep.constants)
 
@@ -176,23 +176,44 @@ def import_program(ep: ExportedProgram, params_as_inputs: bool = False,
     out_node = next(n for n in gm.graph.nodes if n.op == "output")
     outs = list(out_node.args[0])
     user_outs = [o for o, s in zip(outs, sig.output_specs) if s.kind == OutputKind.USER_OUTPUT]
+    consts = {n: (str(specs[n.name].target), t) for n in placeholders
+              if (t := const_nodes.get(n.name)) is not None}
+    return lower_graph(gm, arg_nodes, consts, user_outs, dim, name)
 
+
+def lower_graph(gm: torch.fx.GraphModule, arg_nodes: Sequence[torch.fx.Node],
+                consts: dict[torch.fx.Node, tuple[str, torch.Tensor]],
+                outs: Sequence[Any], dim: Any, name: str = "main") -> Module:
+    """Lowers an ATen FX graph to a module with one function ``name``.
+
+    Args:
+        gm: the graph (Core ATen ops; ``getitem`` on multi-output ops).
+        arg_nodes: placeholders that become the function's arguments, in order.
+        consts: placeholders that become constants: node -> (label, tensor).
+        outs: the nodes returned, each with a tensor ``meta['val']``.
+        dim: maps a possibly symbolic torch size to an int.
+        name: the function's name.
+
+    Raises:
+        LoweringError: an op without a rule (naming the op and the user's source line).
+        NotSupportedError: a non-tensor output.
+    """
+    out_node = next(n for n in gm.graph.nodes if n.op == "output")
     ctx0 = LoweringContext(Builder.at_end(Module().body), out_node, dim)
     arg_types = [ctx0.tensor_type(n.meta["val"]) for n in arg_nodes]
-    for o in user_outs:
+    for o in outs:
         if not isinstance(o, torch.fx.Node) or not isinstance(o.meta.get("val"), torch.Tensor):
             raise NotSupportedError(f"output {o!r} is not a tensor; oxla returns tensors only")
-    result_types = [ctx0.tensor_type(o.meta["val"]) for o in user_outs]
+    result_types = [ctx0.tensor_type(o.meta["val"]) for o in outs]
 
     module = Builder.module()
     _, entry = Builder(module.body).func(name, arg_types, result_types)
     values: dict[torch.fx.Node, Any] = dict(zip(arg_nodes, entry.args))
     b = Builder(entry)
-    for n in placeholders:
-        if n.name in const_nodes:
-            b.loc = NameLoc(f"{specs[n.name].target}")
-            t = const_nodes[n.name].detach()
-            values[n] = b.constant(_to_numpy(t), ctx0.tensor_type(t))
+    for n, (label, tensor) in consts.items():
+        b.loc = NameLoc(label)
+        t = tensor.detach()
+        values[n] = b.constant(_to_numpy(t), ctx0.tensor_type(t))
 
     for node in gm.graph.nodes:
         if node.op != "call_function":
@@ -201,7 +222,7 @@ def import_program(ep: ExportedProgram, params_as_inputs: bool = False,
         values[node] = _lower_node(node, values, LoweringContext(b, node, dim))
 
     results = []
-    for o, t in zip(user_outs, result_types):
+    for o, t in zip(outs, result_types):
         v = values[o]
         if not isinstance(v, Value):
             raise LoweringError(f"output '{o.name}' was not lowered to a tensor")

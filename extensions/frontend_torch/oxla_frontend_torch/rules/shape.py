@@ -151,9 +151,16 @@ def _index_select(ctx: LoweringContext, x: Value, dim: int, index: Value) -> Val
                        ctx.out_type().shape)
 
 
-@lowering(aten.index.Tensor)
-def _index(ctx: LoweringContext, x: Value, indices: Sequence[Value | None]) -> Value:
-    """Advanced indexing ``x[i0, :, i2]`` as one gather (torch's result-dim placement)."""
+def index_plan(ctx: LoweringContext, x: Value, indices: Sequence[Value | None]
+               ) -> tuple[Value, list[int], list[int], int, list[int]]:
+    """Gather/scatter coordinates for advanced indexing ``x[i0, :, i2]``.
+
+    Returns:
+        ``(coords, offset_dims, indexed_dims, index_vector_dim, slice_sizes)``: coords
+        holds the broadcast i64 indices (negatives wrapped) stacked on the last dim; the
+        offset dims follow torch's result-dim placement (adjacent index dims stay in
+        place, separated ones go first).
+    """
     shape = shape_of(x)
     dims = [d for d, i in enumerate(indices) if i is not None]
     idx_shapes = [shape_of(indices[d]) for d in dims]
@@ -178,6 +185,13 @@ def _index(ctx: LoweringContext, x: Value, indices: Sequence[Value | None]) -> V
     else:
         offset = list(range(nb, nb + len(rest)))
     sizes = [1 if d in dims else s for d, s in enumerate(shape)]
+    return stacked, offset, dims, nb, sizes
+
+
+@lowering(aten.index.Tensor)
+def _index(ctx: LoweringContext, x: Value, indices: Sequence[Value | None]) -> Value:
+    """Advanced indexing ``x[i0, :, i2]`` as one gather (torch's result-dim placement)."""
+    stacked, offset, dims, nb, sizes = index_plan(ctx, x, indices)
     return _gather(ctx, x, stacked, offset, dims, dims, nb, sizes, ctx.out_type())
 
 
