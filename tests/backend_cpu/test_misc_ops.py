@@ -83,3 +83,17 @@ func.func @main(%x: tensor<4x6xi32>, %y: tensor<4x6xi32>) -> (tensor<4x6xi32>, t
 }"""
     x = np.arange(24, dtype=np.int32).reshape(4, 6)
     run_both(text, [x, x[::-1].copy()])
+
+
+@pytest.mark.parametrize("ty,dt", [("f32", np.float32), ("f64", np.float64),
+                                   ("f16", np.float16)])
+def test_reduce_precision_bits(ty, dt):
+    text = f"""
+func.func @main(%x: tensor<12x{ty}>) -> (tensor<12x{ty}>, tensor<12x{ty}>) {{
+  %0 = stablehlo.reduce_precision %x, format = e5m2 : tensor<12x{ty}>
+  %1 = stablehlo.reduce_precision %x, format = e8m0 : tensor<12x{ty}>
+  return %0, %1 : tensor<12x{ty}>, tensor<12x{ty}>
+}}"""
+    x = np.array([1.0, 1.125, 1.375, -3.3, 1e-6, 65504.0, 6e4, np.inf, np.nan, 0.0, -0.0, 0.3],
+                 dt)
+    run_both(text, [x], rtol=0.0)

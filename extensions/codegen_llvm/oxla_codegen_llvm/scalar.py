@@ -490,3 +490,41 @@ def _bitcast_convert(s: Scalar, op: Operation, args: list) -> ir.Value:
     if bits.type != st:
         bits = s.b.bitcast(bits, st)
     return from_storage(s, dst, bits)
+
+
+@emitter("stablehlo.reduce_precision")
+def _reduce_precision(s: Scalar, op: Operation, args: list) -> ir.Value:
+    """XLA's bit-level ``reduce_precision`` (the interpreter's ``_reduce_bits``): round
+    the mantissa to ``mantissa_bits`` (ties to even), then overflow to ±inf / underflow
+    to ±0 outside an ``exponent_bits`` range; NaN stays NaN (+inf with no mantissa bits).
+    f16/bf16 work on their own 16-bit patterns, as the interpreter does."""
+    from oxla.ir import attributes as A
+
+    b, x, et = s.b, args[0], _et(op)
+    e = int(A.to_python(op.attr("exponent_bits")))
+    m = int(A.to_python(op.attr("mantissa_bits")))
+    if is_half(et):
+        nbits, src_e, src_m = (16, 5, 10) if et.name == "f16" else (16, 8, 7)
+        u = to_storage(s, et, x)
+    else:
+        nbits, src_e, src_m = (64, 11, 52) if x.type == _F64 else (32, 8, 23)
+        u = b.bitcast(x, ir.IntType(nbits))
+    ity = ir.IntType(nbits)
+    if m < src_m:
+        shift = src_m - m
+        last = 1 << shift
+        last_bit = b.and_(b.lshr(u, _const(ity, shift)), _const(ity, 1))
+        u = b.and_(b.add(b.add(u, last_bit), _const(ity, (last >> 1) - 1)),
+                   _const(ity, ~(last - 1) & ((1 << nbits) - 1)))
+    if e < src_e:
+        exp_mask = ((1 << src_e) - 1) << src_m
+        bias, red = (1 << (src_e - 1)) - 1, (1 << (e - 1)) - 1
+        x_exp = b.and_(u, _const(ity, exp_mask))
+        zero = b.and_(u, _const(ity, 1 << (nbits - 1)))
+        inf = b.or_(zero, _const(ity, exp_mask))
+        u = b.select(b.icmp_unsigned(">", x_exp, _const(ity, (bias + red) << src_m)), inf,
+                     b.select(b.icmp_unsigned("<=", x_exp, _const(ity, (bias - red) << src_m)),
+                              zero, u))
+    r = from_storage(s, et, u) if is_half(et) else b.bitcast(u, x.type)
+    nan_to = x if m > 0 else _const(x.type, float("inf"))
+    return b.select(b.fcmp_unordered("uno", x, x), nan_to, r)
