@@ -66,14 +66,15 @@ class CPUBackend:
 
         options = options or CompileOptions()
         t0 = time.perf_counter()
-        verify(module)
         key = None
         if options.cache and not options.dump_dir:
+            # An entry's text was verified when it was compiled: a hit skips verify.
             key = cache.cache_key(print_module(module), options, CPUTarget.host())
             hit = cache.lookup(key)
             if hit is not None:
                 hit.stats.update(cache="hit", compile_seconds=time.perf_counter() - t0)
                 return hit
+        verify(module)
         dump = _Dumper(options.dump_dir)
         module, note = _core_pipeline(module, options)
         dump("1-core-pipeline.mlir", print_module(module))

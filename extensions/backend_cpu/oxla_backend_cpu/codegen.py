@@ -22,7 +22,6 @@ from oxla_codegen_llvm import (
     FusedEmitter,
     Scalar,
     Target,
-    for_range,
     linearize,
     load,
     loop_nest,
@@ -147,35 +146,10 @@ def _emit_pack(s: Scalar, k: PackKernel, src: ir.Value, out: ir.Value) -> None:
 
 
 def _emit_dot(s: Scalar, k: DotKernel, lhs: ir.Value, rhs: ir.Value, out: ir.Value) -> None:
-    """Row-major ``C[M,N] = A[M,K] B[K,N]`` as column-major ``C^T = B^T A^T``: the
-    Fortran call gets ``rhs`` first, ``m = N`` and ``n = M``."""
-    if k.batch == 0 or k.m == 0 or k.n == 0:
-        return
-    b = s.b
-    fty = ir.FloatType() if k.dtype == "f32" else ir.DoubleType()
-    name = "oxla_sgemm" if k.dtype == "f32" else "oxla_dgemm"
-    gemm = s.module.globals.get(name) or ir.Function(
-        s.module, ir.FunctionType(VOID, [PTR] * 13), name)
+    """BLAS GEMMs on oxla's threads (see :func:`oxla_backend_cpu.blas.emit_gemm`)."""
+    from oxla_backend_cpu.blas import emit_gemm
 
-    def slot(ty: ir.Type, value) -> ir.Value:
-        with b.goto_entry_block():
-            p = b.alloca(ty)
-        b.store(ir.Constant(ty, value), p)
-        return p
-
-    ta = slot(I8, ord("T" if k.trans_rhs else "N"))
-    tb = slot(I8, ord("T" if k.trans_lhs else "N"))
-    m, n, kk = slot(I32, k.n), slot(I32, k.m), slot(I32, k.k)
-    lda = slot(I32, max(1, k.k if k.trans_rhs else k.n))
-    ldb = slot(I32, max(1, k.m if k.trans_lhs else k.k))
-    ldc = slot(I32, max(1, k.n))
-    alpha, beta = slot(fty, 1.0), slot(fty, 0.0)
-    with for_range(b, k.batch, "batch") as i:
-        def at(p: ir.Value, size: int) -> ir.Value:
-            return b.gep(p, [b.mul(i, ir.Constant(I64, size))], source_etype=fty)
-
-        b.call(gemm, [ta, tb, m, n, kk, alpha, at(rhs, k.k * k.n), lda, at(lhs, k.m * k.k),
-                      ldb, beta, at(out, k.m * k.n), ldc])
+    emit_gemm(s, k, lhs, rhs, out)
 
 
 def _emit_entry(module: ir.Module, plan: Plan, fns: dict[int, ir.Function]) -> None:

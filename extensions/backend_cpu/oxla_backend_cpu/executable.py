@@ -67,15 +67,17 @@ class CPUExecutable:
     backend = BACKEND
 
     def __init__(self, module_text: str, llvm_ir: str, jit: Any, target: Any,
-                 stats: dict[str, Any], stages: list[str]):
+                 stats: dict[str, Any], stages: list[str], signature: Signature | None = None):
         self.module_text = module_text
         self.llvm_ir = llvm_ir
         self.stats = stats
         self.stages = stages
         self._jit = jit  # keeps the machine code alive
         self._target = target
-        ft = func_type(parse_module(module_text).main)
-        self.signature = Signature(tuple(ft.inputs), tuple(ft.results))
+        if signature is None:  # a cache hit or a load passes it: no parsing there
+            ft = func_type(parse_module(module_text).main)
+            signature = Signature(tuple(ft.inputs), tuple(ft.results))
+        self.signature = signature
         self._entry = _ENTRY(jit.address("entry"))
         threads = jit.global_address("oxla_num_threads") if hasattr(jit, "global_address") \
             else 0
@@ -186,7 +188,9 @@ def load_artifact(path: str | os.PathLike[str]) -> CPUExecutable:
         if hashlib.sha256(blob).hexdigest() != sums.get(name):
             raise OxlaError(f"'{p}' is corrupt: checksum mismatch in member '{name}'")
     t0 = time.perf_counter()
-    host = CPUTarget(manifest["target_triple"], manifest.get("cpu", ""), host.features)
+    if manifest.get("cpu", "") != host.cpu:
+        host = CPUTarget(manifest["target_triple"], manifest.get("cpu", ""), host.features)
+    signature = _manifest_signature(p, manifest)
     try:
         jit = load_object(data["program.o"], host, blas_symbols(),
                           data["program.ll"].decode())
@@ -195,7 +199,24 @@ def load_artifact(path: str | os.PathLike[str]) -> CPUExecutable:
     stats = dict(manifest.get("stats", {}))
     stats["compile_seconds"] = time.perf_counter() - t0
     return CPUExecutable(data["module.mlir"].decode(), jit.ir_text, jit, host, stats,
-                         list(manifest.get("stages", [])))
+                         list(manifest.get("stages", [])), signature)
+
+
+def _manifest_signature(p: str, manifest: dict[str, Any]) -> Signature:
+    """The signature recorded in the manifest (types as text), so that loading never
+    parses the module.
+
+    Raises:
+        OxlaError: the manifest has no signature or a type does not parse.
+    """
+    from oxla.ir import parse_type
+
+    sig = manifest.get("signature")
+    try:
+        return Signature(tuple(parse_type(t) for t in sig["inputs"]),
+                         tuple(parse_type(t) for t in sig["outputs"]))
+    except (TypeError, KeyError, OxlaError) as exc:
+        raise OxlaError(f"'{p}' is corrupt: bad signature in the manifest ({exc})") from exc
 
 
 def describe_manifest(path: str | os.PathLike[str]) -> str:

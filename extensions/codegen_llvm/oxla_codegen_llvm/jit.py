@@ -76,7 +76,7 @@ def _register(symbols: dict[str, int] | None) -> None:
 def _engine(target: Target) -> llvm.ExecutionEngine:
     empty = llvm.parse_assembly("")
     empty.triple = target.triple
-    return llvm.create_mcjit_compiler(empty, target.target_machine())
+    return llvm.create_mcjit_compiler(empty, target.new_target_machine())
 
 
 def compile_ir(ir_text: str, target: Target, symbols: dict[str, int] | None = None,

@@ -74,13 +74,25 @@ class Target:
         return ir.Function(module, ir.FunctionType(ty, [ty] * n_args), fname)
 
     def target_machine(self, opt: int = 3) -> llvm.TargetMachine:
-        """The LLVM target machine for this target (cached)."""
+        """The LLVM target machine for this target (cached; never give it to an
+        execution engine, which takes ownership: use :meth:`new_target_machine`)."""
         if self._tm is None:
-            _init_llvm()
-            t = llvm.Target.from_triple(self.triple)
-            self._tm = t.create_target_machine(cpu=self.cpu, features=self.features,
-                                               opt=opt, jit=True)
+            self._tm = self.new_target_machine(opt)
         return self._tm  # type: ignore[return-value]
+
+    def new_target_machine(self, opt: int = 3) -> llvm.TargetMachine:
+        """A fresh LLVM target machine for this target (for an execution engine)."""
+        _init_llvm()
+        t = llvm.Target.from_triple(self.triple)
+        return t.create_target_machine(cpu=self.cpu, features=self.features, opt=opt,
+                                       jit=True)
+
+
+@cache
+def _host(cls: type) -> CPUTarget:
+    _init_llvm()
+    return cls(llvm.get_process_triple(), llvm.get_host_cpu_name(),
+               llvm.get_host_cpu_features().flatten())
 
 
 @dataclass
@@ -91,10 +103,9 @@ class CPUTarget(Target):
 
     @classmethod
     def host(cls) -> CPUTarget:
-        """The machine this process runs on, with all its CPU features."""
-        _init_llvm()
-        return cls(llvm.get_process_triple(), llvm.get_host_cpu_name(),
-                   llvm.get_host_cpu_features().flatten())
+        """The machine this process runs on, with all its CPU features (one shared
+        instance per class, so its LLVM target machine is created once)."""
+        return _host(cls)
 
     def vector_width(self, bits: int) -> int:
         if "+avx512f" in self.features:
