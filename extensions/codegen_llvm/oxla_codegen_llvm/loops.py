@@ -10,13 +10,33 @@ import llvmlite.ir as ir
 I64 = ir.IntType(64)
 
 
+def vectorize_hint(b: ir.IRBuilder, latch: ir.Instruction) -> None:
+    """Marks the loop whose back edge is ``latch`` with ``llvm.loop.vectorize.enable``.
+
+    Besides asking for vectorization, the hint lets LLVM's loop vectorizer reorder a
+    floating-point reduction in the loop (several partial accumulators, combined at the
+    end) without any fast-math flag on the arithmetic: the order of a ``reduce`` is
+    unspecified by the StableHLO spec, while every other op keeps its exact semantics.
+    """
+    module = b.module
+    enable = module.add_metadata([ir.MetaDataString(module, "llvm.loop.vectorize.enable"),
+                                  ir.Constant(ir.IntType(1), 1)])
+    # A loop ID refers to itself; a unique placeholder keeps llvmlite from sharing it.
+    n = getattr(module, "_oxla_loop_ids", 0)
+    module._oxla_loop_ids = n + 1  # type: ignore[attr-defined]
+    loop_id = module.add_metadata([ir.MetaDataString(module, f"oxla.loop.{n}")])
+    loop_id.operands = (loop_id, enable)
+    latch.set_metadata("llvm.loop", loop_id)
+
+
 @contextmanager
 def for_range(b: ir.IRBuilder, n: int | ir.Value, name: str = "i",
-              start: int | ir.Value = 0) -> Iterator[ir.Value]:
+              start: int | ir.Value = 0, vectorize: bool = False) -> Iterator[ir.Value]:
     """``for (i = start; i < n; ++i)``: yields ``i`` (i64); the body is emitted inside.
 
     A simple induction variable (one phi, ``+1 nsw``, a signed compare), which is the
     form LLVM's loop vectorizer recognizes. The builder is left after the loop on exit.
+    ``vectorize`` adds :func:`vectorize_hint` (only for reduction loops).
     """
     stop = ir.Constant(I64, n) if isinstance(n, int) else n
     first = ir.Constant(I64, start) if isinstance(start, int) else start
@@ -33,31 +53,35 @@ def for_range(b: ir.IRBuilder, n: int | ir.Value, name: str = "i",
     yield i
     nxt = b.add(i, ir.Constant(I64, 1), name=f"{name}.next", flags=["nsw"])
     i.add_incoming(nxt, b.block)
-    b.branch(header)
+    latch = b.branch(header)
+    if vectorize:
+        vectorize_hint(b, latch)
     b.position_at_end(end)
 
 
 @contextmanager
 def loop_nest(b: ir.IRBuilder, shape: Sequence[int], name: str = "d",
-              outer: tuple[ir.Value, ir.Value] | None = None) -> Iterator[list]:
+              outer: tuple[ir.Value, ir.Value] | None = None,
+              vectorize_inner: bool = False) -> Iterator[list]:
     """Nested ``for_range`` over ``shape`` (row-major, outermost first); yields the
     index list (empty for rank 0: the body runs once).
 
     ``outer = (start, end)`` restricts the outermost dimension to ``[start, end)`` (a
     chunk of a parallel loop, see :mod:`oxla_codegen_llvm.parallel`).
+    ``vectorize_inner`` puts :func:`vectorize_hint` on the innermost loop.
     """
-    with _nest(b, list(shape), [], name, outer) as idx:
+    with _nest(b, list(shape), [], name, outer, vectorize_inner) as idx:
         yield idx
 
 
 @contextmanager
-def _nest(b, shape, acc, name, outer=None):
+def _nest(b, shape, acc, name, outer=None, vec=False):
     if not shape:
         yield acc
         return
     start, stop = outer if outer is not None else (0, shape[0])
-    with for_range(b, stop, f"{name}{len(acc)}", start) as i, \
-            _nest(b, shape[1:], acc + [i], name) as idx:
+    with for_range(b, stop, f"{name}{len(acc)}", start, vec and len(shape) == 1) as i, \
+            _nest(b, shape[1:], acc + [i], name, None, vec) as idx:
         yield idx
 
 

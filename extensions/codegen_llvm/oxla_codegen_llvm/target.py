@@ -60,6 +60,11 @@ class Target:
         Raises:
             KeyError: the target has no implementation of ``name``.
         """
+        from oxla_codegen_llvm.vmath import vector_math_function
+
+        fn = vector_math_function(module, name, ty)
+        if fn is not None:
+            return fn
         if name in INTRINSIC_MATH:
             n_args = 2 if name in ("pow", "maximum", "minimum", "copysign") else 1
             fname = f"llvm.{name}.{'f32' if ty == ir.FloatType() else 'f64'}"
