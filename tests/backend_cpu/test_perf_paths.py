@@ -48,3 +48,59 @@ def test_batched_gemm_matches_numpy():
     exe = compile_cpu(text, cache=False)
     np.testing.assert_allclose(exe(a, b)[0], a.astype(np.float64) @ b, rtol=1e-4, atol=1e-3)
     run_both(text, [a, b], rtol=1e-4, atol=1e-3)
+
+
+def _ulps(got: np.ndarray, want64: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        want = want64.astype(np.float32)
+    g = got.view(np.int32).astype(np.int64)
+    w = want.view(np.int32).astype(np.int64)
+    g = np.where(g < 0, -(g & 0x7FFFFFFF), g)
+    w = np.where(w < 0, -(w & 0x7FFFFFFF), w)
+    d = np.abs(g - w)
+    d[np.isnan(got) & np.isnan(want)] = 0
+    d[np.isnan(got) != np.isnan(want)] = 1 << 40
+    return d
+
+
+@pytest.mark.parametrize("op,ref", [("exponential", np.exp), ("tanh", np.tanh)])
+def test_vector_exp_and_tanh_within_two_ulp(op, ref):
+    n = 1 << 16
+    x = np.concatenate([RNG.uniform(-110, 95, n), RNG.uniform(-1, 1, n),
+                        RNG.standard_normal(n) * 5,
+                        [0.0, -0.0, np.inf, -np.inf, np.nan, 88.72283, 88.7229, -87.3,
+                         -103.9, -104.5, 1e-30, -1e-30, 0.625, -0.625, 0.6249, 9.0]])
+    x = x.astype(np.float32)
+    text = f"""func.func @main(%a: tensor<{x.size}xf32>) -> tensor<{x.size}xf32> {{
+  %0 = stablehlo.{op} %a : tensor<{x.size}xf32>
+  return %0 : tensor<{x.size}xf32>
+}}"""
+    got = compile_cpu(text, cache=False)(x)[0]
+    with np.errstate(all="ignore"):
+        want = ref(x.astype(np.float64))
+    assert _ulps(got, want).max() <= 2
+    assert np.signbit(got[x.size - 15]) == (op == "tanh")  # tanh(-0) = -0, exp(-0) = 1
+
+
+@pytest.mark.parametrize("body,shape,dims", [
+    ("add", (300, 1000), [1]),      # vectorized, rows in parallel
+    ("maximum", (257, 999), [1]),
+    ("add", (64, 40, 30), [1, 2]),  # several reduced dims, innermost last
+    ("add", (500, 70), [0]),        # not the innermost: sequential order
+    ("multiply", (9, 1000), [1]),
+])
+def test_vectorized_and_parallel_reduce_matches_interpreter(body, shape, dims):
+    t = f"tensor<{'x'.join(map(str, shape))}xf32>"
+    out = [s for d, s in enumerate(shape) if d not in dims]
+    to = f"tensor<{'x'.join(map(str, out))}xf32>"
+    init = "0xFF800000" if body == "maximum" else ("1.0" if body == "multiply" else "0.0")
+    text = f"""func.func @main(%a: {t}) -> {to} {{
+  %c = stablehlo.constant dense<{init}> : tensor<f32>
+  %0 = stablehlo.reduce(%a init: %c) applies stablehlo.{body} across dimensions = {dims}
+    : ({t}, tensor<f32>) -> {to}
+  return %0 : {to}
+}}"""
+    x = RNG.standard_normal(shape).astype(np.float32)
+    if body == "multiply":
+        x = (1 + x * 1e-3).astype(np.float32)
+    run_both(text, [x], rtol=2e-5, atol=2e-4)

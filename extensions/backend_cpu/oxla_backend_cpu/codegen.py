@@ -106,6 +106,10 @@ def _emit_kernel(module: ir.Module, target: Target, k: Kernel, plan: Plan,
     writes = kernel_writes(k)
     # Two parameters alias when a kernel reads the same buffer twice.
     par = isinstance(k, LoopKernel) and worth_parallel(*_outer_inner(shape_of(k.root)))
+    if isinstance(k, OpKernel) and k.op.name == "stablehlo.reduce":
+        from oxla_backend_cpu.opkernels import reduce_parallel
+
+        par = reduce_parallel(k.op) is not None
     fn, b = _new_function(module, k.name, len(reads) + len(writes),
                           len({id(r) for r in reads}) == len(reads), par)
     s = Scalar(b, module, target, fast_math)

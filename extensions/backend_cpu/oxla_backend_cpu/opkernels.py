@@ -12,6 +12,7 @@ kernel's materialized inputs to their pointers, ``outs`` holds one pointer per r
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import llvmlite.ir as ir
@@ -40,9 +41,39 @@ def _i64(n: int) -> ir.Constant:
     return ir.Constant(I64, n)
 
 
+VECTOR_REDUCE_BODIES = ("stablehlo.add", "stablehlo.multiply", "stablehlo.maximum",
+                        "stablehlo.minimum", "stablehlo.and", "stablehlo.or")
+
+
+def reduce_parallel(op) -> tuple[int, int] | None:
+    """``(n, grain)`` for a parallel-for over the outermost result dimension of a
+    ``reduce`` (each chunk reduces whole rows, so the order within a row is kept), or
+    None when the work is too small for threads."""
+    from oxla_codegen_llvm.parallel import grain_for, worth_parallel
+
+    out_shape = shape_of(op.results[0])
+    if not out_shape:
+        return None
+    n = out_shape[0]
+    per = max(1, math.prod(shape_of(op.operands[0])) // max(n, 1))
+    return (n, grain_for(n, per)) if worth_parallel(n, per) else None
+
+
+def _vector_reduce(op, red: list[int], rank: int) -> bool:
+    """True for a one-operand reduce over the innermost (contiguous) dimension whose body
+    is one associative op: its inner loop gets the vectorize hint (partial accumulators;
+    the spec leaves the order of a reduction unspecified)."""
+    ops = list(op.regions[0].blocks[0].ops)
+    return (len(op.results) == 1 and bool(red) and red[-1] == rank - 1 and len(ops) == 2
+            and ops[0].name in VECTOR_REDUCE_BODIES)
+
+
 @op_emitter("stablehlo.reduce")
 def emit_reduce(s: Scalar, k: OpKernel, buffers: dict, outs: list) -> None:
-    """Spec ``reduce``: one accumulator per result, the body applied in index order."""
+    """Spec ``reduce``: one accumulator per result, the body applied to the elements of a
+    row in index order, except that a one-op body over the innermost dimension may use
+    partial accumulators (:func:`_vector_reduce`); rows split across threads when the
+    kernel is parallel (:func:`reduce_parallel`)."""
     b, op = s.b, k.op
     n = len(op.results)
     operands, inits = op.operands[:n], op.operands[n:]
@@ -55,11 +86,16 @@ def emit_reduce(s: Scalar, k: OpKernel, buffers: dict, outs: list) -> None:
     f = FusedEmitter(s, buffers)
     with b.goto_entry_block():
         accs = [b.alloca(llvm_type(et), name=f"acc{j}") for j, et in enumerate(ets)]
-    with loop_nest(b, out_shape, "o") as oidx:
+    fn, outer = b.function, None
+    if len(fn.args) >= 2 and fn.args[-1].type == I64:  # a parallel kernel (see codegen)
+        fn.oxla_parallel = reduce_parallel(op)
+        outer = (fn.args[-2], fn.args[-1])
+    vec = _vector_reduce(op, red, len(in_shape))
+    with loop_nest(b, out_shape, "o", outer=outer) as oidx:
         f.reset()
         for acc, init in zip(accs, inits):
             b.store(f.value_at(init, []), acc)
-        with loop_nest(b, [in_shape[d] for d in red], "r") as ridx:
+        with loop_nest(b, [in_shape[d] for d in red], "r", vectorize_inner=vec) as ridx:
             f.reset()
             idx: list = [None] * len(in_shape)
             for d, i in zip(kept, oidx):
