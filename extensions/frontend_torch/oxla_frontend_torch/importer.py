@@ -24,7 +24,7 @@ from oxla.ir import Builder, FileLineColLoc, Location, Module, NameLoc, Value, v
 from oxla.ir.location import SourceFile
 from oxla.ir.types import TensorType
 from oxla_frontend_torch import rules  # noqa: F401  (fills LOWERINGS)
-from oxla_frontend_torch.registry import LOWERINGS, LoweringContext, Unavailable
+from oxla_frontend_torch.registry import DYNAMIC_SAFE, LOWERINGS, LoweringContext, Unavailable
 
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)')
 _TORCH_DIR = os.path.dirname(torch.__file__)
@@ -74,12 +74,18 @@ def node_location(node: torch.fx.Node) -> Location:
 
 
 class Symbols:
-    """Maps torch sizes (ints or SymInts) to ints, with optional concrete bindings."""
+    """Maps torch sizes (ints or SymInts) to ints, with optional concrete bindings.
 
-    def __init__(self, bindings: dict[Any, int]):
+    With ``dynamic``, an unbound symbolic size maps to None (a ``?`` dimension) and
+    ``sources`` says which function argument dimension each symbol is read from.
+    """
+
+    def __init__(self, bindings: dict[Any, int], dynamic: bool = False):
         self.bindings = bindings
+        self.dynamic = dynamic
+        self.sources: dict[Any, tuple[Value, int]] = {}
 
-    def __call__(self, s: Any) -> int:
+    def __call__(self, s: Any) -> Any:
         if isinstance(s, int):
             return s
         if isinstance(s, torch.SymInt | torch.SymFloat | torch.SymBool):
@@ -89,6 +95,8 @@ class Symbols:
             val = expr.subs(self.bindings)
             if val.is_number:
                 return int(val)
+            if self.dynamic:
+                return None
             raise NotSupportedError(
                 f"size {expr} is dynamic; oxla imports torch programs for concrete shapes",
                 notes=["pass arg_shapes=[...] (CLI: --input-spec 2x8:i64) or call the "
@@ -119,7 +127,8 @@ def _bind_symbols(ep: ExportedProgram, user_nodes: list[torch.fx.Node],
 
 def import_program(ep: ExportedProgram, params_as_inputs: bool = False,
                    arg_shapes: Sequence[Sequence[int]] | None = None,
-                   decompose: bool = True, name: str = "main") -> Module:
+                   decompose: bool = True, name: str = "main", dynamic: bool = False
+                   ) -> Module:
     """Imports an ExportedProgram as a StableHLO module with one function ``main``.
 
     Args:
@@ -130,6 +139,9 @@ def import_program(ep: ExportedProgram, params_as_inputs: bool = False,
             ``torch.export.Dim`` dynamic dims.
         decompose: run the Core ATen decompositions first.
         name: the entry function's name.
+        dynamic: keep ``torch.export.Dim`` dims as ``?`` dimensions (sizes read with
+            ``get_dimension_size``, ``dynamic_reshape``/``dynamic_broadcast_in_dim``);
+            ops whose dynamic form has no rule yet raise NotSupportedError naming the op.
 
     Returns:
         A verified module; ``main`` takes the user's tensor inputs (after the parameters
@@ -146,7 +158,7 @@ def import_program(ep: ExportedProgram, params_as_inputs: bool = False,
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     specs = {s.arg.name: s for s in sig.input_specs}
     user_nodes = [n for n in placeholders if specs[n.name].kind == InputKind.USER_INPUT]
-    dim = Symbols(_bind_symbols(ep, user_nodes, arg_shapes))
+    dim = Symbols(_bind_symbols(ep, user_nodes, arg_shapes), dynamic=dynamic)
     state = dict(ep.state_dict)
     state.update(ep.constants)
 
@@ -209,6 +221,11 @@ def lower_graph(gm: torch.fx.GraphModule, arg_nodes: Sequence[torch.fx.Node],
     module = Builder.module()
     _, entry = Builder(module.body).func(name, arg_types, result_types)
     values: dict[torch.fx.Node, Any] = dict(zip(arg_nodes, entry.args))
+    if isinstance(dim, Symbols) and dim.dynamic:
+        for n, a in zip(arg_nodes, entry.args):
+            for i, s in enumerate(n.meta["val"].shape):
+                if isinstance(s, torch.SymInt) and s.node.expr.is_Symbol:
+                    dim.sources.setdefault(s.node.expr, (a, i))
     b = Builder(entry)
     for n, (label, tensor) in consts.items():
         b.loc = NameLoc(label)
@@ -233,6 +250,16 @@ def lower_graph(gm: torch.fx.GraphModule, arg_nodes: Sequence[torch.fx.Node],
     return module
 
 
+def _has_dynamic_dims(node: torch.fx.Node, args: Any, kwargs: Any,
+                      ctx: LoweringContext) -> bool:
+    leaves = torch.utils._pytree.tree_leaves((args, kwargs))
+    if any(isinstance(v, Value) and isinstance(v.type, TensorType) and None in v.type.shape
+           for v in leaves):
+        return True
+    vals = torch.utils._pytree.tree_leaves(node.meta.get("val"))
+    return any(isinstance(v, torch.Tensor) and None in ctx.tensor_type(v).shape for v in vals)
+
+
 def _to_numpy(t: torch.Tensor) -> np.ndarray:
     t = t.contiguous()
     if t.dtype == torch.bfloat16:
@@ -254,8 +281,18 @@ def _lower_node(node: torch.fx.Node, values: dict[torch.fx.Node, Any],
                                     notes=[CUSTOM_ROUTE])
         return v
 
+    val = node.meta.get("val")
+    if isinstance(val, torch.SymInt | torch.SymFloat | torch.SymBool):
+        return val  # a size computation; rules read it through ctx.dim / ctx.sym_value
     args = torch.fx.node.map_arg(node.args, lookup)
     kwargs = torch.fx.node.map_arg(node.kwargs, lookup)
+    if getattr(ctx.dim, "dynamic", False) and node.target not in DYNAMIC_SAFE \
+            and _has_dynamic_dims(node, args, kwargs, ctx):
+        raise NotSupportedError(
+            f"'{node.target}' on dynamic ('?') dimensions is not supported yet",
+            loc=ctx.b.loc,
+            notes=["import for concrete shapes instead (arg_shapes=[...], CLI --input-spec) "
+                   "or call the compiled TorchFunction, which compiles once per input shape"])
     if node.target is operator.getitem:
         seq, i = args
         return seq[i]

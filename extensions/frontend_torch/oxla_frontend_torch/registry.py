@@ -26,6 +26,9 @@ from oxla.ir.types import ElementType, FloatType, IntegerType, TensorType, is_fl
 LOWERINGS: dict[Any, Callable[..., Any]] = {}
 """OpOverload -> rule."""
 
+DYNAMIC_SAFE: set[Any] = set()
+"""Targets whose rules are checked on ``?`` dimensions (see ``dynamic_safe``)."""
+
 _DTYPES: dict[torch.dtype, ElementType] = {
     torch.float32: FloatType("f32"),
     torch.float64: FloatType("f64"),
@@ -49,6 +52,13 @@ def lowering(*targets: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]
         return fn
 
     return deco
+
+
+def dynamic_safe(*targets: Any) -> None:
+    """Marks rules of ``targets`` as correct on ``?`` dims: they size results only through
+    ``ctx.out_type``, ``ctx.broadcast_to``/``ctx.reshape`` to the node's own output shape,
+    and builder ops whose result types are inferred."""
+    DYNAMIC_SAFE.update(targets)
 
 
 def element_type(dtype: torch.dtype) -> ElementType:
@@ -117,20 +127,93 @@ class LoweringContext:
             x = self.dim(x)
         return self.const(x, et)
 
-    def broadcast_to(self, v: Value, shape: Sequence[int]) -> Value:
-        """Numpy-style broadcast of ``v`` to ``shape`` (dims aligned on the right)."""
+    def broadcast_to(self, v: Value, shape: Sequence[int | None]) -> Value:
+        """Numpy-style broadcast of ``v`` to ``shape`` (dims aligned on the right); a
+        ``?`` (None) target is the node's own output shape, broadcast with
+        ``dynamic_broadcast_in_dim``."""
         shape = tuple(shape)
         t = v.type
         assert isinstance(t, TensorType)
-        if t.shape == shape:
+        if t.shape == shape and None not in shape:
             return v
         r = len(shape)
         dims = list(range(r - len(t.shape), r))
+        if None in shape:
+            sizes = self._own_sizes(shape)
+            out = TensorType(shape, t.element_type)
+            return self.b.create("stablehlo.dynamic_broadcast_in_dim",
+                                 [v, self.shape_value(sizes)],
+                                 {"broadcast_dimensions": A.i64_array(dims)}, [out]).results[0]
         return self.b.broadcast_in_dim(v, shape, dims)
 
-    def reshape(self, v: Value, shape: Sequence[int]) -> Value:
+    def reshape(self, v: Value, shape: Sequence[int | None]) -> Value:
+        """``v`` reshaped to ``shape``; a ``?`` target must be the node's own output shape
+        (``dynamic_reshape`` with a shape tensor built from its symbolic sizes)."""
         shape = tuple(shape)
+        if None in shape:
+            out = TensorType(shape, etype(v))
+            return self.b.create("stablehlo.dynamic_reshape",
+                                 [v, self.shape_value(self._own_sizes(shape))],
+                                 result_types=[out]).results[0]
         return v if shape_of(v) == shape else self.b.reshape(v, shape)
+
+    # -- dynamic sizes ------------------------------------------------------------------
+    def _own_sizes(self, shape: tuple[int | None, ...]) -> list[Any]:
+        from oxla.errors import NotSupportedError
+
+        val = self.node.meta.get("val")
+        if isinstance(val, torch.Tensor) and self.tensor_type(val).shape == shape:
+            return list(val.shape)
+        raise NotSupportedError(f"'{self.node.target}' needs an intermediate shape "
+                                f"{shape} with dynamic dims", loc=self.b.loc,
+                                notes=["import for concrete shapes (arg_shapes=[...])"])
+
+    def sym_value(self, s: Any) -> Value:
+        """A ``tensor<i64>`` holding size ``s`` (an int or a SymInt whose expression uses
+        ``+``, ``*``, ``//`` of input dims read with ``get_dimension_size``)."""
+        import sympy
+
+        from oxla.errors import NotSupportedError
+
+        i64 = IntegerType(64)
+        expr = s.node.expr if isinstance(s, torch.SymInt) else sympy.Integer(int(s))
+
+        def build(e: Any) -> Value:
+            if e.is_Integer:
+                return self.const(int(e), i64)
+            if e.is_Symbol:
+                src = getattr(self.dim, "sources", {}).get(e)
+                if src is None:
+                    raise NotSupportedError(f"size symbol {e} is not an input dimension",
+                                            loc=self.b.loc)
+                arg, d = src
+                size = self.b.create("stablehlo.get_dimension_size", [arg],
+                                     {"dimension": A.i64_attr(d)},
+                                     [TensorType((), IntegerType(32))]).results[0]
+                return self.b.convert(size, i64)
+            if isinstance(e, sympy.Add | sympy.Mul):
+                op = self.b.add if isinstance(e, sympy.Add) else self.b.multiply
+                parts = [build(a) for a in e.args]
+                out = parts[0]
+                for p in parts[1:]:
+                    out = op(out, p)
+                return out
+            if type(e).__name__ == "FloorDiv":
+                return self.b.divide(build(e.args[0]), build(e.args[1]))
+            raise NotSupportedError(f"size expression {e} in '{self.node.target}'",
+                                    loc=self.b.loc,
+                                    notes=["import for concrete shapes (arg_shapes=[...])"])
+
+        return build(expr)
+
+    def shape_value(self, sizes: Sequence[Any]) -> Value:
+        """A ``tensor<Nxi64>`` shape operand from torch sizes (ints and SymInts)."""
+        i64 = IntegerType(64)
+        if all(self.dim(s) is not None for s in sizes):
+            return self.const(np.asarray([self.dim(s) for s in sizes], np.int64), i64,
+                              (len(sizes),))
+        parts = [self.b.reshape(self.sym_value(s), (1,)) for s in sizes]
+        return parts[0] if len(parts) == 1 else self.b.concatenate(parts, 0)
 
     def reduce(self, v: Value, dims: Sequence[int], kind: str) -> Value:
         """Reduces ``v`` over ``dims`` with ``kind`` in add, maximum, minimum, multiply,
