@@ -25,6 +25,8 @@ def compile_or_xfail(lowered, backend: str, variables_as_inputs: bool = False):
     try:
         exe = oxla.compile(module, backend=backend)
     except NotSupportedError as exc:
+        if backend in ("interpreter", "cpu"):  # both compile every op of these models
+            raise
         named = re.findall(r"'((?:stablehlo|chlo|mhlo)\.\w+)'", str(exc))
         assert named and named[0] in ops, f"the error names no op of the module: {exc}"
         pytest.xfail(f"{backend}: {str(exc).splitlines()[0]}")
