@@ -151,6 +151,7 @@ def fuse_block(block, env: dict[Value, Buf], results: list[Buf], prefix: str,
                 materialized.add(r)
         if kinds[op] == "control":  # values its regions read live in buffers
             materialized.update(captured_values(op))
+    _recompute_small(live, kinds, materialized, returned, set(env))
 
     vbuf: dict[Value, Buf] = dict(env)
     for j, v in enumerate(ret.operands):
@@ -213,6 +214,36 @@ def _must_materialize(v: Value, kinds: dict[Operation, str], returned: set[Value
     if kind == "cheap":
         return False
     return len(users) != 1 or len(v.uses) != 1 or kinds[users[0]] not in ("loop", "reduce")
+
+
+MAX_RECOMPUTE_OPS = 12  # ops of a fused expression recomputed by each of its users
+MAX_RECOMPUTE_USERS = 4
+
+
+def _recompute_small(live: list[Operation], kinds: dict[Operation, str],
+                     materialized: set[Value], returned: set[Value], env: set[Value]) -> None:
+    """Un-materializes small elementwise expressions read by several loop or reduce
+    kernels: each user recomputes them (XLA's duplication of cheap producers), which
+    saves writing and re-reading a full temporary (softmax's ``exp(x - max)``, layer
+    norm's ``x - mean``) and lowers ``temp_bytes``. An expression qualifies when it has at
+    most :data:`MAX_RECOMPUTE_USERS` users, all ``loop``/``reduce`` kernels, and at most
+    :data:`MAX_RECOMPUTE_OPS` ops counting the fused producers it already recomputes."""
+    cost: dict[Value, int] = {}
+    for op in live:
+        if kinds[op] not in ("loop", "cheap") or len(op.results) != 1:
+            continue
+        v = op.results[0]
+        c = 1 + sum(cost.get(x, 0) for x in op.operands
+                    if x not in materialized and x not in env)
+        cost[v] = c
+        if v not in materialized or v in returned or v in env:
+            continue
+        users = {u for u in v.users if u in kinds}
+        if (users and len(users) <= MAX_RECOMPUTE_USERS and c <= MAX_RECOMPUTE_OPS
+                and all(kinds[u] in ("loop", "reduce") for u in users)):
+            materialized.discard(v)
+        else:
+            cost[v] = 0
 
 
 def _leaves(root: Value, materialized: set[Value]) -> tuple[list[Value], list[Operation]]:
