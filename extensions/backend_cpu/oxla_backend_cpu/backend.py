@@ -2,8 +2,9 @@
 
 1. core pipeline (``oxla.passes.run_pipeline``) when the core provides it;
 2. fusion (:mod:`oxla_backend_cpu.fusion`);
-3. scheduling (program order, :mod:`oxla_backend_cpu.buffers`);
-4. buffer assignment (one arena, first fit, :mod:`oxla_backend_cpu.buffers`);
+3. scheduling (greedy by live bytes, :mod:`oxla_backend_cpu.schedule`);
+4. buffer assignment (in place, inside results, one arena first fit,
+   :mod:`oxla_backend_cpu.buffers`);
 5. codegen (:mod:`oxla_backend_cpu.codegen`, emitters in ``oxla_codegen_llvm``);
 6. JIT and executable (:mod:`oxla_backend_cpu.executable`).
 
@@ -60,9 +61,10 @@ class CPUBackend:
 
         from oxla_backend_cpu import cache
         from oxla_backend_cpu.blas import blas_symbols
-        from oxla_backend_cpu.buffers import assign_buffers, schedule
+        from oxla_backend_cpu.buffers import assign_buffers
         from oxla_backend_cpu.codegen import emit_module
         from oxla_backend_cpu.fusion import fuse
+        from oxla_backend_cpu.schedule import schedule
 
         options = options or CompileOptions()
         t0 = time.perf_counter()

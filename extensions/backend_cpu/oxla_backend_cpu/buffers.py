@@ -1,61 +1,169 @@
-"""Stages 3 and 4: scheduling and buffer assignment.
+"""Stage 4: buffer assignment (scheduling, stage 3, is :mod:`oxla_backend_cpu.schedule`).
 
-Scheduling keeps program order for now (fusion emits kernels in the order of their
-root ops, which is already a valid topological order); a memory-aware scheduler that
-lowers peak memory replaces :func:`schedule` later without touching the other stages.
+Each temporary buffer's live range runs over the schedule from the kernel that writes it
+to the last kernel that reads it. Buffers are placed, in schedule order:
 
-Buffer assignment computes each temporary buffer's live range over the schedule
-(from the kernel that writes it to the last kernel that reads it) and packs the
-buffers into one arena, first fit by offset: a buffer reuses the bytes of buffers
-whose live range ended before the kernel that writes it starts. A kernel never writes
-over one of its own inputs (no in-place reuse yet). Arguments, results and constants
-live outside the arena.
+1. **in place**: a loop kernel's output takes the bytes of an input temporary whose last
+   reader it is, when the two have the same size and every read of that input in the
+   kernel is at the output's own index (only elementwise ops between the output and the
+   input, all of the output's shape): element ``i`` is read before element ``i`` is
+   written and nothing else reads it, so sequential, vector and parallel loops are right;
+2. **inside a result**: a result buffer is free until the kernel that first writes it,
+   so a temporary whose whole live range ends before that kernel lives in the result's
+   bytes (``base`` = the result, first fit by offset): XLA's output aliasing of scratch,
+   which is why an MLP needs one hidden-layer buffer, not two;
+3. **in the arena**: first fit by offset among the live temporaries (one block per
+   calling thread, ``temp_bytes`` long).
+
+Arguments and constants are never written. Kernels whose parameters share an address
+lose LLVM's ``noalias`` (:func:`distinct_locations`).
 """
 
 from __future__ import annotations
 
-from oxla_backend_cpu.plan import Buf, Plan, kernel_reads, kernel_writes
+from oxla.ir import Value
+from oxla_backend_cpu.plan import Buf, LoopKernel, Plan, kernel_reads, kernel_writes
 
 ALIGN = 64  # bytes: a cache line, and enough for AVX-512 loads
 
 
 def schedule(plan: Plan) -> Plan:
-    """Orders the kernels; program order for now (see the module doc)."""
-    plan.notes.append("scheduling: program order")
-    return plan
+    """Stage 3 (kept here for callers of the old location): see
+    :func:`oxla_backend_cpu.schedule.schedule`."""
+    from oxla_backend_cpu.schedule import schedule as greedy
+
+    return greedy(plan)
 
 
 def _align(n: int) -> int:
     return (n + ALIGN - 1) // ALIGN * ALIGN
 
 
+def location(b: Buf) -> tuple:
+    """Where ``b``'s bytes start: (region, offset); equal for buffers placed together."""
+    root, off = b, 0
+    while root.base is not None:
+        off += root.offset
+        root = root.base
+    if root.kind == "temp":
+        return ("arena", root.offset + off)
+    return (id(root), off)
+
+
+def distinct_locations(bufs: list[Buf]) -> bool:
+    """True when no two of ``bufs`` start at the same place (so ``noalias`` holds)."""
+    locs = [location(b) for b in bufs]
+    return len(set(locs)) == len(locs)
+
+
+def same_index_inputs(k: LoopKernel) -> set[Value]:
+    """The inputs of loop kernel ``k`` read only at the output's own index: every path
+    from the root to them goes through elementwise ops of the root's shape."""
+    from oxla_codegen_llvm import shape_of
+    from oxla_codegen_llvm.fused import INDEX_RULES
+    from oxla_codegen_llvm.scalar import EMITTERS
+
+    shape = shape_of(k.root)
+    inputs = set(k.inputs)
+    good: set[Value] = set()
+    bad: set[Value] = set()
+    seen: set[tuple[Value, bool]] = set()
+    stack = [(k.root, True)]
+    while stack:
+        v, same = stack.pop()
+        if (v, same) in seen:
+            continue
+        seen.add((v, same))
+        if v in inputs:
+            (good if same else bad).add(v)
+            continue
+        op = v.owner_op
+        if op is None:
+            continue
+        elementwise = op.name in EMITTERS and op.name not in INDEX_RULES
+        for x in op.operands:
+            stack.append((x, same and elementwise and tuple(x.type.shape) == shape))
+    return good - bad
+
+
+def _first_fit(live: list[tuple[int, int, Buf]], size: int) -> int:
+    offset = 0
+    for off, sz, _ in live:  # sorted by offset
+        if off - offset >= size:
+            break
+        offset = max(offset, off + sz)
+    return offset
+
+
 def assign_buffers(plan: Plan) -> Plan:
-    """Places every ``temp`` buffer in the arena; sets ``offset`` and ``temp_bytes``."""
-    last_use: dict[Buf, int] = {}
+    """Places every top-level ``temp`` buffer; sets ``offset``/``base`` and
+    ``plan.temp_bytes`` (see the module doc)."""
+    last_use: dict[int, int] = {}
+    first_write: dict[int, int] = {}
     for t, k in enumerate(plan.kernels):
         for w in kernel_writes(k):
-            last_use.setdefault(w, t)
+            last_use.setdefault(id(w), t)
+            first_write.setdefault(id(w), t)
         for b in kernel_reads(k, plan.vbuf):
-            last_use[b] = t
-    live: list[tuple[int, int, Buf]] = []  # (offset, size, buf), sorted by offset
-    peak = 0
-    total = 0
+            last_use[id(b)] = t
+    results = [r for r in plan.results if r.kind == "result" and id(r) in first_write]
+    in_result: dict[int, list[tuple[int, int, Buf]]] = {id(r): [] for r in results}
+    live: list[tuple[int, int, Buf]] = []  # arena: (offset, size, buf), sorted by offset
+    peak = total = in_place = aliased = 0
     for t, k in enumerate(plan.kernels):
-        live = [x for x in live if last_use[x[2]] >= t]
-        for b in kernel_writes(k):
-            if b.kind != "temp" or b.offset >= 0:
+        live = [x for x in live if last_use[id(x[2])] >= t]
+        for r in results:
+            in_result[id(r)] = [x for x in in_result[id(r)] if last_use[id(x[2])] >= t]
+        reuse = _in_place_candidates(k, plan, last_use, t)
+        for w in kernel_writes(k):
+            if w.kind != "temp" or w.offset >= 0 or w.base is not None:
                 continue
-            size = _align(max(b.nbytes, 1))
+            size = _align(max(w.nbytes, 1))
             total += size
-            offset = 0
-            for off, sz, _ in live:
-                if off - offset >= size:
-                    break
-                offset = max(offset, off + sz)
-            b.offset = offset
-            live.append((offset, size, b))
+            donor = next((b for b in reuse if b.nbytes == w.nbytes and (
+                b.base is None or first_write.get(id(b.base), -1) > last_use[id(w)])), None)
+            if donor is not None:
+                reuse.remove(donor)
+                w.base, w.offset = donor.base, donor.offset
+                _replace(live, donor, w)
+                for r in results:
+                    _replace(in_result[id(r)], donor, w)
+                in_place += 1
+                continue
+            home = next((r for r in results if first_write[id(r)] > last_use[id(w)]
+                         and _first_fit(in_result[id(r)], size) + size <= r.nbytes), None)
+            if home is not None:
+                w.base, w.offset = home, _first_fit(in_result[id(home)], size)
+                in_result[id(home)].append((w.offset, size, w))
+                in_result[id(home)].sort(key=lambda x: x[0])
+                aliased += 1
+                continue
+            w.offset = _first_fit(live, size)
+            live.append((w.offset, size, w))
             live.sort(key=lambda x: x[0])
-            peak = max(peak, offset + size)
+            peak = max(peak, w.offset + size)
     plan.temp_bytes = peak
-    plan.notes.append(f"buffer assignment: {peak} arena bytes for {total} bytes of temporaries")
+    plan.notes.append(f"buffer assignment: {peak} arena bytes for {total} bytes of "
+                      f"temporaries ({in_place} in place, {aliased} inside results)")
     return plan
+
+
+def _replace(live: list[tuple[int, int, Buf]], old: Buf, new: Buf) -> None:
+    for i, (off, sz, b) in enumerate(live):
+        if b is old:
+            live[i] = (off, sz, new)
+
+
+def _in_place_candidates(k, plan: Plan, last_use: dict[int, int], t: int) -> list[Buf]:
+    """Input temporaries of loop kernel ``k`` (at schedule position ``t``) whose bytes
+    its output may take (see the module doc)."""
+    if not isinstance(k, LoopKernel):
+        return []
+    same = same_index_inputs(k)
+    by_buf: dict[int, tuple[Buf, bool]] = {}
+    for v in k.inputs:
+        b = plan.vbuf[v]
+        ok = by_buf.get(id(b), (b, True))[1] and v in same
+        by_buf[id(b)] = (b, ok)
+    return [b for b, ok in by_buf.values()
+            if ok and b.kind == "temp" and last_use[id(b)] == t and (b.offset >= 0)]
