@@ -30,6 +30,7 @@ from oxla_codegen_llvm import (
 )
 from oxla_codegen_llvm.parallel import call_parallel, grain_for, worth_parallel
 
+from oxla_backend_cpu.buffers import distinct_locations
 from oxla_backend_cpu.fusion import constant_bytes
 from oxla_backend_cpu.plan import (
     Buf,
@@ -111,7 +112,7 @@ def _emit_kernel(module: ir.Module, target: Target, k: Kernel, plan: Plan,
 
         par = reduce_parallel(k.op) is not None
     fn, b = _new_function(module, k.name, len(reads) + len(writes),
-                          len({id(r) for r in reads}) == len(reads), par)
+                          distinct_locations(reads + writes), par)
     s = Scalar(b, module, target, fast_math)
     out = fn.args[len(reads)]
     if isinstance(k, LoopKernel):
