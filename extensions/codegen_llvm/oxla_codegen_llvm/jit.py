@@ -56,6 +56,7 @@ def optimize(ir_text: str, target: Target, opt: int = 3) -> llvm.ModuleRef:
         mod.verify()
     except RuntimeError as exc:
         raise LoweringError(f"generated LLVM IR is invalid: {exc}") from exc
+    _keep_functions_apart(mod)
     tm = target.target_machine(opt)
     mod.triple = target.triple
     mod.data_layout = str(tm.target_data)
@@ -66,6 +67,22 @@ def optimize(ir_text: str, target: Target, opt: int = 3) -> llvm.ModuleRef:
     pb = llvm.create_pass_builder(tm, pto)
     pb.getModulePassManager().run(mod, pb)
     return mod
+
+
+def _keep_functions_apart(mod: llvm.ModuleRef) -> None:
+    """Marks every defined function ``noinline`` unless it asks to be inlined.
+
+    Kernels are internal functions called once, so LLVM would inline all of them into
+    the entry function; optimizing and generating code for that one huge function is
+    superlinear (a transformer block: an 11k-line entry, 2 s of -O3). Separate kernels
+    optimize just as well (each is a loop nest over its own pointers) and faster.
+    """
+    for fn in mod.functions:
+        if fn.is_declaration:
+            continue
+        attrs = {a.decode() if isinstance(a, bytes) else str(a) for a in fn.attributes}
+        if not any("alwaysinline" in a for a in attrs):
+            fn.add_function_attribute("noinline")
 
 
 def _register(symbols: dict[str, int] | None) -> None:
