@@ -85,17 +85,16 @@ def test_wrong_shape_and_count():
 
 
 def test_unsupported_op_names_op_location_and_backend():
-    text = """func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
-  %0 = "stablehlo.sort"(%a) ({
-  ^bb0(%x: tensor<f32>, %y: tensor<f32>):
-    %c = stablehlo.compare LT, %x, %y : (tensor<f32>, tensor<f32>) -> tensor<i1>
-    stablehlo.return %c : tensor<i1>
-  }) {dimension = 0 : i64, is_stable = false} : (tensor<4xf32>) -> tensor<4xf32>
-  return %0 : tensor<4xf32>
+    text = """func.func @main(%a: tensor<4x4xf32>, %b: tensor<4x3xf32>) -> tensor<4x3xf32> {
+  %0 = "stablehlo.triangular_solve"(%a, %b) {left_side = true, lower = true,
+      unit_diagonal = false, transpose_a = #stablehlo<transpose NO_TRANSPOSE>}
+      : (tensor<4x4xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
 }"""
     with pytest.raises(NotSupportedError) as err:
         compile_cpu(text)
-    assert "'stablehlo.sort' is not supported by the cpu backend yet" in str(err.value)
+    assert "'stablehlo.triangular_solve' is not supported by the cpu backend yet" in \
+        str(err.value)
     assert "test.mlir:2:" in str(err.value)
 
 
