@@ -104,6 +104,8 @@ def fuse(module: Module) -> Plan:
     ret = block.ops[-1]
     for v in block.args:
         _check_type(main, v)
+    for v in ret.operands:  # before sizing the result buffers
+        _check_type(v.owner_op or main, v)
     args = [Buf(f"arg{i}", nbytes(v), "arg", index=i) for i, v in enumerate(block.args)]
     results = [Buf(f"result{j}", nbytes(v), "result", index=j)
                for j, v in enumerate(ret.operands)]
