@@ -178,3 +178,36 @@ def test_scheduler_interleaves_producers_and_consumers():
     assert exe.stats["temp_bytes"] <= 64 * 1024 + 3 * 512
     moved = re.search(r"(\d+) of \d+ kernels moved", "\n".join(exe.stages))
     assert moved and int(moved.group(1)) > 0
+
+
+def test_worker_pool_concurrent_calls_and_shutdown(monkeypatch):
+    import gc
+    import threading
+
+    monkeypatch.setenv("OXLA_NUM_THREADS", "3")
+    text = """func.func @main(%a: tensor<2048x256xf32>) -> tensor<2048x256xf32> {
+  %0 = stablehlo.exponential %a : tensor<2048x256xf32>
+  %1 = stablehlo.add %0, %a : tensor<2048x256xf32>
+  return %1 : tensor<2048x256xf32>
+}"""
+    exe = compile_cpu(text, cache=False)
+    assert "oxla_pool_shutdown" in exe.llvm_ir
+    x = RNG.standard_normal((2048, 256)).astype(np.float32)
+    want = np.exp(x.astype(np.float64)) + x
+    bad: list[int] = []
+
+    def run(e) -> None:
+        for _ in range(20):  # the pool, or spawned threads when another call holds it
+            if not np.allclose(e(x)[0], want, rtol=1e-6, atol=1e-6):
+                bad.append(1)
+
+    threads = [threading.Thread(target=run, args=(exe,)) for _ in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not bad
+    del exe, threads
+    gc.collect()  # joins the workers before the code is freed; a crash would end pytest
+    again = compile_cpu(text, cache=False)
+    np.testing.assert_allclose(again(x)[0], want, rtol=1e-6, atol=1e-6)

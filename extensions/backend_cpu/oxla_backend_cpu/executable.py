@@ -9,8 +9,10 @@ Inputs are read in place when they are C-contiguous with the right dtype (no cop
 the code never writes to them.
 
 Threads: parallel loops use ``OXLA_NUM_THREADS`` threads (default: the CPUs this
-process may run on), set in the loaded code's ``oxla_num_threads``; BLAS calls use
-OpenBLAS's own pool (``OPENBLAS_NUM_THREADS``).
+process may run on), set in the loaded code's ``oxla_num_threads``; their workers are a
+pool started by the first parallel loop and parked between calls, stopped (joined) when
+the executable is garbage collected. GEMMs run as single-threaded BLAS calls on those
+threads (:mod:`oxla_backend_cpu.blas`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import hashlib
 import json
 import os
 import threading
+import weakref
 import zipfile
 from typing import Any
 
@@ -54,6 +57,13 @@ def num_threads() -> int:
         return os.cpu_count() or 1
 
 
+def _shutdown_pool(address: int, jit: Any) -> None:
+    """Stops and joins the program's worker pool; ``jit`` (the machine code) is released
+    only after this returns."""
+    ctypes.CFUNCTYPE(None)(address)()
+    del jit
+
+
 class CPUExecutable:
     """A program compiled to native code for this machine.
 
@@ -83,6 +93,9 @@ class CPUExecutable:
             else 0
         if threads:
             ctypes.c_int64.from_address(threads).value = num_threads()
+        shutdown = jit.address("oxla_pool_shutdown") if hasattr(jit, "address") else 0
+        if shutdown:  # park no threads in code that is about to be freed
+            weakref.finalize(self, _shutdown_pool, shutdown, jit)
         self._local = threading.local()
         self._out_specs = [(tuple(t.shape), np.dtype(t.element_type.dtype))
                            for t in self.signature.outputs]

@@ -13,9 +13,11 @@ disjoint parts of the output, so there is no synchronization besides the join.
 
 ``oxla_num_threads`` is a global (``i64``, 1 until set) that the executable writes after
 loading the code (``OXLA_NUM_THREADS``, else the CPUs this process may run on), so the
-machine code itself does not depend on the core count. Threads are created per call
-(tens of microseconds each), which is why a kernel is only split into chunks of at
-least ``grain`` iterations; a persistent pool would lower the cost for small kernels.
+machine code itself does not depend on the core count. Chunks run on a persistent pool
+of parked workers (:mod:`oxla_codegen_llvm.pool`), started on the first parallel loop;
+when another thread holds the pool (concurrent calls of one executable), threads are
+created for the call and joined (tens of microseconds each), which is why a kernel is
+only split into chunks of at least ``grain`` iterations.
 
 If ``pthread_create`` fails (resource limits), the chunk runs on the calling thread: a
 slower call, never a wrong one.
@@ -101,6 +103,13 @@ def runtime(module: ir.Module) -> ir.Function:
     b.ret_void()
 
     b.position_at_end(par)
+    from oxla_codegen_llvm.pool import define_pool, emit_pool_run
+
+    pool, pool_worker = define_pool(module, TASK_TYPE, create, join, MAX_THREADS)
+    fallback = fn.append_basic_block("spawn")
+    emit_pool_run(b, pool, pool_worker, create, task, ctx, n, t, b.load(nthreads, typ=I64),
+                  fallback)
+    b.position_at_end(fallback)
     # chunk c covers [c*n/t, (c+1)*n/t)
     def bound(c: ir.Value) -> ir.Value:
         return b.sdiv(b.mul(c, n), t)
@@ -111,7 +120,7 @@ def runtime(module: ir.Module) -> ir.Function:
     b.branch(spawn_head)
     b.position_at_end(spawn_head)
     c = b.phi(I64, name="c")
-    c.add_incoming(ir.Constant(I64, 1), par)
+    c.add_incoming(ir.Constant(I64, 1), fallback)
     b.cbranch(b.icmp_signed("<", c, t), spawn_body, run0)
 
     b.position_at_end(spawn_body)

@@ -1,0 +1,240 @@
+"""A persistent worker pool for :func:`oxla_codegen_llvm.parallel.runtime`, in LLVM IR.
+
+Starting threads per parallel loop costs tens of microseconds each, and threads that
+live for one call also make libraries with per-thread state start cold on every call
+(OpenBLAS allocates and faults in its packing buffers per new thread). The pool starts
+``oxla_num_threads - 1`` workers on the first parallel loop of a program and parks them
+on a condition variable between loops (no spinning: a busy machine is not made busier).
+
+Protocol (one mutex, two condition variables, all in module globals):
+
+* a call takes the pool with an atomic compare-and-swap on ``busy``; a second thread
+  calling the same executable meanwhile falls back to starting threads for its loop
+  (still correct, as before);
+* the caller publishes ``task, ctx, n, t``, sets ``pending = t - 1``, bumps ``gen`` and
+  broadcasts; worker ``w`` runs chunk ``w + 1`` when ``w + 1 < t``, decrements
+  ``pending`` and signals the caller, which runs chunk 0 and waits for ``pending == 0``;
+* ``oxla_pool_shutdown()`` (external symbol) sets ``quit``, wakes and joins the
+  workers; the executable calls it before its machine code is freed.
+
+Sizes of ``pthread_mutex_t``/``pthread_cond_t`` are at most 48 bytes on glibc x86-64 and
+AArch64; each gets 128.
+"""
+
+from __future__ import annotations
+
+import llvmlite.ir as ir
+
+PTR = ir.PointerType()
+I8, I32, I64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
+VOID = ir.VoidType()
+SHUTDOWN = "oxla_pool_shutdown"
+# words of the state array
+INIT, BUSY, GEN, PENDING, TASK, CTX, N, T, NWORKERS, QUIT = range(10)
+
+
+def _c(n: int) -> ir.Constant:
+    return ir.Constant(I64, n)
+
+
+class _Pool:
+    """The globals and libc declarations of one module's pool."""
+
+    def __init__(self, module: ir.Module, max_threads: int):
+        self.module = module
+        self.max_threads = max_threads
+
+        def glob(name: str, ty: ir.Type) -> ir.GlobalVariable:
+            g = ir.GlobalVariable(module, ty, name)
+            g.initializer = ir.Constant(ty, None)
+            g.linkage = "internal"
+            g.align = 64
+            return g
+
+        self.state = glob("oxla_pool.state", ir.ArrayType(I64, 16))
+        self.mutex = glob("oxla_pool.mutex", ir.ArrayType(I8, 128))
+        self.work = glob("oxla_pool.work", ir.ArrayType(I8, 128))
+        self.done = glob("oxla_pool.done", ir.ArrayType(I8, 128))
+        self.tids = glob("oxla_pool.tids", ir.ArrayType(I64, max_threads))
+
+        def decl(name: str, ret: ir.Type, args: list[ir.Type]) -> ir.Function:
+            f = module.globals.get(name)
+            return f if f is not None else ir.Function(module, ir.FunctionType(ret, args), name)
+
+        self.lock = decl("pthread_mutex_lock", I32, [PTR])
+        self.unlock = decl("pthread_mutex_unlock", I32, [PTR])
+        self.wait = decl("pthread_cond_wait", I32, [PTR, PTR])
+        self.broadcast = decl("pthread_cond_broadcast", I32, [PTR])
+        self.signal = decl("pthread_cond_signal", I32, [PTR])
+        self.mutex_init = decl("pthread_mutex_init", I32, [PTR, PTR])
+        self.cond_init = decl("pthread_cond_init", I32, [PTR, PTR])
+
+    def word(self, b: ir.IRBuilder, i: int) -> ir.Value:
+        return self.state.gep([ir.Constant(I32, 0), ir.Constant(I32, i)])  # constant GEP
+
+    def load(self, b: ir.IRBuilder, i: int) -> ir.Value:
+        return b.load(self.word(b, i), typ=I64)
+
+    def store(self, b: ir.IRBuilder, i: int, v: ir.Value) -> None:
+        b.store(v, self.word(b, i))
+
+
+def define_pool(module: ir.Module, task_type: ir.FunctionType, create: ir.Function,
+                join: ir.Function, max_threads: int) -> tuple[_Pool, ir.Function]:
+    """Defines the worker function and ``oxla_pool_shutdown``; returns the pool and the
+    worker (``ptr worker(ptr index)``)."""
+    p = _Pool(module, max_threads)
+    worker = ir.Function(module, ir.FunctionType(PTR, [PTR]), "oxla_pool.worker")
+    worker.linkage = "internal"
+    entry, loop, head, got, run, after, quit_ = (worker.append_basic_block(n) for n in (
+        "entry", "loop", "head", "got", "run", "after", "quit"))
+    b = ir.IRBuilder(entry)
+    idx = b.ptrtoint(worker.args[0], I64)
+    b.branch(loop)
+    b.position_at_end(loop)
+    mygen = b.phi(I64, name="mygen")
+    mygen.add_incoming(_c(0), entry)
+    b.call(p.lock, [p.mutex])
+    b.branch(head)
+    b.position_at_end(head)
+    stop = b.icmp_signed("!=", p.load(b, QUIT), _c(0))
+    gen = p.load(b, GEN)
+    wait_blk = worker.append_basic_block("wait")
+    check = worker.append_basic_block("check")
+    b.cbranch(stop, quit_, check)
+    b.position_at_end(check)
+    b.cbranch(b.icmp_signed("!=", gen, mygen), got, wait_blk)
+    b.position_at_end(wait_blk)
+    b.call(p.wait, [p.work, p.mutex])
+    b.branch(head)
+    b.position_at_end(got)
+    task = b.inttoptr(p.load(b, TASK), task_type.as_pointer())
+    ctx = b.inttoptr(p.load(b, CTX), PTR)
+    n, t = p.load(b, N), p.load(b, T)
+    b.call(p.unlock, [p.mutex])
+    c = b.add(idx, _c(1))
+    b.cbranch(b.icmp_signed("<", c, t), run, after)
+    b.position_at_end(run)
+    b.call(task, [ctx, b.sdiv(b.mul(c, n), t), b.sdiv(b.mul(b.add(c, _c(1)), n), t)])
+    b.call(p.lock, [p.mutex])
+    left = b.sub(p.load(b, PENDING), _c(1))
+    p.store(b, PENDING, left)
+    b.call(p.signal, [p.done])
+    b.call(p.unlock, [p.mutex])
+    b.branch(after)
+    b.position_at_end(after)
+    mygen.add_incoming(gen, after)
+    b.branch(loop)
+    b.position_at_end(quit_)
+    b.call(p.unlock, [p.mutex])
+    b.ret(ir.Constant(PTR, None))
+
+    shut = ir.Function(module, ir.FunctionType(VOID, []), SHUTDOWN)
+    b = ir.IRBuilder(shut.append_basic_block("entry"))
+    live = shut.append_basic_block("live")
+    end = shut.append_basic_block("end")
+    b.cbranch(b.icmp_signed("!=", p.load(b, INIT), _c(0)), live, end)
+    b.position_at_end(live)
+    b.call(p.lock, [p.mutex])
+    p.store(b, QUIT, _c(1))
+    b.call(p.broadcast, [p.work])
+    b.call(p.unlock, [p.mutex])
+    from oxla_codegen_llvm.loops import for_range
+
+    with for_range(b, p.load(b, NWORKERS), "w") as w:
+        tid = b.load(b.gep(p.tids, [_c(0), w]), typ=I64)
+        b.call(join, [tid, ir.Constant(PTR, None)])
+    p.store(b, INIT, _c(0))
+    p.store(b, QUIT, _c(0))
+    p.store(b, NWORKERS, _c(0))
+    b.branch(end)
+    b.position_at_end(end)
+    b.ret_void()
+    return p, worker
+
+
+def emit_pool_run(b: ir.IRBuilder, p: _Pool, worker: ir.Function, create: ir.Function,
+                  task: ir.Value, ctx: ir.Value, n: ir.Value, t: ir.Value,
+                  nthreads: ir.Value, fallback: ir.Block) -> None:
+    """At ``b``: runs ``task`` over ``[0, n)`` in ``t`` chunks on the pool, or branches
+    to ``fallback`` when another call holds the pool or no worker could start. Ends the
+    current function (``ret void``) on the pool path."""
+    fn = b.function
+    word = p.word(b, BUSY)
+    res = b.cmpxchg(word, _c(0), _c(1), "acquire", "monotonic")
+    have = b.extract_value(res, 1)
+    take = fn.append_basic_block("pool.take")
+    b.cbranch(have, take, fallback)
+    b.position_at_end(take)
+    init = fn.append_basic_block("pool.init")
+    ready = fn.append_basic_block("pool.ready")
+    b.cbranch(b.icmp_signed("==", p.load(b, INIT), _c(0)), init, ready)
+
+    b.position_at_end(init)
+    b.call(p.mutex_init, [p.mutex, ir.Constant(PTR, None)])
+    b.call(p.cond_init, [p.work, ir.Constant(PTR, None)])
+    b.call(p.cond_init, [p.done, ir.Constant(PTR, None)])
+    p.store(b, GEN, _c(0))
+    p.store(b, QUIT, _c(0))
+    want = b.sub(nthreads, _c(1))
+    want = b.select(b.icmp_signed(">", want, _c(p.max_threads)), _c(p.max_threads), want)
+    head = fn.append_basic_block("pool.spawn")
+    body = fn.append_basic_block("pool.spawn.body")
+    ok_blk = fn.append_basic_block("pool.spawn.ok")
+    done = fn.append_basic_block("pool.spawned")
+    pre = b.block
+    b.branch(head)
+    b.position_at_end(head)
+    w = b.phi(I64, name="w")
+    w.add_incoming(_c(0), pre)
+    b.cbranch(b.icmp_signed("<", w, want), body, done)
+    b.position_at_end(body)
+    slot = b.gep(p.tids, [_c(0), w])
+    rc = b.call(create, [slot, ir.Constant(PTR, None), worker, b.inttoptr(w, PTR)])
+    b.cbranch(b.icmp_signed("==", rc, ir.Constant(I32, 0)), ok_blk, done)
+    b.position_at_end(ok_blk)
+    w.add_incoming(b.add(w, _c(1)), ok_blk)
+    b.branch(head)
+    b.position_at_end(done)
+    started = b.phi(I64, name="started")
+    started.add_incoming(w, head)
+    started.add_incoming(w, body)
+    p.store(b, NWORKERS, started)
+    p.store(b, INIT, _c(1))
+    b.branch(ready)
+
+    b.position_at_end(ready)
+    workers = p.load(b, NWORKERS)
+    t = b.select(b.icmp_signed(">", t, b.add(workers, _c(1))), b.add(workers, _c(1)), t)
+    go = fn.append_basic_block("pool.go")
+    release_fb = fn.append_basic_block("pool.release")
+    b.cbranch(b.icmp_signed("<=", t, _c(1)), release_fb, go)
+    b.position_at_end(release_fb)  # no worker: give the pool back, run the old way
+    b.store_atomic(_c(0), word, "release", 8)
+    b.branch(fallback)
+
+    b.position_at_end(go)
+    b.call(p.lock, [p.mutex])
+    p.store(b, TASK, b.ptrtoint(task, I64))
+    p.store(b, CTX, b.ptrtoint(ctx, I64))
+    p.store(b, N, n)
+    p.store(b, T, t)
+    p.store(b, PENDING, b.sub(t, _c(1)))
+    p.store(b, GEN, b.add(p.load(b, GEN), _c(1)))
+    b.call(p.broadcast, [p.work])
+    b.call(p.unlock, [p.mutex])
+    b.call(task, [ctx, _c(0), b.sdiv(n, t)])
+    b.call(p.lock, [p.mutex])
+    wait_head = fn.append_basic_block("pool.wait")
+    wait_body = fn.append_basic_block("pool.wait.body")
+    finished = fn.append_basic_block("pool.finished")
+    b.branch(wait_head)
+    b.position_at_end(wait_head)
+    b.cbranch(b.icmp_signed("!=", p.load(b, PENDING), _c(0)), wait_body, finished)
+    b.position_at_end(wait_body)
+    b.call(p.wait, [p.done, p.mutex])
+    b.branch(wait_head)
+    b.position_at_end(finished)
+    b.call(p.unlock, [p.mutex])
+    b.store_atomic(_c(0), word, "release", 8)
+    b.ret_void()
