@@ -240,9 +240,9 @@ def _recompute_small(live: list[Operation], kinds: dict[Operation, str],
         cost[v] = c
         if v not in materialized or v in returned or v in env:
             continue
-        users = {u for u in v.users if u in kinds}
+        users = set(v.users)  # ops in regions (captured values) are not in ``kinds``
         if (users and len(users) <= MAX_RECOMPUTE_USERS and c <= MAX_RECOMPUTE_OPS
-                and all(kinds[u] in ("loop", "reduce") for u in users)):
+                and all(kinds.get(u) in ("loop", "reduce") for u in users)):
             materialized.discard(v)
         else:
             cost[v] = 0
