@@ -119,6 +119,10 @@ class FusedEmitter:
             raise NotSupportedError("a block argument that is not a kernel buffer")
         if op.name == "stablehlo.constant" and is_splat_constant(op):
             x = op.attr("value").array.reshape(-1)[0]
+            if isinstance(et, T.ComplexType):
+                from oxla_codegen_llvm.complex import constant
+
+                return constant(complex(x))
             ty = llvm_type(et)
             return ir.Constant(ty, bool(x) if ty == ir.IntType(1) else x.item())
         rule = INDEX_RULES.get(op.name)

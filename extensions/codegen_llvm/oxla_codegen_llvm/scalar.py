@@ -62,6 +62,10 @@ def llvm_type(et: T.ElementType) -> ir.Type:
         return ir.FloatType()
     if isinstance(et, T.FloatType) and et.name == "f64":
         return ir.DoubleType()
+    if isinstance(et, T.ComplexType) and et.element_type.name in ("f32", "f64"):
+        from oxla_codegen_llvm.complex import CREG
+
+        return CREG
     raise NotSupportedError(f"element type {et} is not supported by the llvm emitters yet")
 
 
@@ -69,6 +73,10 @@ def storage_type(et: T.ElementType) -> ir.Type:
     """The LLVM type of one element in memory: ``i8`` for ``i1``/``i2``/``i4`` (one per
     byte, as numpy and ml_dtypes store them), ``i16`` bits for ``f16``/``bf16``."""
     t = llvm_type(et)
+    if isinstance(et, T.ComplexType):
+        from oxla_codegen_llvm.complex import complex_storage
+
+        return complex_storage(et)
     if isinstance(t, ir.IntType) and t.width < 8:
         return ir.IntType(8)
     if is_half(et):
@@ -90,6 +98,10 @@ def to_storage(s: Scalar, et: T.ElementType, v: ir.Value) -> ir.Value:
     as ml_dtypes does; halves rounded to nearest even from f32 by bit manipulation, so
     no compiler-rt call is needed)."""
     st = storage_type(et)
+    if isinstance(et, T.ComplexType):
+        from oxla_codegen_llvm.complex import to_storage_c
+
+        return to_storage_c(s.b, et, v)
     if v.type == st:
         return v
     if isinstance(st, ir.IntType) and isinstance(v.type, ir.IntType):
@@ -102,6 +114,10 @@ def to_storage(s: Scalar, et: T.ElementType, v: ir.Value) -> ir.Value:
 def from_storage(s: Scalar, et: T.ElementType, v: ir.Value) -> ir.Value:
     """The inverse of :func:`to_storage` (exact)."""
     t = llvm_type(et)
+    if isinstance(et, T.ComplexType):
+        from oxla_codegen_llvm.complex import from_storage_c
+
+        return from_storage_c(s.b, et, v)
     if v.type == t:
         return v
     b = s.b
@@ -122,7 +138,12 @@ def from_storage(s: Scalar, et: T.ElementType, v: ir.Value) -> ir.Value:
 
 
 def round_to(s: Scalar, et: T.ElementType, v: ir.Value) -> ir.Value:
-    """``v`` (computed in f32) rounded to ``et`` when ``et`` is a half type."""
+    """``v`` (computed in f32) rounded to ``et`` when ``et`` is a half type (complex<f32>
+    parts computed in f64, rounded to f32)."""
+    if isinstance(et, T.ComplexType):
+        from oxla_codegen_llvm.complex import round_c
+
+        return round_c(s.b, et, v)
     if not is_half(et):
         return v
     return from_storage(s, et, to_storage(s, et, v))
@@ -216,6 +237,11 @@ def emit_scalar(s: Scalar, op: Operation, args: list) -> ir.Value:
     Raises:
         NotSupportedError: the op (or this element type for it) has no emitter.
     """
+    if any(isinstance(v.type.element_type, T.ComplexType)
+           for v in list(op.operands) + list(op.results)):
+        from oxla_codegen_llvm.complex import emit_complex
+
+        return emit_complex(s, op, args)
     fn = EMITTERS.get(op.name)
     if fn is None:
         raise NotSupportedError(f"'{op.name}' has no llvm scalar emitter yet", op.loc)
@@ -448,6 +474,10 @@ def convert(s: Scalar, x: ir.Value, src: T.ElementType, dst: T.ElementType) -> i
     to = llvm_type(dst)
     if src == dst:
         return x
+    if isinstance(src, T.ComplexType) or isinstance(dst, T.ComplexType):
+        from oxla_codegen_llvm.complex import convert_c
+
+        return convert_c(s, x, src, dst)
     if is_float(src) and is_float(dst):
         if is_half(dst):
             if x.type == _F64:
@@ -528,3 +558,14 @@ def _reduce_precision(s: Scalar, op: Operation, args: list) -> ir.Value:
     r = from_storage(s, et, u) if is_half(et) else b.bitcast(u, x.type)
     nan_to = x if m > 0 else _const(x.type, float("inf"))
     return b.select(b.fcmp_unordered("uno", x, x), nan_to, r)
+
+
+@emitter("stablehlo.real", "stablehlo.imag", "stablehlo.complex")
+def _real_imag(s: Scalar, op: Operation, args: list) -> ir.Value:
+    """On real operands (complex ones go to :mod:`oxla_codegen_llvm.complex`): ``real``
+    is the identity, ``imag`` is 0."""
+    if op.name == "stablehlo.real":
+        return args[0]
+    if op.name == "stablehlo.imag":
+        return _const(args[0].type, 0.0)
+    raise NotSupportedError("'stablehlo.complex' needs a complex result", op.loc)

@@ -23,7 +23,7 @@ INTRINSIC_MATH = frozenset({
     "roundeven", "round", "maximum", "minimum", "copysign", "tan",
 })
 # Functions called by their C name (libm), suffix ``f`` for f32.
-LIBM_MATH = frozenset({"tanh", "expm1", "log1p", "atan2", "cbrt"})
+LIBM_MATH = frozenset({"tanh", "expm1", "log1p", "atan2", "cbrt", "hypot", "sinh", "cosh"})
 
 
 @cache
@@ -69,7 +69,7 @@ class Target:
             n_args = 2 if name in ("pow", "maximum", "minimum", "copysign") else 1
             fname = f"llvm.{name}.{'f32' if ty == ir.FloatType() else 'f64'}"
         elif name in LIBM_MATH:
-            n_args = 2 if name == "atan2" else 1
+            n_args = 2 if name in ("atan2", "hypot") else 1
             fname = name + ("f" if ty == ir.FloatType() else "")
         else:
             raise KeyError(name)
