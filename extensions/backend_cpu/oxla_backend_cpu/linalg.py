@@ -35,6 +35,8 @@ def _i64(n: int) -> ir.Constant:
 
 def acc_type(et: T.ElementType) -> T.ElementType:
     """The accumulation type of a dot/convolution whose result type is ``et``."""
+    if isinstance(et, T.QuantizedType):  # dequantized, accumulated in f64 (interpreter)
+        return T.FloatType("f64")
     if isinstance(et, T.IntegerType):
         return T.IntegerType(64, unsigned=et.unsigned) if et.width > 1 else et
     if isinstance(et, T.FloatType) and et.name == "f64" or isinstance(et, T.ComplexType):
@@ -66,6 +68,21 @@ def _mac(s: Scalar, acc_et: T.ElementType, acc: ir.Value, x: ir.Value, y: ir.Val
     if acc_et.width == 1:  # boolean dot: or of ands
         return b.or_(acc, b.and_(x, y))
     return b.add(acc, b.mul(x, y))
+
+
+def _cvt(s: Scalar, op, x: ir.Value, src: T.ElementType, dst: T.ElementType) -> ir.Value:
+    """``convert``, quantized sides dequantized/quantized (spec
+    ``dequantize_op_quantize``; the result rounded to the expressed type first, as the
+    interpreter does)."""
+    from oxla_codegen_llvm.quant import dequantize, quantize
+    from oxla_codegen_llvm.scalar import round_to
+
+    if isinstance(src, T.QuantizedType):
+        x, src = dequantize(s, op, src, x), src.expressed_type
+    if isinstance(dst, T.QuantizedType):
+        e = dst.expressed_type
+        return quantize(s, op, dst, round_to(s, e, convert(s, x, src, e)))
+    return convert(s, x, src, dst)
 
 
 def _zero(ty: ir.Type) -> ir.Constant:
@@ -115,12 +132,12 @@ def emit_dot_loop(s: Scalar, k: OpKernel, buffers: dict, outs: list) -> None:
                 ri[d] = oidx[len(lb) + len(lf) + n]
             for i, dl, dr in zip(kidx, lc, rc):
                 li[dl] = ri[dr] = i
-            x = convert(s, f.value_at(lhs, li), lhs.type.element_type, acc_et)
-            y = convert(s, f.value_at(rhs, ri), rhs.type.element_type, acc_et)
+            x = _cvt(s, op, f.value_at(lhs, li), lhs.type.element_type, acc_et)
+            y = _cvt(s, op, f.value_at(rhs, ri), rhs.type.element_type, acc_et)
             b.store(_mac(s, acc_et, b.load(acc, typ=aty), x, y), acc)
         f.reset()
         store_elem(s, outs[0], et, linearize(b, oidx, out_shape),
-                   convert(s, b.load(acc, typ=aty), acc_et, et))
+                   _cvt(s, op, b.load(acc, typ=aty), acc_et, et))
 
 
 def _ints(op, name: str, default: tuple) -> tuple:
@@ -213,10 +230,10 @@ def emit_convolution(s: Scalar, k: OpKernel, buffers: dict, outs: list) -> None:
                     b.sub(_i64(ksp[i] - 1), kw[i]) if rev[i] else kw[i]
             f.reset()
             with b.if_then(inside):
-                x = convert(s, f.value_at(lhs, li), lhs.type.element_type, acc_et)
-                y = convert(s, f.value_at(rhs, ki), rhs.type.element_type, acc_et)
+                x = _cvt(s, op, f.value_at(lhs, li), lhs.type.element_type, acc_et)
+                y = _cvt(s, op, f.value_at(rhs, ki), rhs.type.element_type, acc_et)
                 b.store(_mac(s, acc_et, b.load(acc, typ=aty), x, y), acc)
             f.reset()
         f.reset()
         store_elem(s, outs[0], et, linearize(b, oidx, out_shape),
-                   convert(s, b.load(acc, typ=aty), acc_et, et))
+                   _cvt(s, op, b.load(acc, typ=aty), acc_et, et))

@@ -62,6 +62,8 @@ def llvm_type(et: T.ElementType) -> ir.Type:
         return ir.FloatType()
     if isinstance(et, T.FloatType) and et.name == "f64":
         return ir.DoubleType()
+    if isinstance(et, T.QuantizedType):
+        return llvm_type(et.storage_type)
     if isinstance(et, T.ComplexType) and et.element_type.name in ("f32", "f64"):
         from oxla_codegen_llvm.complex import CREG
 
@@ -237,6 +239,11 @@ def emit_scalar(s: Scalar, op: Operation, args: list) -> ir.Value:
     Raises:
         NotSupportedError: the op (or this element type for it) has no emitter.
     """
+    if any(isinstance(v.type.element_type, T.QuantizedType)
+           for v in list(op.operands) + list(op.results)):
+        from oxla_codegen_llvm.quant import emit_quantized
+
+        return emit_quantized(s, op, args)
     if any(isinstance(v.type.element_type, T.ComplexType)
            for v in list(op.operands) + list(op.results)):
         from oxla_codegen_llvm.complex import emit_complex
@@ -447,13 +454,26 @@ def _compare(s: Scalar, op: Operation, args: list) -> ir.Value:
     sym = _CMP[direction]
     if is_float(et):
         if kind == "TOTALORDER":
-            raise NotSupportedError("'stablehlo.compare' with TOTALORDER is not supported "
-                                    "by the llvm emitters yet", op.loc)
+            return s.b.icmp_signed(sym, _total_order_key(s, et, a), _total_order_key(s, et, c))
         if direction == "NE":
             return s.b.fcmp_unordered(sym, a, c)
         return s.b.fcmp_ordered(sym, a, c)
     unsigned = kind == "UNSIGNED" if kind is not None else is_unsigned(et)
     return (s.b.icmp_unsigned if unsigned else s.b.icmp_signed)(sym, a, c)
+
+
+def _total_order_key(s: Scalar, et: T.ElementType, x: ir.Value) -> ir.Value:
+    """An integer whose signed order is IEEE-754 totalOrder on ``x`` (-NaN < -inf < ...
+    < -0 < +0 < ... < +inf < +NaN): the bits, magnitude bits flipped when negative."""
+    b = s.b
+    if is_half(et):
+        bits = to_storage(s, et, x)
+    else:
+        bits = b.bitcast(x, ir.IntType(x.type.width if isinstance(x.type, ir.IntType) else
+                                       (32 if x.type == _F32 else 64)))
+    ty = bits.type
+    flipped = b.xor(bits, _const(ty, (1 << (ty.width - 1)) - 1))
+    return b.select(b.icmp_signed("<", bits, _const(ty, 0)), flipped, bits)
 
 
 @emitter("stablehlo.select")
@@ -558,6 +578,12 @@ def _reduce_precision(s: Scalar, op: Operation, args: list) -> ir.Value:
     r = from_storage(s, et, u) if is_half(et) else b.bitcast(u, x.type)
     nan_to = x if m > 0 else _const(x.type, float("inf"))
     return b.select(b.fcmp_unordered("uno", x, x), nan_to, r)
+
+
+@emitter("stablehlo.uniform_quantize", "stablehlo.uniform_dequantize")
+def _uniform_quantize(s: Scalar, op: Operation, args: list) -> ir.Value:
+    """Only reached without a quantized type (see :mod:`oxla_codegen_llvm.quant`)."""
+    raise NotSupportedError(f"'{op.name}' needs a quantized operand or result", op.loc)
 
 
 @emitter("stablehlo.real", "stablehlo.imag", "stablehlo.complex")
