@@ -62,7 +62,7 @@ class CPUBackend:
         from oxla_backend_cpu import cache
         from oxla_backend_cpu.blas import blas_symbols
         from oxla_backend_cpu.buffers import assign_buffers
-        from oxla_backend_cpu.codegen import emit_module
+        from oxla_backend_cpu.codegen import emit_program
         from oxla_backend_cpu.fusion import fuse
         from oxla_backend_cpu.schedule import schedule
 
@@ -86,7 +86,7 @@ class CPUBackend:
         plan = assign_buffers(plan)
         dump("2-4-plan.txt", plan.describe())
         target = CPUTarget.host()
-        ir_text = emit_module(plan, target, options.fast_math)
+        ir_text, constants = emit_program(plan, target, options.fast_math)
         dump("5-codegen.ll", ir_text)
         jit = compile_ir(ir_text, target, blas_symbols())
         dump("6-optimized.ll", jit.ir_text)
@@ -95,7 +95,7 @@ class CPUBackend:
                  "kernel_count": len(plan.kernels), "temp_bytes": plan.temp_bytes,
                  "cache": "miss" if key else "off"}
         exe = CPUExecutable(print_module(module), jit.ir_text, jit, target, stats,
-                            list(plan.notes))
+                            list(plan.notes), constants=constants)
         if key:
             cache.store(key, exe)
         return exe

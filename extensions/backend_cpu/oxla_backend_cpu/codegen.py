@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 
 import llvmlite.ir as ir
+import numpy as np
 from oxla_codegen_llvm import (
     FusedEmitter,
     Scalar,
@@ -50,13 +51,29 @@ VOID = ir.VoidType()
 I8, I32, I64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
 
 
+INLINE_CONSTANT_BYTES = 4096
+"""Constants up to this size are globals in the LLVM module; larger ones (weights) are
+passed at run time after the arguments, so LLVM never sees (or optimizes) their bytes."""
+
+
 def emit_module(plan: Plan, target: Target, fast_math: bool = False) -> str:
-    """Returns the LLVM IR text of the whole program."""
+    """Returns the LLVM IR text of the whole program (see :func:`emit_program`)."""
+    return emit_program(plan, target, fast_math)[0]
+
+
+def emit_program(plan: Plan, target: Target,
+                 fast_math: bool = False) -> tuple[str, list[np.ndarray]]:
+    """Returns the LLVM IR text of the whole program and its run-time constants.
+
+    The entry reads run-time constant ``j`` from its argument table at index
+    ``len(plan.args) + j``: the executable appends their addresses after the inputs.
+    """
     module = ir.Module("oxla_cpu")
     module.triple = target.triple
     fns = {id(k): _emit_kernel(module, target, k, p, fast_math) for k, p in _leaf_kernels(plan)}
-    _emit_entry(module, plan, fns)
-    return str(module)
+    constants: list[np.ndarray] = []
+    _emit_entry(module, plan, fns, constants)
+    return str(module), constants
 
 
 def _leaf_kernels(plan: Plan):
@@ -157,7 +174,8 @@ def _emit_dot(s: Scalar, k: DotKernel, lhs: ir.Value, rhs: ir.Value, out: ir.Val
     emit_gemm(s, k, lhs, rhs, out)
 
 
-def _emit_entry(module: ir.Module, plan: Plan, fns: dict[int, ir.Function]) -> None:
+def _emit_entry(module: ir.Module, plan: Plan, fns: dict[int, ir.Function],
+                constants: list[np.ndarray] | None = None) -> None:
     """The entry function: buffer addresses computed once in its first block, then the
     schedule (kernel calls, parallel loops, BLAS, loops and branches)."""
     fn = ir.Function(module, ir.FunctionType(VOID, [PTR, PTR, PTR]), "entry")
@@ -179,6 +197,12 @@ def _emit_entry(module: ir.Module, plan: Plan, fns: dict[int, ir.Function]) -> N
                          typ=PTR, name=buf.name)
         elif buf.kind == "temp":
             p = pro.gep(arena, [ir.Constant(I64, buf.offset)], source_etype=I8, name=buf.name)
+        elif constants is not None and buf.nbytes > INLINE_CONSTANT_BYTES:
+            data = np.ascontiguousarray(buf.data).reshape(-1).view(np.uint8)
+            index = len(plan.args) + len(constants)
+            constants.append(data)
+            p = pro.load(pro.gep(args, [ir.Constant(I64, index)], source_etype=PTR),
+                         typ=PTR, name=buf.name)
         else:
             data = constant_bytes(buf)
             g = ir.GlobalVariable(module, ir.ArrayType(I8, len(data)),

@@ -77,8 +77,13 @@ class CPUExecutable:
     backend = BACKEND
 
     def __init__(self, module_text: str, llvm_ir: str, jit: Any, target: Any,
-                 stats: dict[str, Any], stages: list[str], signature: Signature | None = None):
+                 stats: dict[str, Any], stages: list[str], signature: Signature | None = None,
+                 constants: list[np.ndarray] | None = None):
         self.module_text = module_text
+        # Large constants (weights) live here, not in the machine code; the entry reads
+        # their addresses after the inputs' in its argument table.
+        self.constants = [np.ascontiguousarray(c).reshape(-1).view(np.uint8)
+                          for c in (constants or [])]
         self.llvm_ir = llvm_ir
         self.stats = stats
         self.stages = stages
@@ -99,7 +104,9 @@ class CPUExecutable:
         self._local = threading.local()
         self._out_specs = [(tuple(t.shape), np.dtype(t.element_type.dtype))
                            for t in self.signature.outputs]
-        self._in_array = ctypes.c_void_p * max(len(self.signature.inputs), 1)
+        self._in_array = ctypes.c_void_p * max(len(self.signature.inputs)
+                                               + len(self.constants), 1)
+        self._const_ptrs = [c.ctypes.data for c in self.constants]
         self._out_array = ctypes.c_void_p * max(len(self._out_specs), 1)
 
     def _arena(self) -> int:
@@ -122,7 +129,7 @@ class CPUExecutable:
 
         vals = [np.ascontiguousarray(v) for v in check_inputs(self.signature.inputs, args)]
         outs = [np.empty(shape, dt) for shape, dt in self._out_specs]
-        in_ptrs = self._in_array(*[v.ctypes.data for v in vals])
+        in_ptrs = self._in_array(*[v.ctypes.data for v in vals], *self._const_ptrs)
         out_ptrs = self._out_array(*[o.ctypes.data for o in outs])
         self._entry(ctypes.addressof(in_ptrs), ctypes.addressof(out_ptrs), self._arena())
         return outs
@@ -142,6 +149,8 @@ class CPUExecutable:
             "program.ll": self.llvm_ir.encode(),
             "program.o": obj,
         }
+        for j, c in enumerate(self.constants):
+            files[f"constants/{j}.npy"] = _npy_bytes(c)
         meta = {
             "target_triple": self._target.triple,
             "cpu": self._target.cpu,
@@ -150,6 +159,7 @@ class CPUExecutable:
                           "outputs": [str(t) for t in self.signature.outputs]},
             "stats": {k: v for k, v in self.stats.items() if k not in ("compile_seconds", "cache")},
             "stages": self.stages,
+            "constants": len(self.constants),
             "sha256": {n: hashlib.sha256(d).hexdigest() for n, d in files.items()},
         }
         write_artifact(path, BACKEND, files, meta)
@@ -193,7 +203,9 @@ def load_artifact(path: str | os.PathLike[str]) -> CPUExecutable:
     data: dict[str, bytes] = {}
     try:
         with zipfile.ZipFile(p) as zf:
-            for name in ("module.mlir", "program.ll", "program.o"):
+            n_const = int(manifest.get("constants", 0))
+            for name in ("module.mlir", "program.ll", "program.o",
+                         *(f"constants/{j}.npy" for j in range(n_const))):
                 data[name] = zf.read(name)
     except (KeyError, zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
         raise OxlaError(f"'{p}' is corrupt: {exc}") from exc
@@ -211,8 +223,31 @@ def load_artifact(path: str | os.PathLike[str]) -> CPUExecutable:
         raise OxlaError(f"'{p}' is corrupt: {exc}") from exc
     stats = dict(manifest.get("stats", {}))
     stats["compile_seconds"] = time.perf_counter() - t0
+    constants = [_npy_array(p, data[f"constants/{j}.npy"]) for j in range(n_const)]
     return CPUExecutable(data["module.mlir"].decode(), jit.ir_text, jit, host, stats,
-                         list(manifest.get("stages", [])), signature)
+                         list(manifest.get("stages", [])), signature, constants)
+
+
+def _npy_bytes(array: np.ndarray) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    np.save(buf, array, allow_pickle=False)
+    return buf.getvalue()
+
+
+def _npy_array(path: str, blob: bytes) -> np.ndarray:
+    """A constant member (``.npy``, never unpickled).
+
+    Raises:
+        OxlaError: the member is not a valid .npy array.
+    """
+    import io
+
+    try:
+        return np.load(io.BytesIO(blob), allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:
+        raise OxlaError(f"'{path}' is corrupt: bad constant member: {exc}") from exc
 
 
 def _manifest_signature(p: str, manifest: dict[str, Any]) -> Signature:
