@@ -19,6 +19,10 @@ FORMAT = "oxla-artifact"
 FORMAT_VERSION = 1
 
 
+STORE_UNCOMPRESSED_BYTES = 16 << 20
+"""Members larger than this (bytes), and all ``.npy`` members, are stored uncompressed."""
+
+
 def write_artifact(
     path: str | os.PathLike[str],
     backend: str,
@@ -46,7 +50,9 @@ def write_artifact(
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         zf.writestr(MANIFEST, json.dumps(manifest, indent=2, sort_keys=True))
         for name, data in sorted(files.items()):
-            zf.writestr(name, data)
+            # Weights (.npy) barely compress and deflating hundreds of MB takes minutes.
+            big = name.endswith(".npy") or len(data) > STORE_UNCOMPRESSED_BYTES
+            zf.writestr(name, data, compress_type=zipfile.ZIP_STORED if big else None)
 
 
 def read_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:

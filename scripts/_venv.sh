@@ -28,6 +28,9 @@ oxla_setup_venv() {
     for ext in extensions/*/; do
         [ -f "${ext}pyproject.toml" ] && args+=(-e "${ext%/}")
     done
+    # The torch frontend needs torch; 2.13.0 is the CPU build this project tests with
+    # (a bare requirement would pull a multi-GB CUDA build).
+    [ -f extensions/frontend_torch/pyproject.toml ] && args+=("torch==2.13.0")
     echo "installing into .venv: ${args[*]}" >&2
     .venv/bin/python -m pip install -q "${args[@]}"
 }
