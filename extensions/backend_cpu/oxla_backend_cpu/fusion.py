@@ -78,7 +78,7 @@ def _classify(op: Operation) -> str:
         return "reduce"
     if op.name in ("stablehlo.dot_general", "stablehlo.dot") and _blas_dot(op):
         return "dot"
-    from oxla_backend_cpu import linalg, misc_ops  # noqa: F401  (register their emitters)
+    from oxla_backend_cpu import linalg, misc_ops, spectral  # noqa: F401  (their emitters)
     from oxla_backend_cpu.opkernels import OP_EMITTERS
 
     if op.name in OP_EMITTERS:
