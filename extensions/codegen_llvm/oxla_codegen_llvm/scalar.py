@@ -420,8 +420,12 @@ def _popcnt(s: Scalar, op: Operation, args: list) -> ir.Value:
 @emitter("stablehlo.count_leading_zeros")
 def _clz(s: Scalar, op: Operation, args: list) -> ir.Value:
     x = args[0]
-    return s.b.call(s.module.declare_intrinsic("llvm.ctlz", [x.type]),
-                    [x, ir.Constant(ir.IntType(1), 0)])
+    # declared by hand: llvmlite's declare_intrinsic gives ctlz one parameter, and the
+    # mismatched call crashed LLVM's IR parser (i64 files: segfault)
+    name = f"llvm.ctlz.i{x.type.width}"
+    fn = s.module.globals.get(name) or ir.Function(
+        s.module, ir.FunctionType(x.type, [x.type, ir.IntType(1)]), name)
+    return s.b.call(fn, [x, ir.Constant(ir.IntType(1), 0)])
 
 
 @emitter("stablehlo.shift_left", "stablehlo.shift_right_arithmetic",
