@@ -328,3 +328,23 @@ func.func public @main(%a: tensor<3x4xf32>, %b: tensor<3x4xf32>) -> tensor<?xf64
 """)
     run_pipeline(m, "stablehlo-refine-shapes")
     assert [str(t) for t in func_type(m.main).results] == ["tensor<3xf64>"]
+
+
+GRID_FILE = """
+func.func @main() {
+  %x = stablehlo.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  %r = "interpreter.run_parallel"(%x) {programs = [[@step]]} : (tensor<2xf32>) -> tensor<2xf32>
+  check.expect_eq_const %r, dense<[1.0, 2.0]> : tensor<2xf32>
+  func.return
+}
+func.func @step(%a: tensor<2xf32>) -> tensor<2xf32> {
+  func.return %a : tensor<2xf32>
+}
+"""
+
+
+def test_compiled_path_skips_process_grid_files_with_a_reason(tmp_path):
+    p = tmp_path / "grid.mlir"
+    p.write_text(GRID_FILE)
+    res = run_file(p, "interpreter", compiled=True)
+    assert res.status == "skip" and "multi-process grid" in res.message
