@@ -61,7 +61,7 @@ class CPUBackend:
 
         from oxla_backend_cpu import cache
         from oxla_backend_cpu.blas import blas_symbols
-        from oxla_backend_cpu.buffers import assign_buffers
+        from oxla_backend_cpu.buffers import assign_best
         from oxla_backend_cpu.codegen import emit_program
         from oxla_backend_cpu.fusion import fuse
         from oxla_backend_cpu.schedule import schedule
@@ -82,8 +82,9 @@ class CPUBackend:
         dump("1-core-pipeline.mlir", print_module(module))
         plan = fuse(module)
         plan.notes.insert(0, note)
+        program_order = list(plan.kernels)
         plan = schedule(plan)
-        plan = assign_buffers(plan)
+        plan = assign_best(plan, program_order)
         dump("2-4-plan.txt", plan.describe())
         target = CPUTarget.host()
         ir_text, constants = emit_program(plan, target, options.fast_math)

@@ -5,15 +5,15 @@ is the Fortran-convention function (every argument by pointer, column-major). Th
 addresses are registered as the symbols ``oxla_sgemm``/``oxla_dgemm`` before JIT, so
 the generated IR never contains a process-specific address.
 
-Threads: OpenBLAS's own pool runs a GEMM on every core by default, and its workers
-spin-wait between calls, which makes small GEMMs on a busy machine 10-100x slower than
-on one core (measured: a 16x256x256 MLP layer 45 ms with 2 threads on a loaded 2-core
-machine, 0.14 ms with 1). Generated code therefore sets the calling thread's BLAS
-thread count per GEMM (``openblas_set_num_threads_local``, found next to ``sgemm`` in
-the same library and registered as ``oxla_blas_threads``): one thread per
-:data:`FLOPS_PER_THREAD` floating-point operations, at most ``oxla_num_threads``, and
-restores the previous count after the call. A BLAS without that function keeps its own
-default (the symbol is then absent and no call is emitted).
+Threads: OpenBLAS's own pool runs a GEMM on every core by default and its workers
+spin-wait between calls, which made small GEMMs on a busy machine 10-100x slower than on
+one core (measured: a 16x256x256 MLP layer 45 ms with 2 OpenBLAS threads on a loaded
+2-core machine, 0.14 ms with 1). oxla therefore owns the threading: :func:`emit_gemm`
+splits a (batched) GEMM into row or column blocks run by oxla's parallel-for (a pool of
+parked workers), each block one single-threaded BLAS call. The thread count is set with
+``openblas_set_num_threads_local`` (found next to ``sgemm`` in the same library with
+``dladdr``, registered as ``oxla_blas_threads``) and restored after the kernel; a BLAS
+without that function keeps its own setting (no call is emitted).
 """
 
 from __future__ import annotations
@@ -73,9 +73,9 @@ def _threads_function(sgemm: int) -> int:
 
 
 def set_gemm_threads(b: ir.IRBuilder, module: ir.Module, flops: float) -> ir.Value | None:
-    """Emits ``old = oxla_blas_threads(min(oxla_num_threads, ceil(flops / F)))`` before
-    a GEMM of ``flops`` operations; returns ``old`` for :func:`restore_threads`, or None
-    when the BLAS has no per-thread count."""
+    """Emits ``old = oxla_blas_threads(min(oxla_num_threads, ceil(flops / F)))`` (``F`` =
+    :data:`FLOPS_PER_THREAD`; ``flops = 1`` asks for one thread); returns ``old`` for
+    :func:`restore_threads`, or None when the BLAS has no per-thread count."""
     from oxla_codegen_llvm.parallel import runtime
 
     if THREADS_SYMBOL not in blas_symbols():

@@ -167,3 +167,42 @@ def _in_place_candidates(k, plan: Plan, last_use: dict[int, int], t: int) -> lis
         by_buf[id(b)] = (b, ok)
     return [b for b, ok in by_buf.values()
             if ok and b.kind == "temp" and last_use[id(b)] == t and (b.offset >= 0)]
+
+
+def assign_best(plan: Plan, program_order: list) -> Plan:
+    """:func:`assign_buffers` for the scheduled order and for ``program_order``; keeps
+    whichever needs fewer arena bytes (the greedy schedule is a heuristic: on a
+    transformer block program order packs 12.6 MB where the greedy order needs 14.7)."""
+    scheduled = list(plan.kernels)
+    plan = assign_buffers(plan)
+    if scheduled == program_order:
+        return plan
+    best = (plan.temp_bytes, _placement(plan), plan.notes[-1])
+    plan.notes.pop()
+    _reset(plan)
+    plan.kernels = list(program_order)
+    plan = assign_buffers(plan)
+    if plan.temp_bytes < best[0]:
+        plan.notes[-2] += " (program order kept: fewer arena bytes)"
+        return plan
+    plan.notes.pop()
+    plan.kernels = scheduled
+    for w, (base, offset) in best[1].items():
+        w.base, w.offset = base, offset
+    plan.temp_bytes = best[0]
+    plan.notes.append(best[2])
+    return plan
+
+
+def _top_level_temps(plan: Plan) -> list[Buf]:
+    return list({id(w): w for k in plan.kernels for w in kernel_writes(k)
+                 if w.kind == "temp"}.values())
+
+
+def _placement(plan: Plan) -> dict[Buf, tuple]:
+    return {w: (w.base, w.offset) for w in _top_level_temps(plan)}
+
+
+def _reset(plan: Plan) -> None:
+    for w in _top_level_temps(plan):
+        w.base, w.offset = None, -1
