@@ -85,15 +85,14 @@ def test_wrong_shape_and_count():
 
 
 def test_unsupported_op_names_op_location_and_backend():
-    text = """func.func @main(%a: tensor<4x4xf32>, %b: tensor<4x3xf32>) -> tensor<4x3xf32> {
-  %0 = "stablehlo.triangular_solve"(%a, %b) {left_side = true, lower = true,
-      unit_diagonal = false, transpose_a = #stablehlo<transpose NO_TRANSPOSE>}
-      : (tensor<4x4xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
-  return %0 : tensor<4x3xf32>
+    text = """func.func @main(%s: tensor<2xui64>) -> tensor<4xui32> {
+  %0:2 = "stablehlo.rng_bit_generator"(%s) {rng_algorithm = #stablehlo<rng_algorithm THREE_FRY>}
+      : (tensor<2xui64>) -> (tensor<2xui64>, tensor<4xui32>)
+  return %0#1 : tensor<4xui32>
 }"""
     with pytest.raises(NotSupportedError) as err:
         compile_cpu(text)
-    assert "'stablehlo.triangular_solve' is not supported by the cpu backend yet" in \
+    assert "'stablehlo.rng_bit_generator' is not supported by the cpu backend yet" in \
         str(err.value)
     assert "test.mlir:2:" in str(err.value)
 
