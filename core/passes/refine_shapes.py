@@ -12,6 +12,7 @@ from oxla.ir import types as T
 from oxla.ir.opdef import ELEMENTWISE, SAME_OPERANDS_AND_RESULT_SHAPE
 from oxla.ir.types import FunctionType
 from oxla.passes import canon_shape
+from oxla.passes.refine_dynamic import REFINE_PATTERNS, conv_shape, real_dynamic_slice_shape
 from oxla.passes.rewrite import CORE_PATTERNS, GreedyDriver, PatternSet
 from oxla.passes.util import constant_array
 
@@ -90,8 +91,9 @@ def _static_shape(v) -> tuple[int, ...] | None:
 def _infer(op: Operation) -> list | None:
     """Result types for ``op`` from its operands: the op table's rule, else the
     builder's (``oxla.ir.infer``), else the shape of a same-shaped operand
-    (elementwise ops, ``scatter``, ``select_and_scatter``) or ``reduce_window``'s
-    window arithmetic (spec ``reduce_window`` C16). Only shapes matter here: the
+    (elementwise ops, ``scatter``, ``select_and_scatter``), ``reduce_window``'s
+    window arithmetic (spec ``reduce_window`` C16), ``convolution``'s (C25-C27) or
+    ``real_dynamic_slice``'s sizes (:mod:`oxla.passes.refine_dynamic`). Only shapes matter here: the
     caller keeps each result's element type and rank."""
     od = op.opdef
     if od is not None and od.infer is not None:
@@ -117,10 +119,9 @@ def _infer(op: Operation) -> list | None:
     elif op.name == "stablehlo.reduce_window":
         shapes = [_reduce_window_shape(op)] * len(op.results)
     elif op.name == "stablehlo.real_dynamic_slice":
-        start, limit, stride = (constant_array(v) for v in op.operands[1:4])
-        if start is not None and limit is not None and stride is not None:
-            shapes = [tuple(max(0, -(-(int(h) - int(lo)) // int(st)))
-                            for lo, h, st in zip(start, limit, stride))]
+        shapes = [real_dynamic_slice_shape(op)]
+    elif op.name == "stablehlo.convolution":
+        shapes = [conv_shape(op)]
     return [r.type.with_shape(s) if s is not None and isinstance(r.type, T.TensorType)
             and len(s) == r.type.rank else r.type for r, s in zip(op.results, shapes)]
 
@@ -167,7 +168,8 @@ class RefineShapes:
     def run(self, module: Module) -> None:
         if self.arg_shapes:
             self._set_args(module)
-        patterns = PatternSet(p for p in CORE_PATTERNS if p.fn in _STATIC_PATTERNS)
+        patterns = PatternSet([p for p in CORE_PATTERNS if p.fn in _STATIC_PATTERNS]
+                              + REFINE_PATTERNS)
         from oxla.passes.fold import fold_op
 
         for _ in range(self.max_iterations):
