@@ -5,7 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from oxla.ir import Module
-from oxla.passes import canon_algebra, canon_control, canon_shape  # noqa: F401 (register)
+from oxla.passes import (  # noqa: F401 (register)
+    canon_algebra,
+    canon_control,
+    canon_shape,
+    refine_dynamic,
+)
 from oxla.passes.fold import fold_op
 from oxla.passes.rewrite import CORE_PATTERNS, GreedyDriver, Pattern, PatternSet, source_of
 

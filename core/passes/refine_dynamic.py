@@ -17,7 +17,7 @@ from oxla.passes.rewrite import Pattern, Rewriter, pattern
 from oxla.passes.util import constant_array
 
 REFINE_PATTERNS: list[Pattern] = []
-"""Rewrites run by ``stablehlo-refine-shapes`` only (not by canonicalize)."""
+"""Rewrites run by ``stablehlo-refine-shapes`` (canonicalize runs them too)."""
 
 
 def _ints(op: Operation, name: str, default: list[int]) -> list[int]:
@@ -111,6 +111,7 @@ def _replace(op: Operation, rw: Rewriter, name: str, operands: list, attrs: dict
 
 
 @pattern("stablehlo.dynamic_gather", into=REFINE_PATTERNS)
+@pattern("stablehlo.dynamic_gather")
 def dynamic_gather_constant(op: Operation, rw: Rewriter) -> bool:
     """``dynamic_gather`` with constant ``slice_sizes`` → ``gather``."""
     sizes = constant_array(op.operands[2])
@@ -122,6 +123,7 @@ def dynamic_gather_constant(op: Operation, rw: Rewriter) -> bool:
 
 
 @pattern("stablehlo.dynamic_pad", into=REFINE_PATTERNS)
+@pattern("stablehlo.dynamic_pad")
 def dynamic_pad_constant(op: Operation, rw: Rewriter) -> bool:
     """``dynamic_pad`` with constant paddings → ``pad``."""
     arrs = [constant_array(v) for v in op.operands[2:5]]
@@ -133,6 +135,7 @@ def dynamic_pad_constant(op: Operation, rw: Rewriter) -> bool:
 
 
 @pattern("stablehlo.dynamic_conv", into=REFINE_PATTERNS)
+@pattern("stablehlo.dynamic_conv")
 def dynamic_conv_constant(op: Operation, rw: Rewriter) -> bool:
     """``dynamic_conv`` with a constant ``padding`` → ``convolution``."""
     pad = constant_array(op.operands[2])
