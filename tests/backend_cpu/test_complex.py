@@ -66,3 +66,32 @@ def test_complex_dot_general_with_batch():
     b = rng.normal(size=(2, 3, 5))
     _, got = run_both(DOT, [a, b], rtol=1e-12)
     np.testing.assert_allclose(got[0], a @ b, rtol=1e-12)
+
+
+MORE_UNARY = """
+func.func @main(%x: tensor<8xcomplex<f64>>, %y: tensor<8xcomplex<f64>>)
+    -> (tensor<8xcomplex<f64>>, tensor<8xcomplex<f64>>, tensor<8xcomplex<f64>>,
+        tensor<8xcomplex<f64>>, tensor<8xcomplex<f64>>, tensor<8xcomplex<f64>>,
+        tensor<8xcomplex<f64>>) {
+  %0 = stablehlo.exponential_minus_one %x : tensor<8xcomplex<f64>>
+  %1 = stablehlo.log_plus_one %x : tensor<8xcomplex<f64>>
+  %2 = stablehlo.logistic %x : tensor<8xcomplex<f64>>
+  %3 = stablehlo.cbrt %x : tensor<8xcomplex<f64>>
+  %4 = stablehlo.atan2 %x, %y : tensor<8xcomplex<f64>>
+  %5 = stablehlo.minimum %x, %y : tensor<8xcomplex<f64>>
+  %6 = stablehlo.maximum %x, %y : tensor<8xcomplex<f64>>
+  return %0, %1, %2, %3, %4, %5, %6 : tensor<8xcomplex<f64>>, tensor<8xcomplex<f64>>,
+    tensor<8xcomplex<f64>>, tensor<8xcomplex<f64>>, tensor<8xcomplex<f64>>,
+    tensor<8xcomplex<f64>>, tensor<8xcomplex<f64>>
+}"""
+
+
+@pytest.mark.parametrize("part,dt,rtol", [("f32", np.complex64, 2e-6),
+                                          ("f64", np.complex128, 1e-13)])
+def test_complex_expm1_log1p_logistic_cbrt_atan2_minmax(part, dt, rtol):
+    rng = np.random.default_rng(2)
+    x, y = _c(rng, 8, dt), _c(rng, 8, dt)
+    x[:3] = [complex(1, 2), complex(1, -1), complex(np.nan, 0)]  # ties and a NaN part
+    y[:3] = [complex(1, 3), complex(1, -1), complex(0, 0)]
+    _, got = run_both(MORE_UNARY.replace("f64>", f"{part}>"), [x, y], rtol=rtol, atol=1e-12)
+    assert got[5][0] == x[0] and got[6][0] == y[0] and np.isnan(got[5][2].real)

@@ -188,6 +188,47 @@ def cpow(s, x: ir.Value, y: ir.Value) -> ir.Value:
     return b.select(y0, constant(1 + 0j), out)
 
 
+def cexpm1(s, z: ir.Value) -> ir.Value:
+    """numpy's ``nc_expm1``: ``(expm1(x) cos y - 2 sin(y/2)^2, exp(x) sin y)``."""
+    b = s.b
+    x, y = parts(b, z)
+    a = _math(s, "sin", b.fmul(y, _d(0.5)))
+    re = b.fsub(b.fmul(_math(s, "expm1", x), _math(s, "cos", y)), b.fmul(b.fmul(_d(2.0), a), a))
+    return make(b, re, b.fmul(_math(s, "exp", x), _math(s, "sin", y)))
+
+
+def clog1p(s, z: ir.Value) -> ir.Value:
+    """numpy's ``nc_log1p``: ``(log(hypot(x + 1, y)), atan2(y, x + 1))``."""
+    b = s.b
+    x, y = parts(b, z)
+    x1 = b.fadd(x, _d(1.0))
+    return make(b, _math(s, "log", _math(s, "hypot", x1, y)), _math(s, "atan2", y, x1))
+
+
+def catan2(s, y: ir.Value, x: ir.Value) -> ir.Value:
+    """The interpreter's ``-i * log((x + i*y) / sqrt(x*x + y*y))`` in numpy's order."""
+    b = s.b
+    iy = cmul(b, constant(1j), y)
+    xr, xi = parts(b, x)
+    ir_, ii = parts(b, iy)
+    num = make(b, b.fadd(xr, ir_), b.fadd(xi, ii))
+    (ar, ai), (br, bi) = parts(b, cmul(b, x, x)), parts(b, cmul(b, y, y))
+    den = csqrt(s, make(b, b.fadd(ar, br), b.fadd(ai, bi)))
+    return cmul(b, constant(-1j), clog(s, cdiv(s, num, den)))
+
+
+def cmaxmin(b: ir.IRBuilder, x: ir.Value, y: ir.Value, want_max: bool) -> ir.Value:
+    """Lexicographic (real, imaginary) ``maximum``/``minimum``; an operand with a NaN
+    part wins (``x`` first), as the interpreter's ``float_max``."""
+    (xr, xi), (yr, yi) = parts(b, x), parts(b, y)
+    (ur, ui), (vr, vi) = ((xr, xi), (yr, yi)) if want_max else ((yr, yi), (xr, xi))
+    gt = b.or_(b.fcmp_ordered(">", ur, vr),
+               b.and_(b.fcmp_ordered("==", ur, vr), b.fcmp_ordered(">", ui, vi)))
+    nan_x = b.or_(b.fcmp_unordered("uno", xr, xr), b.fcmp_unordered("uno", xi, xi))
+    nan_y = b.or_(b.fcmp_unordered("uno", yr, yr), b.fcmp_unordered("uno", yi, yi))
+    return b.select(nan_x, x, b.select(nan_y, y, b.select(gt, x, y)))
+
+
 def emit_complex(s, op: Operation, args: list) -> ir.Value:
     """Emits ``op`` (an elementwise op with a complex operand or result) on ``args``.
 
@@ -234,6 +275,21 @@ def emit_complex(s, op: Operation, args: list) -> ir.Value:
         return cdiv(s, csin_cos(s, args[0], True), csin_cos(s, args[0], False))
     if name == "power":
         return cpow(s, *args)
+    if name == "cbrt":  # the interpreter's power(z, 1/3)
+        return cpow(s, args[0], constant(1.0 / 3.0 + 0j))
+    if name == "exponential_minus_one":
+        return cexpm1(s, args[0])
+    if name == "log_plus_one":
+        return clog1p(s, args[0])
+    if name == "logistic":  # 1 / (1 + exp(-z))
+        re, im = parts(b, args[0])
+        e = cexp(s, make(b, b.fneg(re), b.fneg(im)))
+        er, ei = parts(b, e)
+        return cdiv(s, constant(1 + 0j), make(b, b.fadd(_d(1.0), er), ei))
+    if name == "atan2":
+        return catan2(s, *args)
+    if name in ("minimum", "maximum"):
+        return cmaxmin(b, *args, name == "maximum")
     if name == "sign":
         z = args[0]
         r = cabs(s, z)
