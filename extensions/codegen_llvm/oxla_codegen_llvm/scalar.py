@@ -371,9 +371,33 @@ def _logistic(s: Scalar, op: Operation, args: list) -> ir.Value:
 @emitter("stablehlo.power")
 def _power(s: Scalar, op: Operation, args: list) -> ir.Value:
     if not is_float(_et(op)):
-        raise NotSupportedError("'stablehlo.power' on integers is not supported by the "
-                                "llvm emitters yet", op.loc)
+        return _ipow(s, op, *args)
     return s.math("pow", *args)
+
+
+def _ipow(s: Scalar, op: Operation, base: ir.Value, exp: ir.Value) -> ir.Value:
+    """The interpreter's integer power: squaring over every exponent bit (unrolled, no
+    branches), wrapping; a negative signed exponent gives 0 except for bases 1 and -1."""
+    b, ty = s.b, base.type
+    width = ty.width
+    if width == 1:  # i1: x ** e is x or 1 (e == 0)
+        return b.or_(base, b.not_(exp))
+    signed = not is_unsigned(_et(op))
+    zero, one = _const(ty, 0), _const(ty, 1)
+    e = b.select(b.icmp_signed("<", exp, zero), zero, exp) if signed else exp
+    result, sq = one, base
+    for i in range(width):
+        bit = b.icmp_unsigned("!=", b.and_(b.lshr(e, _const(ty, i)), one), zero)
+        result = b.select(bit, b.mul(result, sq), result)
+        sq = b.mul(sq, sq)
+    if not signed:
+        return result
+    minus_one = _const(ty, -1)
+    odd = b.icmp_unsigned("!=", b.and_(exp, one), zero)
+    neg_res = b.select(b.icmp_signed("==", base, one), one,
+                       b.select(b.icmp_signed("==", base, minus_one),
+                                b.select(odd, minus_one, one), zero))
+    return b.select(b.icmp_signed("<", exp, zero), neg_res, result)
 
 
 @emitter("stablehlo.atan2")
