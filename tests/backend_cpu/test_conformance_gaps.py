@@ -27,3 +27,27 @@ def test_integer_power_wraps_like_the_interpreter(t, dt):
         [lo, lo, 0, 63]).astype(dt)
     _, got = run_both(POWER.replace("T>", f"{t}>"), [x, e])
     assert got[0][2] == 1  # 0 ** 0
+
+
+COMPOSITE = """
+func.func @gelu.impl(%x: tensor<5xf32>, %k: tensor<5xf32>) -> tensor<5xf32> {
+  %t = stablehlo.tanh %x : tensor<5xf32>
+  %m = stablehlo.multiply %t, %k : tensor<5xf32>
+  func.return %m : tensor<5xf32>
+}
+
+func.func @main(%x: tensor<5xf32>) -> tensor<5xf32> {
+  %k = stablehlo.constant dense<2.0> : tensor<5xf32>
+  %0 = stablehlo.composite "my.gelu" %x, %k {
+    composite_attributes = { approximate = true },
+    decomposition = @gelu.impl
+  } : (tensor<5xf32>, tensor<5xf32>) -> tensor<5xf32>
+  %1 = stablehlo.add %0, %x : tensor<5xf32>
+  return %1 : tensor<5xf32>
+}"""
+
+
+def test_composite_runs_its_decomposition():
+    x = np.linspace(-2, 2, 5, dtype=np.float32)
+    _, got = run_both(COMPOSITE, [x])
+    np.testing.assert_allclose(got[0], 2 * np.tanh(x) + x, rtol=1e-6)

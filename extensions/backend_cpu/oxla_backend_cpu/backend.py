@@ -25,6 +25,34 @@ from oxla.protocols import CompileOptions
 from oxla_backend_cpu.executable import BACKEND, CPUExecutable, load_artifact
 
 
+def _inline_composites(module: Module) -> int:
+    """Replaces every ``composite`` by a copy of its ``decomposition`` function's body
+    (spec ``composite``: its semantics are the decomposition's); returns how many.
+
+    Raises:
+        LoweringError: the decomposition function is missing or has no body.
+    """
+    from oxla.errors import LoweringError
+    from oxla.passes.inline import Inline
+
+    funcs = {f.attributes["sym_name"].value: f for f in module.functions}
+    n = 0
+    for _ in range(64):  # decompositions may hold composites themselves
+        ops = [op for op in module.walk() if op.name == "stablehlo.composite"]
+        if not ops:
+            return n
+        for op in ops:
+            ref = op.attributes["decomposition"]
+            name = getattr(ref, "value", str(ref)).lstrip("@")
+            target = funcs.get(name)
+            if target is None or not target.regions or not target.regions[0].blocks:
+                raise LoweringError(f"'stablehlo.composite' at {op.loc}: decomposition "
+                                    f"@{name} has no body to compile on the cpu backend")
+            Inline._inline(op, target)
+            n += 1
+    raise LoweringError("'stablehlo.composite': decompositions nest more than 64 deep")
+
+
 def _core_pipeline(module: Module, options: CompileOptions) -> tuple[Module, str]:
     try:
         from oxla.passes import run_pipeline
@@ -78,6 +106,7 @@ class CPUBackend:
                 return hit
         verify(module)
         dump = _Dumper(options.dump_dir)
+        _inline_composites(module)
         module, note = _core_pipeline(module, options)
         dump("1-core-pipeline.mlir", print_module(module))
         plan = fuse(module)
