@@ -12,8 +12,9 @@ import torch
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind
 
-from oxla.errors import OxlaError, RuntimeInputError
+from oxla.errors import NotSupportedError, OxlaError, RuntimeInputError
 from oxla.ir import Module
+from oxla.ir.types import TensorType
 from oxla.protocols import CompileOptions, Executable
 from oxla_frontend_torch.detect import classify
 from oxla_frontend_torch.importer import export_module, import_program
@@ -85,13 +86,18 @@ class TorchFunction:
     """A compiled torch program, called like the module's ``forward``.
 
     Takes the same (pytree of) arguments as the exported call and returns its pytree of
-    outputs as torch tensors. Programs with ``torch.export.Dim`` dynamic dims are
-    specialized and compiled once per distinct input shape.
+    outputs as torch tensors. Programs with ``torch.export.Dim`` dynamic dims are imported
+    once with ``?`` dims (``dynamic_module``), then refined (``stablehlo-refine-shapes``)
+    and compiled once per distinct input shape; when an op has no rule for ``?`` dims,
+    each input shape is imported on its own instead (``dynamic_error`` says why).
 
     Attributes:
         program: the decomposed ExportedProgram.
         backend: the oxla backend name.
         executables: compiled executables by input shapes.
+        modules: the compiled (static) modules by input shapes.
+        dynamic_module: the ``?``-dim module of a dynamic program, or None.
+        dynamic_error: why a dynamic program has no ``dynamic_module``, or None.
     """
 
     def __init__(self, program: ExportedProgram, backend: str = "interpreter",
@@ -103,6 +109,13 @@ class TorchFunction:
         self.dynamic = _is_dynamic(self._metas)
         self.executables: dict[tuple[tuple[int, ...], ...], Executable] = {}
         self.modules: dict[tuple[tuple[int, ...], ...], Module] = {}
+        self.dynamic_module: Module | None = None
+        self.dynamic_error: str | None = None
+        if self.dynamic:
+            try:
+                self.dynamic_module = import_program(program, decompose=False, dynamic=True)
+            except NotSupportedError as e:
+                self.dynamic_error = str(e).splitlines()[0]
         if not self.dynamic:
             key = tuple(tuple(int(s) for s in m.shape) for m in self._metas)
             self._compile(key)
@@ -112,12 +125,30 @@ class TorchFunction:
 
         exe = self.executables.get(key)
         if exe is None:
-            module = import_program(self.program, decompose=False,
-                                    arg_shapes=key if self.dynamic else None)
+            if self.dynamic_module is not None:
+                module = self._refined(key)
+            else:
+                module = import_program(self.program, decompose=False,
+                                        arg_shapes=key if self.dynamic else None)
             self.modules[key] = module
             exe = oxla.compile(module, backend=self.backend, options=self.options)
             self.executables[key] = exe
         return exe
+
+    def _refined(self, key: tuple[tuple[int, ...], ...]) -> Module:
+        """A copy of ``dynamic_module`` refined to the input shapes ``key``."""
+        from oxla.passes.refine_shapes import RefineShapes
+
+        assert self.dynamic_module is not None
+        module = self.dynamic_module.clone()
+        args = module.main.regions[0].blocks[0].args
+        types = []
+        for a, shape in zip(args, key):
+            t = a.type
+            assert isinstance(t, TensorType)
+            types.append(str(TensorType(tuple(shape), t.element_type)))
+        RefineShapes(arg_shapes=";".join(types)).run(module)
+        return module
 
     @property
     def module(self) -> Module:

@@ -124,38 +124,101 @@ class LoweringContext:
         if isinstance(x, Value):
             return self.convert(x, et)
         if isinstance(x, torch.SymInt | torch.SymFloat | torch.SymBool):
+            if self.dim(x) is None:
+                return self.convert(self.sym_value(x), et)
             x = self.dim(x)
         return self.const(x, et)
 
-    def broadcast_to(self, v: Value, shape: Sequence[int | None]) -> Value:
+    def broadcast_to(self, v: Value, shape: Sequence[int | None],
+                     like: Value | None = None) -> Value:
         """Numpy-style broadcast of ``v`` to ``shape`` (dims aligned on the right); a
-        ``?`` (None) target is the node's own output shape, broadcast with
-        ``dynamic_broadcast_in_dim``."""
+        ``?`` (None) target is the shape of ``like`` when given, else the node's own
+        output shape, broadcast with ``dynamic_broadcast_in_dim``."""
         shape = tuple(shape)
         t = v.type
         assert isinstance(t, TensorType)
-        if t.shape == shape and None not in shape:
-            return v
         r = len(shape)
-        dims = list(range(r - len(t.shape), r))
-        if None in shape:
-            sizes = self._own_sizes(shape)
-            out = TensorType(shape, t.element_type)
-            return self.b.create("stablehlo.dynamic_broadcast_in_dim",
-                                 [v, self.shape_value(sizes)],
-                                 {"broadcast_dimensions": A.i64_array(dims)}, [out]).results[0]
-        return self.b.broadcast_in_dim(v, shape, dims)
+        return self.broadcast_in_dim(v, shape, list(range(r - len(t.shape), r)), like)
 
-    def reshape(self, v: Value, shape: Sequence[int | None]) -> Value:
-        """``v`` reshaped to ``shape``; a ``?`` target must be the node's own output shape
-        (``dynamic_reshape`` with a shape tensor built from its symbolic sizes)."""
+    def broadcast_in_dim(self, v: Value, shape: Sequence[int | None], dims: Sequence[int],
+                         like: Value | None = None) -> Value:
+        """``broadcast_in_dim`` of ``v`` to ``shape``; with ``?`` dims the target sizes
+        are those of ``like`` (a value of that shape) or else the node's own output's
+        (``dynamic_broadcast_in_dim``).
+
+        Raises:
+            NotSupportedError: ``?`` dims with neither ``like`` nor a matching output.
+        """
+        shape = tuple(shape)
+        if None not in shape:
+            if shape_of(v) == shape and list(dims) == list(range(len(shape))):
+                return v
+            return self.b.broadcast_in_dim(v, shape, dims)
+        parts: Any = (self.dims_value(like) if like is not None
+                      else self.shape_value(self._own_sizes(shape)))
+        out = TensorType(shape, etype(v))
+        return self.b.create("stablehlo.dynamic_broadcast_in_dim", [v, parts],
+                             {"broadcast_dimensions": A.i64_array(list(dims))},
+                             [out]).results[0]
+
+    def reshape(self, v: Value, shape: Sequence[int | None],
+                parts: Sequence[Any] | None = None) -> Value:
+        """``v`` reshaped to ``shape``; with ``?`` dims the sizes are ``parts`` (see
+        ``parts_value``) or else the node's own output's (``dynamic_reshape``)."""
         shape = tuple(shape)
         if None in shape:
             out = TensorType(shape, etype(v))
-            return self.b.create("stablehlo.dynamic_reshape",
-                                 [v, self.shape_value(self._own_sizes(shape))],
+            sizes = (self.parts_value(parts) if parts is not None
+                     else self.shape_value(self._own_sizes(shape)))
+            return self.b.create("stablehlo.dynamic_reshape", [v, sizes],
                                  result_types=[out]).results[0]
         return v if shape_of(v) == shape else self.b.reshape(v, shape)
+
+    def size(self, v: Value, d: int) -> Value:
+        """``tensor<i64>``: the size of dim ``d`` of ``v`` (a constant when static, else
+        ``get_dimension_size``)."""
+        n = shape_of(v)[d]
+        if n is not None:
+            return self.const(n, IntegerType(64))
+        size = self.b.create("stablehlo.get_dimension_size", [v], {"dimension": A.i64_attr(d)},
+                             [TensorType((), IntegerType(32))]).results[0]
+        return self.b.convert(size, IntegerType(64))
+
+    def parts_value(self, parts: Sequence[Any]) -> Value:
+        """A ``tensor<Nxi64>`` shape operand from parts: ints, ``tensor<i64>`` values, or
+        ``(value, dim)`` pairs (that dim's size)."""
+        i64 = IntegerType(64)
+        if all(isinstance(p, int) for p in parts):
+            return self.const(np.asarray(parts, np.int64), i64, (len(parts),))
+        vals = []
+        for p in parts:
+            if isinstance(p, tuple):
+                p = self.size(*p)
+            elif not isinstance(p, Value):
+                p = self.const(int(p), i64)
+            vals.append(self.b.reshape(p, (1,)))
+        return vals[0] if len(vals) == 1 else self.b.concatenate(vals, 0)
+
+    def dims_value(self, v: Value, dims: Sequence[int] | None = None) -> Value:
+        """The shape of ``v`` (or of its ``dims``) as a ``tensor<Nxi64>``."""
+        dims = range(len(shape_of(v))) if dims is None else dims
+        return self.parts_value([(v, d) for d in dims])
+
+    def iota_like(self, like: Value, dims: Sequence[int] | None, et: ElementType,
+                  d: int) -> Value:
+        """An iota over dim ``d`` shaped like ``like`` (or its ``dims``); ``dynamic_iota``
+        when that shape has ``?`` dims."""
+        dims = range(len(shape_of(like))) if dims is None else dims
+        shape = tuple(shape_of(like)[i] for i in dims)
+        if None not in shape:
+            return self.b.iota(shape, et, d)
+        return self.b.create("stablehlo.dynamic_iota", [self.dims_value(like, dims)],
+                             {"iota_dimension": A.i64_attr(d)},
+                             [TensorType(shape, et)]).results[0]
+
+    def splat(self, value: Any, et: ElementType, like: Value) -> Value:
+        """A scalar ``value`` of type ``et`` broadcast to the shape of ``like``."""
+        return self.broadcast_in_dim(self.const(value, et), shape_of(like), [], like)
 
     # -- dynamic sizes ------------------------------------------------------------------
     def _own_sizes(self, shape: tuple[int | None, ...]) -> list[Any]:

@@ -3,6 +3,8 @@ and marks the rules checked on ``?`` dimensions (``DYNAMIC_SAFE``)."""
 
 from __future__ import annotations
 
+import operator
+
 import torch
 
 from oxla_frontend_torch.registry import dynamic_safe
@@ -27,5 +29,19 @@ dynamic_safe(
     # contractions and reductions: inferred result types
     _aten.mm.default, _aten.bmm.default, _aten.addmm.default,
     _aten.sum.dim_IntList, _aten.mean.dim, _aten.amax.default,
-
+    # broadcasts and iotas sized from their operands (get_dimension_size + concatenate)
+    _aten.native_layer_norm.default, _aten._softmax.default, _aten._log_softmax.default,
+    _aten.scaled_dot_product_attention.default, _aten.arange.start_step,
+    _aten.cumsum.default,
+    # comparisons and bit ops (one rule per family): operands broadcast to the output
+    _aten.eq.Tensor, _aten.eq.Scalar, _aten.ne.Tensor, _aten.ne.Scalar,
+    _aten.le.Tensor, _aten.le.Scalar, _aten.lt.Tensor, _aten.lt.Scalar,
+    _aten.ge.Tensor, _aten.ge.Scalar, _aten.gt.Tensor, _aten.gt.Scalar,
+    _aten.bitwise_and.Tensor, _aten.bitwise_or.Tensor,
+    # slices with run-time bounds (real_dynamic_slice), concatenation, gathers with `?`
+    # batch dims
+    _aten.slice.Tensor, _aten.select.int, _aten.split_with_sizes.default, _aten.cat.default,
+    _aten.embedding.default, _aten.index.Tensor, _aten.gather.default,
+    # picking one result of a multi-output op
+    operator.getitem,
 )

@@ -167,6 +167,8 @@ def _empty(ctx: LoweringContext, t: TensorType | None) -> Any:
 @lowering(aten.native_layer_norm.default)
 def _layer_norm(ctx: LoweringContext, x: Value, normalized_shape: Sequence[int],
                 weight: Value | None, bias: Value | None, eps: float) -> list[Value]:
+    """Normalizes over the trailing ``normalized_shape`` dims (static); leading dims may be
+    ``?`` (broadcasts take their sizes from ``x``)."""
     shape = shape_of(x)
     et = etype(x)
     k = len(normalized_shape)
@@ -174,19 +176,20 @@ def _layer_norm(ctx: LoweringContext, x: Value, normalized_shape: Sequence[int],
     dims = list(range(r - k, r))
     keep = list(range(r - k))
     n = int(np.prod(shape[r - k:]))
-    stat_shape = shape[:r - k]
-    cnt = ctx.broadcast_to(ctx.const(n, et), stat_shape)
-    mean = ctx.b.divide(ctx.reduce(x, dims, "add"), cnt)
-    c = ctx.b.subtract(x, ctx.b.broadcast_in_dim(mean, shape, keep))
-    var = ctx.b.divide(ctx.reduce(ctx.b.multiply(c, c), dims, "add"), cnt)
-    rstd = ctx.b.rsqrt(ctx.b.add(var, ctx.broadcast_to(ctx.const(eps, et), stat_shape)))
-    y = ctx.b.multiply(c, ctx.b.broadcast_in_dim(rstd, shape, keep))
+    total = ctx.reduce(x, dims, "add")
+    mean = ctx.b.divide(total, ctx.splat(n, et, total))
+    c = ctx.b.subtract(x, ctx.broadcast_in_dim(mean, shape, keep, x))
+    sq = ctx.reduce(ctx.b.multiply(c, c), dims, "add")
+    var = ctx.b.divide(sq, ctx.splat(n, et, sq))
+    rstd = ctx.b.rsqrt(ctx.b.add(var, ctx.splat(eps, et, var)))
+    y = ctx.b.multiply(c, ctx.broadcast_in_dim(rstd, shape, keep, x))
     if weight is not None:
-        y = ctx.b.multiply(y, ctx.b.broadcast_in_dim(weight, shape, dims))
+        y = ctx.b.multiply(y, ctx.broadcast_in_dim(weight, shape, dims, x))
     if bias is not None:
-        y = ctx.b.add(y, ctx.b.broadcast_in_dim(bias, shape, dims))
-    kept = (*stat_shape, *([1] * k))
-    return [y, ctx.reshape(mean, kept), ctx.reshape(rstd, kept)]
+        y = ctx.b.add(y, ctx.broadcast_in_dim(bias, shape, dims, x))
+    kept = (*shape[:r - k], *([1] * k))
+    parts = [(x, d) for d in keep] + [1] * k
+    return [y, ctx.reshape(mean, kept, parts), ctx.reshape(rstd, kept, parts)]
 
 
 def _softmax_impl(ctx: LoweringContext, x: Value, dim: int, log: bool) -> Value:
@@ -195,10 +198,10 @@ def _softmax_impl(ctx: LoweringContext, x: Value, dim: int, log: bool) -> Value:
     shape = shape_of(x)
     dim = norm_dim(dim, len(shape))
     keep = [d for d in range(len(shape)) if d != dim]
-    m = ctx.b.broadcast_in_dim(ctx.reduce(x, [dim], "maximum"), shape, keep)
+    m = ctx.broadcast_in_dim(ctx.reduce(x, [dim], "maximum"), shape, keep, x)
     z = ctx.b.subtract(x, m)
     e = ctx.b.exponential(z)
-    s = ctx.b.broadcast_in_dim(ctx.reduce(e, [dim], "add"), shape, keep)
+    s = ctx.broadcast_in_dim(ctx.reduce(e, [dim], "add"), shape, keep, x)
     return ctx.b.subtract(z, ctx.b.log(s)) if log else ctx.b.divide(e, s)
 
 
@@ -225,6 +228,10 @@ def _sdpa(ctx: LoweringContext, q: Value, k: Value, v: Value, attn_mask: Value |
     et = etype(q)
     r = len(sq)
     if enable_gqa and sk[-3] != sq[-3]:
+        if None in sq or None in sk:
+            raise NotSupportedError("scaled_dot_product_attention with enable_gqa on dynamic "
+                                    "('?') dimensions", loc=ctx.b.loc,
+                                    notes=["import for concrete shapes (arg_shapes=[...])"])
         rep = sq[-3] // sk[-3]
         k, v = (ctx.reshape(ctx.b.broadcast_in_dim(
             t, (*shape_of(t)[:-2], rep, *shape_of(t)[-2:]),
@@ -234,24 +241,24 @@ def _sdpa(ctx: LoweringContext, q: Value, k: Value, v: Value, attn_mask: Value |
     s = ctx.b.dot_general(q, k, contracting=((r - 1,), (r - 1,)), batching=(batch, batch))
     ss = shape_of(s)
     scale = 1.0 / math.sqrt(sq[-1]) if scale is None else scale
-    s = ctx.b.multiply(s, ctx.broadcast_to(ctx.const(scale, et), ss))
-    neg = ctx.broadcast_to(ctx.const(-np.inf, et), ss)
+    s = ctx.b.multiply(s, ctx.splat(scale, et, s))
+    neg = ctx.splat(-np.inf, et, s)
     if is_causal:
         i64 = IntegerType(64)
-        rows = ctx.b.iota(ss[-2:], i64, 0)
-        cols = ctx.b.iota(ss[-2:], i64, 1)
-        s = ctx.b.select(ctx.broadcast_to(ctx.b.compare("LE", cols, rows), ss), s, neg)
+        rows, cols = (ctx.iota_like(s, [r - 2, r - 1], i64, d) for d in (0, 1))
+        s = ctx.b.select(ctx.broadcast_in_dim(ctx.b.compare("LE", cols, rows), ss,
+                                              [r - 2, r - 1], s), s, neg)
     if attn_mask is not None:
         if etype(attn_mask) == IntegerType(1):
-            s = ctx.b.select(ctx.broadcast_to(attn_mask, ss), s, neg)
+            s = ctx.b.select(ctx.broadcast_to(attn_mask, ss, s), s, neg)
         else:
-            s = ctx.b.add(s, ctx.broadcast_to(ctx.convert(attn_mask, et), ss))
+            s = ctx.b.add(s, ctx.broadcast_to(ctx.convert(attn_mask, et), ss, s))
     keep = list(range(len(ss) - 1))
     m = ctx.reduce(s, [len(ss) - 1], "maximum")
     if is_float(et):  # fully masked rows: torch gives NaN too; keep exp finite otherwise
-        m = ctx.b.select(ctx.b.is_finite(m), m, ctx.broadcast_to(ctx.const(0, et), shape_of(m)))
-    e = ctx.b.exponential(ctx.b.subtract(s, ctx.b.broadcast_in_dim(m, ss, keep)))
-    p = ctx.b.divide(e, ctx.b.broadcast_in_dim(ctx.reduce(e, [len(ss) - 1], "add"), ss, keep))
+        m = ctx.b.select(ctx.b.is_finite(m), m, ctx.splat(0, et, m))
+    e = ctx.b.exponential(ctx.b.subtract(s, ctx.broadcast_in_dim(m, ss, keep, s)))
+    p = ctx.b.divide(e, ctx.broadcast_in_dim(ctx.reduce(e, [len(ss) - 1], "add"), ss, keep, s))
     return ctx.b.dot_general(p, v, contracting=((r - 1,), (r - 2,)), batching=(batch, batch))
 
 

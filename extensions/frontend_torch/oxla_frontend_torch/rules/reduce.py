@@ -10,7 +10,7 @@ import torch
 
 from oxla.ir import Value
 from oxla.ir import attributes as A
-from oxla.ir.types import IntegerType, is_float
+from oxla.ir.types import IntegerType, TensorType, is_float
 from oxla_frontend_torch.registry import (
     LoweringContext,
     etype,
@@ -130,6 +130,8 @@ def _cumsum(ctx: LoweringContext, x: Value, dim: int, *, dtype: Any = None) -> V
     dim = norm_dim(dim, len(shape))
     n = shape[dim] if shape else 1
     r = len(shape)
+    if None in shape:
+        return ctx.convert(_masked_cumsum(ctx, v, dim), out.element_type)
     k = 1
     while k < n:
         limits = list(shape)
@@ -144,6 +146,31 @@ def _cumsum(ctx: LoweringContext, x: Value, dim: int, *, dtype: Any = None) -> V
         v = ctx.b.add(v, shifted)
         k *= 2
     return ctx.convert(v, out.element_type)
+
+
+def _masked_cumsum(ctx: LoweringContext, v: Value, dim: int) -> Value:
+    """Prefix sum on ``?`` dims: ``out[.., i, ..] = sum_j x[.., j, ..] * (j <= i)``, one
+    broadcast to a trailing ``i`` dim, a select and a reduce (O(n^2) work)."""
+    shape = shape_of(v)
+    r = len(shape)
+    i64 = IntegerType(64)
+    big_shape = (*shape, shape[dim])
+    sizes = ctx.parts_value([(v, d) for d in range(r)] + [(v, dim)])
+    big_t = TensorType(big_shape, etype(v))
+    big = ctx.b.create("stablehlo.dynamic_broadcast_in_dim", [v, sizes],
+                       {"broadcast_dimensions": A.i64_array(list(range(r)))},
+                       [big_t]).results[0]
+
+    def iota(d: int) -> Value:
+        return ctx.b.create("stablehlo.dynamic_iota", [sizes], {"iota_dimension": A.i64_attr(d)},
+                            [TensorType(big_shape, i64)]).results[0]
+
+    keep = ctx.b.compare("LE", iota(dim), iota(r))
+    summed = ctx.reduce(ctx.b.select(keep, big, ctx.splat(0, etype(v), big)), [dim], "add")
+    if dim == r - 1:
+        return summed
+    perm = [*range(dim), r - 1, *range(dim, r - 1)]
+    return ctx.b.transpose(summed, perm)
 
 
 # -- creation ------------------------------------------------------------------------------
@@ -187,9 +214,19 @@ def _arange(ctx: LoweringContext, *args: Any, **kwargs: Any) -> Value:
     else:
         start = args[0]
         step = args[2] if len(args) > 2 else kwargs.get("step", 1)
+    n = out.shape[0]
+    if n is None:  # a symbolic length: dynamic_iota * step + start
+        et = out.element_type
+        iota = ctx.b.create("stablehlo.dynamic_iota",
+                            [ctx.shape_value(list(ctx.node.meta["val"].shape))],
+                            {"iota_dimension": A.i64_attr(0)}, [out]).results[0]
+        if not (isinstance(step, int) and step == 1):
+            iota = ctx.b.multiply(iota, ctx.broadcast_to(ctx.operand(step, et), (None,)))
+        if not (isinstance(start, int) and start == 0):
+            iota = ctx.b.add(iota, ctx.broadcast_to(ctx.operand(start, et), (None,)))
+        return iota
     start = start if isinstance(start, float) else ctx.dim(start)
     step = step if isinstance(step, float) else ctx.dim(step)
-    n = out.shape[0]
     if is_float(out.element_type) or isinstance(start, float) or isinstance(step, float):
         vals = (start + step * np.arange(n, dtype=np.float64))
         return ctx.const(vals, out.element_type, (n,))

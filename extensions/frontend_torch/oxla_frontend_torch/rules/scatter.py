@@ -65,7 +65,7 @@ def _full_coords(ctx: LoweringContext, x: Value, dim: int, index: Value) -> Valu
     cols = []
     for d in range(len(shape)):
         if d == dim:
-            c = _wrap_negative(ctx, ctx.convert(index, i64), shape[d])
+            c = _wrap_negative(ctx, ctx.convert(index, i64), x, d)
         else:
             c = ctx.b.iota(ishape, i64, d)
         cols.append(ctx.reshape(c, (*ishape, 1)))

@@ -65,11 +65,49 @@ def _cat(ctx: LoweringContext, xs: Sequence[Value], dim: int = 0) -> Value:
     return parts[0] if len(parts) == 1 else ctx.b.concatenate(parts, dim)
 
 
+def _bound(ctx: LoweringContext, b: Any, size: Value, default: Value) -> Value:
+    """A torch slice bound as a ``tensor<i64>`` in ``[0, size]`` (negatives count from the
+    end); ``b`` is None, an int or a SymInt."""
+    if b is None or (isinstance(b, int) and b >= 1 << 62):
+        return default
+    i64 = IntegerType(64)
+    v = ctx.operand(b, i64)
+    if isinstance(b, int) and b < 0:
+        v = ctx.b.add(size, v)
+    zero = ctx.const(0, i64)
+    return ctx.b.minimum(ctx.b.maximum(v, zero), size)
+
+
+def dynamic_slice(ctx: LoweringContext, x: Value, dim: int, lo: Value, hi: Value, step: int,
+                  out: TensorType) -> Value:
+    """``x`` sliced along ``dim`` from ``lo`` to ``hi`` (``tensor<i64>``), other dims
+    whole: a ``real_dynamic_slice`` whose bounds are built from ``x``'s sizes."""
+    r = len(shape_of(x))
+    starts = [lo if d == dim else 0 for d in range(r)]
+    limits = [hi if d == dim else (x, d) for d in range(r)]
+    strides = ctx.parts_value([step if d == dim else 1 for d in range(r)])
+    return ctx.b.create("stablehlo.real_dynamic_slice",
+                        [x, ctx.parts_value(starts), ctx.parts_value(limits), strides],
+                        result_types=[out]).results[0]
+
+
+def _dynamic(shape: Sequence[Any], *bounds: Any) -> bool:
+    return None in shape or any(isinstance(b, torch.SymInt) and b.node.expr.free_symbols
+                                for b in bounds)
+
+
 @lowering(aten.slice.Tensor, aten.slice_copy.Tensor)
 def _slice(ctx: LoweringContext, x: Value, dim: int = 0, start: Any = None, end: Any = None,
            step: Any = 1) -> Value:
+    """``x[..., start:end:step, ...]``; with ``?`` dims or symbolic bounds a
+    ``real_dynamic_slice`` with clamped run-time bounds."""
     shape = shape_of(x)
     dim = norm_dim(dim, len(shape))
+    if _dynamic(shape, start, end):
+        size = ctx.size(x, dim)
+        lo = _bound(ctx, start, size, ctx.const(0, IntegerType(64)))
+        hi = ctx.b.maximum(_bound(ctx, end, size, size), lo)
+        return dynamic_slice(ctx, x, dim, lo, hi, ctx.dim(step), ctx.out_type())
     n = shape[dim]
     lo, hi, st = slice(None if start is None else ctx.dim(start),
                        None if end is None else ctx.dim(end), ctx.dim(step)).indices(n)
@@ -83,28 +121,52 @@ def _slice(ctx: LoweringContext, x: Value, dim: int = 0, start: Any = None, end:
 def _select(ctx: LoweringContext, x: Value, dim: int, index: Any) -> Value:
     shape = shape_of(x)
     dim = norm_dim(dim, len(shape))
+    out = ctx.out_type()
+    if _dynamic(shape, index):
+        i64 = IntegerType(64)
+        size = ctx.size(x, dim)
+        lo = ctx.operand(index, i64)
+        if isinstance(index, int) and index < 0:
+            lo = ctx.b.add(size, lo)
+        one = TensorType(tuple(1 if d == dim else n for d, n in enumerate(shape)), etype(x))
+        part = dynamic_slice(ctx, x, dim, lo, ctx.b.add(lo, ctx.const(1, i64)), 1, one)
+        return ctx.reshape(part, out.shape, [(x, d) for d in range(len(shape)) if d != dim])
     i = ctx.dim(index)
     i = i + shape[dim] if i < 0 else i
     starts, limits = [0] * len(shape), list(shape)
     starts[dim], limits[dim] = i, i + 1
-    return ctx.reshape(ctx.b.slice(x, starts, limits), ctx.out_type().shape)
+    return ctx.reshape(ctx.b.slice(x, starts, limits), out.shape)
 
 
 @lowering(aten.split_with_sizes.default, aten.split.Tensor, aten.split_with_sizes_copy.default,
           aten.unbind.int)
 def _split(ctx: LoweringContext, x: Value, sizes: Any = 0, dim: int = 0) -> list[Value]:
+    """Consecutive slices along a static ``dim`` (other dims may be ``?``)."""
     shape = shape_of(x)
     if ctx.node.target is aten.unbind.int:
         dim = sizes
     dim = norm_dim(dim, len(shape))
+    if shape[dim] is None:
+        raise NotSupportedError(f"'{ctx.node.target}' along a dynamic ('?') dimension",
+                                loc=ctx.b.loc,
+                                notes=["import for concrete shapes (arg_shapes=[...])"])
     outs = []
     start = 0
+    i64 = IntegerType(64)
     for t in ctx.out_types():
         assert t is not None
         size = t.shape[dim] if len(t.shape) == len(shape) else 1
-        starts, limits = [0] * len(shape), list(shape)
-        starts[dim], limits[dim] = start, start + size
-        outs.append(ctx.reshape(ctx.b.slice(x, starts, limits), t.shape))
+        if None in shape:
+            part_t = TensorType(tuple(size if d == dim else n for d, n in enumerate(shape)),
+                                t.element_type)
+            part = dynamic_slice(ctx, x, dim, ctx.const(start, i64),
+                                 ctx.const(start + size, i64), 1, part_t)
+            outs.append(part if part_t == t else ctx.reshape(
+                part, t.shape, [(x, d) for d in range(len(shape)) if d != dim]))
+        else:
+            starts, limits = [0] * len(shape), list(shape)
+            starts[dim], limits[dim] = start, start + size
+            outs.append(ctx.reshape(ctx.b.slice(x, starts, limits), t.shape))
         start += size
     return outs
 
@@ -120,12 +182,12 @@ def _gather(ctx: LoweringContext, x: Value, indices: Value, offset_dims: Sequenc
                          "indices_are_sorted": A.BoolAttr(False)}, [out]).results[0]
 
 
-def _wrap_negative(ctx: LoweringContext, idx: Value, size: int) -> Value:
-    """Negative indices count from the end, as in torch."""
+def _wrap_negative(ctx: LoweringContext, idx: Value, x: Value, d: int) -> Value:
+    """Negative indices into dim ``d`` of ``x`` count from the end, as in torch."""
     et = etype(idx)
-    shape = shape_of(idx)
-    zero = ctx.broadcast_to(ctx.const(0, et), shape)
-    n = ctx.broadcast_to(ctx.const(size, et), shape)
+    zero = ctx.splat(0, et, idx)
+    size = ctx.convert(ctx.size(x, d), et)
+    n = ctx.broadcast_in_dim(size, shape_of(idx), [], idx)
     return ctx.b.select(ctx.b.compare("LT", idx, zero), ctx.b.add(idx, n), idx)
 
 
@@ -164,7 +226,25 @@ def index_plan(ctx: LoweringContext, x: Value, indices: Sequence[Value | None]
     shape = shape_of(x)
     dims = [d for d, i in enumerate(indices) if i is not None]
     idx_shapes = [shape_of(indices[d]) for d in dims]
-    bshape = tuple(np.broadcast_shapes(*idx_shapes))
+    nb = max(len(s) for s in idx_shapes)
+    rest = [d for d in range(len(shape)) if d not in dims]
+    adjacent = dims == list(range(dims[0], dims[0] + len(dims)))
+    p = dims[0] if adjacent else 0
+    if adjacent:
+        offset = list(range(p)) + list(range(p + nb, p + nb + len(rest) - p))
+    else:
+        offset = list(range(nb, nb + len(rest)))
+    bsizes: list[Any] = []
+    if any(None in s for s in idx_shapes):  # the broadcast index shape sits in the result
+        val = ctx.node.meta["val"]
+        bsizes = list(val.shape[p:p + nb])
+        bshape = tuple(ctx.dim(s) for s in bsizes)
+        if any(shape[d] is None for d in rest):
+            raise NotSupportedError("advanced indexing that keeps a dynamic ('?') dimension "
+                                    "whole", loc=ctx.b.loc,
+                                    notes=["import for concrete shapes (arg_shapes=[...])"])
+    else:
+        bshape = tuple(np.broadcast_shapes(*idx_shapes))
     i64 = IntegerType(64)
     cols = []
     for d in dims:
@@ -173,17 +253,20 @@ def index_plan(ctx: LoweringContext, x: Value, indices: Sequence[Value | None]
         if etype(iv) == IntegerType(1):
             raise NotSupportedError("indexing with a boolean mask (data-dependent shape)",
                                     loc=ctx.b.loc, notes=["use torch.where instead"])
-        iv = _wrap_negative(ctx, ctx.convert(iv, i64), shape[d])
-        cols.append(ctx.reshape(ctx.broadcast_to(iv, bshape), (*bshape, 1)))
+        iv = _wrap_negative(ctx, ctx.convert(iv, i64), x, d)
+        if bsizes:
+            k = len(shape_of(iv))
+            sv = ctx.shape_value(bsizes)
+            bdims = A.i64_array(list(range(nb - k, nb)))
+            iv = ctx.b.create("stablehlo.dynamic_broadcast_in_dim", [iv, sv],
+                              {"broadcast_dimensions": bdims},
+                              [TensorType(bshape, i64)]).results[0]
+            cols.append(ctx.b.create("stablehlo.dynamic_reshape",
+                                     [iv, ctx.shape_value([*bsizes, 1])],
+                                     result_types=[TensorType((*bshape, 1), i64)]).results[0])
+        else:
+            cols.append(ctx.reshape(ctx.broadcast_to(iv, bshape), (*bshape, 1)))
     stacked = cols[0] if len(cols) == 1 else ctx.b.concatenate(cols, len(bshape))
-    rest = [d for d in range(len(shape)) if d not in dims]
-    adjacent = dims == list(range(dims[0], dims[0] + len(dims)))
-    nb = len(bshape)
-    if adjacent:
-        p = dims[0]
-        offset = list(range(p)) + list(range(p + nb, p + nb + len(rest) - p))
-    else:
-        offset = list(range(nb, nb + len(rest)))
     sizes = [1 if d in dims else s for d, s in enumerate(shape)]
     return stacked, offset, dims, nb, sizes
 
@@ -204,12 +287,13 @@ def _torch_gather(ctx: LoweringContext, x: Value, dim: int, index: Value,
     dim = norm_dim(dim, r)
     i64 = IntegerType(64)
     cols = []
+    parts = [(index, d) for d in range(r)] + [1]
     for d in range(r):
         if d == dim:
-            c = _wrap_negative(ctx, ctx.convert(index, i64), shape[d])
+            c = _wrap_negative(ctx, ctx.convert(index, i64), x, d)
         else:
-            c = ctx.b.iota(ishape, i64, d)
-        cols.append(ctx.reshape(c, (*ishape, 1)))
+            c = ctx.iota_like(index, None, i64, d)
+        cols.append(ctx.reshape(c, (*ishape, 1), parts))
     coords = ctx.b.concatenate(cols, r)
     return _gather(ctx, x, coords, [], list(range(r)), list(range(r)), r, [1] * r,
                    ctx.out_type())
