@@ -72,6 +72,10 @@ def _classify(op: Operation) -> str:
         return "cheap" if is_fusible(op) else "const"
     if op.name in CHEAP:
         return "cheap"
+    from oxla_backend_cpu.misc_ops import reshaping_bitcast
+
+    if reshaping_bitcast(op):
+        return "op"
     if is_fusible(op):
         return "loop"
     if op.name == "stablehlo.reduce":

@@ -1,5 +1,6 @@
 """Emitters of ops with regions or irregular access: ``sort``, ``select_and_scatter``,
-``map``, ``real_dynamic_slice``, ``optimization_barrier``.
+``map``, ``real_dynamic_slice``, ``optimization_barrier``, ``bitcast_convert`` between
+widths.
 
 * ``sort``: a stable bottom-up merge sort of a permutation per row along the sort
   dimension (``O(n log n)`` comparator calls; two ``i64[n]`` work arrays from ``malloc``
@@ -17,12 +18,16 @@ Signature of every emitter: ``emit(s, k, buffers, outs)`` (see
 from __future__ import annotations
 
 import llvmlite.ir as ir
+import numpy as np
 from oxla_codegen_llvm import FusedEmitter, Scalar, linearize, llvm_type, loop_nest, shape_of
 from oxla_codegen_llvm.fused import emit_region, to_index
 from oxla_codegen_llvm.fused import load as load_elem
 from oxla_codegen_llvm.fused import store as store_elem
 from oxla_codegen_llvm.loops import for_range
+from oxla_codegen_llvm.scalar import from_storage, storage_type, to_storage
 
+from oxla.errors import NotSupportedError
+from oxla.ir import types as T
 from oxla_backend_cpu.opkernels import op_emitter, window_params
 from oxla_backend_cpu.plan import OpKernel
 
@@ -215,3 +220,72 @@ def emit_optimization_barrier(s: Scalar, k: OpKernel, buffers: dict, outs: list)
             f.reset()
             store_elem(s, out, x.type.element_type, linearize(b, idx, shape),
                        f.value_at(x, idx))
+
+
+def reshaping_bitcast(op) -> bool:
+    """True for a ``bitcast_convert`` between element types of different widths (the
+    result gains or loses the last dimension, spec ``bitcast_convert`` C2)."""
+    return op.name == "stablehlo.bitcast_convert" and \
+        op.operands[0].type.rank != op.results[0].type.rank
+
+
+def _raw_bits(s: Scalar, et, v: ir.Value, width: int) -> ir.Value:
+    """The ``width`` bits of register value ``v`` of ``et`` as an ``i<width>``."""
+    bits = to_storage(s, et, v)
+    if not isinstance(bits.type, ir.IntType):
+        bits = s.b.bitcast(bits, ir.IntType(width))
+    if bits.type.width != width:
+        bits = s.b.trunc(bits, ir.IntType(width))
+    return bits
+
+
+def _from_raw_bits(s: Scalar, et, bits: ir.Value) -> ir.Value:
+    st = storage_type(et)
+    if isinstance(st, ir.IntType):
+        if st.width != bits.type.width:
+            bits = s.b.zext(bits, st)
+    else:
+        bits = s.b.bitcast(bits, st)
+    return from_storage(s, et, bits)
+
+
+@op_emitter("stablehlo.bitcast_convert")
+def emit_bitcast_across_widths(s: Scalar, k: OpKernel, buffers: dict, outs: list) -> None:
+    """Spec ``bitcast_convert`` between widths: byte-sized element types copy the bytes
+    (little-endian, as the interpreter's numpy views); sub-byte ones (``i1``, ``i4``...)
+    pack element ``j`` of the last dimension into bits ``[j*w, (j+1)*w)`` of the wider
+    element, or unpack them."""
+    b, op = s.b, k.op
+    x, r = op.operands[0], op.results[0]
+    src, dst = x.type.element_type, r.type.element_type
+    ws, wd = src.bitwidth, dst.bitwidth
+    if ws % 8 == 0 and wd % 8 == 0:
+        n = int(np.prod(shape_of(r))) * (wd // 8)
+        i8 = ir.IntType(8)
+        with for_range(b, n, "byte") as i:
+            v = b.load(b.gep(buffers[x], [i], source_etype=i8), typ=i8)
+            b.store(v, b.gep(outs[0], [i], source_etype=i8))
+        return
+    if isinstance(src, T.ComplexType) or isinstance(dst, T.ComplexType):
+        raise NotSupportedError("'stablehlo.bitcast_convert' between complex and sub-byte "
+                                "types is not supported by the cpu backend yet", op.loc)
+    n_out = int(np.prod(shape_of(r)))
+    wide = ir.IntType(max(ws, wd))
+    if ws < wd:  # pack k = wd // ws source elements into each result element
+        kk = wd // ws
+        with for_range(b, n_out, "pack") as i:
+            acc = ir.Constant(wide, 0)
+            for j in range(kk):
+                v = load_elem(s, buffers[x], src, b.add(b.mul(i, _i64(kk)), _i64(j)))
+                bits = b.zext(_raw_bits(s, src, v, ws), wide)
+                acc = b.or_(acc, b.shl(bits, ir.Constant(wide, j * ws)))
+            store_elem(s, outs[0], dst, i, _from_raw_bits(s, dst, acc))
+        return
+    kk = ws // wd
+    n_in = int(np.prod(shape_of(x)))
+    with for_range(b, n_in, "unpack") as i:
+        bits = _raw_bits(s, src, load_elem(s, buffers[x], src, i), ws)
+        for j in range(kk):
+            part = b.trunc(b.lshr(bits, ir.Constant(wide, j * wd)), ir.IntType(wd))
+            store_elem(s, outs[0], dst, b.add(b.mul(i, _i64(kk)), _i64(j)),
+                       _from_raw_bits(s, dst, part))

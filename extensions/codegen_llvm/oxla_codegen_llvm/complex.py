@@ -305,6 +305,8 @@ def emit_complex(s, op: Operation, args: list) -> ir.Value:
             return b.or_(b.fcmp_unordered("!=", a, d), b.fcmp_unordered("!=", c, e))
     if name == "select":
         return b.select(*args)
+    if name == "bitcast_convert" and in_et == out_et:
+        return args[0]
     if name == "convert":
         return convert_c(s, args[0], in_et, out_et)
     raise NotSupportedError(f"'{op.name}' on complex numbers is not supported by the llvm "
