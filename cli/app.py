@@ -41,9 +41,32 @@ def report_error(exc: BaseException) -> int:
     if isinstance(exc, OxlaError):
         click.echo(exc.render(), err=True)
         return EXIT_USER_ERROR
+    user = _user_error_text(exc)
+    if user is not None:
+        click.echo(f"error: {user}", err=True)
+        return EXIT_USER_ERROR
     detail = f"{type(exc).__name__}: {exc}"
     click.echo(f"internal error: {detail}; rerun with --debug for the traceback", err=True)
     return EXIT_INTERNAL_ERROR
+
+
+def _user_error_text(exc: BaseException) -> str | None:
+    """One line for failures caused by the user's files, not by oxla: a missing or
+    unreadable path, a file that is not text, an empty or truncated input, an input too
+    large for this machine's memory. None for anything else."""
+    if isinstance(exc, IsADirectoryError):
+        return f"'{exc.filename}' is a directory, expected a file"
+    if isinstance(exc, FileNotFoundError):
+        return f"no such file or directory: '{exc.filename}'"
+    if isinstance(exc, PermissionError):
+        return f"permission denied: '{exc.filename}'"
+    if isinstance(exc, UnicodeDecodeError):
+        return f"input is not UTF-8 text ({exc.reason} at byte {exc.start})"
+    if isinstance(exc, EOFError):
+        return f"input ended early: {exc}"
+    if isinstance(exc, MemoryError):
+        return f"out of memory: {exc}"
+    return None
 
 
 def debug_requested(ctx: click.Context | None) -> bool:

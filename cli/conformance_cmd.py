@@ -71,6 +71,10 @@ def conformance_command(paths: tuple[str, ...], backend: str, jobs: int, timeout
         report.write_json(json_out)
     if d["failed"] or d["errors"] or d["timeouts"]:
         sys.exit(1)
+    if d["total"] == 0:
+        from oxla.errors import OxlaError
+
+        raise OxlaError(f"no .mlir test files under {', '.join(map(str, paths))}")
 
 
 def _print_summary(report, top: int = 25) -> None:

@@ -53,15 +53,30 @@ def compile(  # noqa: A001 - the public name mirrors jax.jit(...).lower().compil
         options = CompileOptions(**option_fields)
     elif option_fields:
         raise TypeError("pass either options= or individual option fields, not both")
+    from oxla.errors import OxlaError
+    from oxla.ir import Module, parse_module
+
     target = plugins.get_backend(backend)
+    if isinstance(program, str) and _looks_like_path(program):
+        program = Path(program)
     if isinstance(program, os.PathLike):
         filename = os.fspath(program)
-        program = Path(program).read_text()
+        try:
+            program = Path(program).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise OxlaError(f"cannot read '{filename}': {exc}") from None
     if isinstance(program, str):
-        from oxla.ir import parse_module
-
         program = parse_module(program, filename)
+    if not isinstance(program, Module):
+        raise OxlaError(
+            f"oxla.compile takes MLIR text, a path, an oxla.ir.Module or a model object of "
+            f"an installed frontend, got {type(program).__name__}")
     return target.compile(program, options)
+
+
+def _looks_like_path(text: str) -> bool:
+    """A one-line string naming an existing file is a path, not MLIR text."""
+    return "\n" not in text and len(text) < 4096 and os.path.isfile(text)
 
 
 def _framework_frontend(program: Any) -> str | None:

@@ -24,6 +24,10 @@ _INT_TYPE_RE = re.compile(r"^(u|s)?i(\d+)$")
 # Fast path for the common ``tensor<2x?x3xf32>`` (no encoding, plain element type).
 _SIMPLE_TENSOR_RE = re.compile(r"tensor<((?:(?:\d+|\?)x)*)([A-Za-z][A-Za-z0-9]*)>")
 _SIMPLE_TENSOR_CACHE: dict[str, T.TensorType] = {}
+MAX_DIM = (1 << 62) - 1
+"""Largest static dimension size accepted (sizes must fit int64 with room to multiply)."""
+MAX_CONSTANT_BYTES = 16 << 30
+"""Largest dense constant the parser materializes (bytes)."""
 _ESCAPE_RE = re.compile(r"\\([0-9A-Fa-f]{2}|.)")
 
 
@@ -126,8 +130,10 @@ class TypeAttrParserMixin:
             if t is None and m.group(2) not in self.type_aliases:
                 et = self._element_type_from_word(m.group(2))
                 if isinstance(et, T.ElementType):
-                    dims = m.group(1).split("x")[:-1]
-                    t = T.TensorType(tuple(None if d == "?" else int(d) for d in dims), et)
+                    dims = [None if d == "?" else int(d) for d in m.group(1).split("x")[:-1]]
+                    # Oversized dims take the slow path, which reports them.
+                    t = None if any(d is not None and d > MAX_DIM for d in dims) else \
+                        T.TensorType(tuple(dims), et)
                     if len(_SIMPLE_TENSOR_CACHE) < 4096:
                         _SIMPLE_TENSOR_CACHE[key] = t
             if t is not None:
@@ -146,7 +152,11 @@ class TypeAttrParserMixin:
             tok = self.tok
             if tok.kind == "int":
                 self.advance()
-                shape.append(int(tok.text))
+                dim = int(tok.text)
+                if dim > MAX_DIM:
+                    raise self.error(f"dimension size {dim} is too large (at most {MAX_DIM})",
+                                     tok)
+                shape.append(dim)
                 self._expect_x()
             elif tok.kind == "punct" and tok.text == "?":
                 self.advance()
@@ -445,6 +455,10 @@ class TypeAttrParserMixin:
         ty = self.parse_type()
         if not isinstance(ty, T.TensorType):
             raise self.error(f"dense elements need a tensor type, got {ty}", ty_tok)
+        if not ty.is_static or ty.num_elements * ty.element_type.dtype.itemsize > MAX_CONSTANT_BYTES:
+            size = "a dynamic shape" if not ty.is_static else f"{ty.num_elements} elements"
+            raise self.error(f"dense constant of type {ty} has {size}: constants are limited "
+                             f"to {MAX_CONSTANT_BYTES >> 30} GiB", start_tok)
         try:
             if body.startswith('"'):
                 arr = decode_hex(body[1:-1], ty)

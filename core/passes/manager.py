@@ -234,6 +234,11 @@ class PassManager:
     def _run(self, module: Module) -> Module:
         if self.dump_dir is not None:
             self._dump(module, 0, "input")
+        if self.verify_each:
+            # An invalid input is the input's fault, not the first pass's.
+            from oxla.ir import verify
+
+            verify(module)
         for i, p in enumerate(self.passes, start=1):
             name = p.name
             if "all" in self.print_before or name in self.print_before:

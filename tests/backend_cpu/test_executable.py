@@ -66,6 +66,10 @@ def test_corrupt_truncated_and_foreign_artifacts(tmp_path):
             return data
         m = json.loads(data)
         m["cpu_features"] = m["cpu_features"] + ["imaginary-feature"]
+        # A genuine artifact from another machine: its manifest checksum matches.
+        from oxla.artifact import MANIFEST_SUM, _manifest_digest
+
+        m[MANIFEST_SUM] = _manifest_digest(m)
         return json.dumps(m).encode()
 
     other = tmp_path / "foreign.oxla"

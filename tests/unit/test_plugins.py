@@ -253,7 +253,7 @@ def test_process_registry_discovers_lazily_and_reset_forgets(global_registry):
 def test_compile_and_load_dispatch_to_the_backend(global_registry, tmp_path):
     plugin = BackendPlugin("fake")
     global_registry(make_registry((plugin, "oxla-fake")))
-    module = object()  # a Module is passed through untouched
+    module = oxla.ir.Module()  # a Module is passed through untouched
     exe = oxla.compile(module, backend="fake", fast_math=True)
     assert exe == ("executable", module)
     assert plugin.backend.compiled[0][1] == CompileOptions(fast_math=True)
