@@ -19,10 +19,7 @@ from oxla.ir.attributes import (
 )
 from oxla.ir.operation import Operation
 from oxla.ir.types import (
-    ComplexType,
     ElementType,
-    FloatType,
-    IntegerType,
     QuantizedType,
     TensorType,
     Type,
@@ -92,24 +89,12 @@ def types_ok(a: Type, b: Type) -> bool:
     return a == b
 
 
-def is_int(e: Any) -> bool:
-    return isinstance(e, IntegerType) and e.width > 1
-
-
-def is_bool(e: Any) -> bool:
-    return isinstance(e, IntegerType) and e.width == 1
-
-
-def is_float(e: Any) -> bool:
-    return isinstance(e, FloatType)
-
-
-def is_complex(e: Any) -> bool:
-    return isinstance(e, ComplexType)
-
-
-def is_quant(e: Any) -> bool:
-    return isinstance(e, QuantizedType)
+# Element-type predicates: the ones oxla.ir.types defines, under the verifier's names.
+from oxla.ir.types import is_bool as is_bool  # noqa: E402
+from oxla.ir.types import is_complex as is_complex  # noqa: E402
+from oxla.ir.types import is_float as is_float  # noqa: E402
+from oxla.ir.types import is_integer as is_int  # noqa: E402, F401
+from oxla.ir.types import is_quantized as is_quant  # noqa: E402, F401
 
 
 def ints(attr: Any) -> tuple[int, ...]:
