@@ -255,9 +255,11 @@ class Printer:
         print_locations: append ``loc(...)`` to every op.
     """
 
-    def __init__(self, generic: bool = False, print_locations: bool = False):
+    def __init__(self, generic: bool = False, print_locations: bool = False,
+                 elide_constants_over: int | None = None):
         self.generic = generic
         self.print_locations = print_locations
+        self.elide_constants_over = elide_constants_over
         self.out: list[str] = []
         self.indent = 0
         self._names: dict[Value, str] = {}
@@ -394,9 +396,18 @@ class Printer:
         return "".join(self.out)
 
 
-def print_module(module: Module, generic: bool = False, print_locations: bool = False) -> str:
-    """Prints a module as MLIR text (pretty unless ``generic``), ending in a newline."""
-    p = Printer(generic=generic, print_locations=print_locations)
+def print_module(module: Module, generic: bool = False, print_locations: bool = False,
+                 elide_constants_over: int | None = None) -> str:
+    """Prints a module as MLIR text (pretty unless ``generic``), ending in a newline.
+
+    Args:
+        elide_constants_over: constants larger than this many bytes print as
+            ``dense_resource<__elided__>`` (MLIR's convention for elided data): for
+            summaries of programs whose weights are stored elsewhere; such text does not
+            parse back.
+    """
+    p = Printer(generic=generic, print_locations=print_locations,
+                elide_constants_over=elide_constants_over)
     p.print_op(module.op)
     return p.text() + "\n"
 

@@ -319,7 +319,12 @@ class Constant(Syntax):
     def print(self, pr: Printer, op: Operation) -> None:
         value = op.attributes["value"]
         extra = _attr_dict_text(op, {"value"})
-        pr.emit(f"{op.name}{extra} {format_attribute(value)}")
+        limit = pr.elide_constants_over
+        if limit is not None and isinstance(value, A.DenseElementsAttr) and \
+                value.array.nbytes > limit:
+            pr.emit(f"{op.name}{extra} dense_resource<__elided__> : {value.type}")
+        else:
+            pr.emit(f"{op.name}{extra} {format_attribute(value)}")
         if isinstance(value, A.DenseElementsAttr) and value.type != op.results[0].type:
             pr.emit(f" : {op.results[0].type}")
 

@@ -49,6 +49,9 @@ def test_large_constant_is_a_runtime_buffer_and_round_trips(tmp_path, monkeypatc
     exe.save(path)
     with zipfile.ZipFile(path) as zf:
         assert "constants/0.npy" in zf.namelist()
+        text = zf.read("module.mlir").decode()
+        assert "dense_resource<__elided__> : tensor<64x64xf32>" in text  # stored once, as .npy
+        assert len(text) < W.nbytes
     np.testing.assert_array_equal(oxla.load(path)(x)[0], got)
 
 

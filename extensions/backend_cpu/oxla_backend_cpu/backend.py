@@ -124,8 +124,16 @@ class CPUBackend:
         stats = {"compile_seconds": time.perf_counter() - t0,
                  "kernel_count": len(plan.kernels), "temp_bytes": plan.temp_bytes,
                  "cache": "miss" if key else "off"}
-        exe = CPUExecutable(print_module(module), jit.ir_text, jit, target, stats,
-                            list(plan.notes), constants=constants)
+        from oxla.ir import func_type
+        from oxla.protocols import Signature
+        from oxla_backend_cpu.codegen import INLINE_CONSTANT_BYTES
+
+        ft = func_type(module.main)
+        # Weights travel as .npy members: the stored StableHLO elides them.
+        text = print_module(module, elide_constants_over=INLINE_CONSTANT_BYTES)
+        exe = CPUExecutable(text, jit.ir_text, jit, target, stats, list(plan.notes),
+                            Signature(tuple(ft.inputs), tuple(ft.results)),
+                            constants=constants)
         if key:
             cache.store(key, exe)
         return exe
