@@ -82,7 +82,7 @@ def _classify(op: Operation) -> str:
         return "reduce"
     if op.name in ("stablehlo.dot_general", "stablehlo.dot") and _blas_dot(op):
         return "dot"
-    from oxla_backend_cpu import linalg, misc_ops, spectral  # noqa: F401  (their emitters)
+    from oxla_backend_cpu import linalg, misc_ops, rng, spectral  # noqa: F401  (emitters)
     from oxla_backend_cpu.opkernels import OP_EMITTERS
 
     if op.name in OP_EMITTERS:
