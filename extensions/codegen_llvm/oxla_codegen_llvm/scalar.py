@@ -28,6 +28,7 @@ import llvmlite.ir as ir
 from oxla.errors import NotSupportedError
 from oxla.ir import Operation
 from oxla.ir import types as T
+from oxla_codegen_llvm.smallfloat import SMALL_FLOATS, f32_to_small, small_to_f32
 from oxla_codegen_llvm.target import Target
 
 Emitter = Callable[["Scalar", Operation, list], ir.Value]
@@ -46,11 +47,13 @@ def emitter(*names: str) -> Callable[[Emitter], Emitter]:
 
 
 HALF_TYPES = ("f16", "bf16")
+NARROW_FLOATS = HALF_TYPES + tuple(SMALL_FLOATS)
 
 
 def llvm_type(et: T.ElementType) -> ir.Type:
     """The LLVM type of a scalar of ``et`` in registers (``i1`` for booleans, ``iN`` for
-    every integer width; ``f16``/``bf16`` are computed in ``float`` and rounded to their
+    every integer width; ``f16``/``bf16`` and the 8/4-bit floats of
+    :mod:`oxla_codegen_llvm.smallfloat` are computed in ``float`` and rounded to their
     type after every op, see :func:`round_to`).
 
     Raises:
@@ -58,7 +61,7 @@ def llvm_type(et: T.ElementType) -> ir.Type:
     """
     if isinstance(et, T.IntegerType):
         return ir.IntType(et.width)
-    if isinstance(et, T.FloatType) and et.name in ("f32",) + HALF_TYPES:
+    if isinstance(et, T.FloatType) and et.name in ("f32",) + NARROW_FLOATS:
         return ir.FloatType()
     if isinstance(et, T.FloatType) and et.name == "f64":
         return ir.DoubleType()
@@ -73,7 +76,8 @@ def llvm_type(et: T.ElementType) -> ir.Type:
 
 def storage_type(et: T.ElementType) -> ir.Type:
     """The LLVM type of one element in memory: ``i8`` for ``i1``/``i2``/``i4`` (one per
-    byte, as numpy and ml_dtypes store them), ``i16`` bits for ``f16``/``bf16``."""
+    byte, as numpy and ml_dtypes store them), ``i16`` bits for ``f16``/``bf16``, ``i8``
+    bits for the 8/4-bit floats."""
     t = llvm_type(et)
     if isinstance(et, T.ComplexType):
         from oxla_codegen_llvm.complex import complex_storage
@@ -82,13 +86,13 @@ def storage_type(et: T.ElementType) -> ir.Type:
     if isinstance(t, ir.IntType) and t.width < 8:
         return ir.IntType(8)
     if is_half(et):
-        return ir.IntType(16)
+        return ir.IntType(16 if et.name in HALF_TYPES else 8)
     return t
 
 
 def is_half(et: T.ElementType) -> bool:
-    """True for the 16-bit floats (computed in f32, stored as 16 bits)."""
-    return isinstance(et, T.FloatType) and et.name in HALF_TYPES
+    """True for the floats narrower than f32 (computed in f32, stored in 16, 8 bits)."""
+    return isinstance(et, T.FloatType) and et.name in NARROW_FLOATS
 
 
 _I16, _I32, _I64 = ir.IntType(16), ir.IntType(32), ir.IntType(64)
@@ -110,6 +114,8 @@ def to_storage(s: Scalar, et: T.ElementType, v: ir.Value) -> ir.Value:
         return s.b.zext(v, st)
     if et.name == "bf16":
         return _f32_to_bf16(s.b, v)
+    if et.name in SMALL_FLOATS:
+        return f32_to_small(s.b, et.name, v)
     return _f32_to_f16(s.b, v)
 
 
@@ -127,6 +133,8 @@ def from_storage(s: Scalar, et: T.ElementType, v: ir.Value) -> ir.Value:
         return b.trunc(v, t)
     if et.name == "bf16":
         return b.bitcast(b.shl(b.zext(v, _I32), _const(_I32, 16)), _F32)
+    if et.name in SMALL_FLOATS:
+        return small_to_f32(b, et.name, v)
     # f16: (h & 0x7fff) << 13 as f32 bits, times 2^112 (exact, subnormals too); inf/NaN
     # get the all-ones exponent directly; then the sign.
     h = b.zext(v, _I32)
@@ -516,8 +524,8 @@ def _convert(s: Scalar, op: Operation, args: list) -> ir.Value:
 
 def convert(s: Scalar, x: ir.Value, src: T.ElementType, dst: T.ElementType) -> ir.Value:
     """Converts scalar ``x`` from ``src`` to ``dst`` (see the module doc for floats
-    out of an integer range; f64 -> f16 rounds once, through round-to-odd f32; f64 ->
-    bf16 rounds through f32 as ml_dtypes does)."""
+    out of an integer range; f64 -> f16 and the 8/4-bit floats round once, through
+    round-to-odd f32, as the interpreter does; f64 -> bf16 rounds through f32)."""
     b = s.b
     to = llvm_type(dst)
     if src == dst:
@@ -529,7 +537,7 @@ def convert(s: Scalar, x: ir.Value, src: T.ElementType, dst: T.ElementType) -> i
     if is_float(src) and is_float(dst):
         if is_half(dst):
             if x.type == _F64:
-                x = f64_to_f32_odd(b, x) if dst.name == "f16" else b.fptrunc(x, _F32)
+                x = b.fptrunc(x, _F32) if dst.name == "bf16" else f64_to_f32_odd(b, x)
             return round_to(s, dst, x)
         if x.type == to:
             return x
@@ -581,7 +589,7 @@ def _reduce_precision(s: Scalar, op: Operation, args: list) -> ir.Value:
     b, x, et = s.b, args[0], _et(op)
     e = int(A.to_python(op.attr("exponent_bits")))
     m = int(A.to_python(op.attr("mantissa_bits")))
-    if is_half(et):
+    if is_half(et) and et.name in HALF_TYPES:  # 8/4-bit floats: on f32 bits (exact)
         nbits, src_e, src_m = (16, 5, 10) if et.name == "f16" else (16, 8, 7)
         u = to_storage(s, et, x)
     else:

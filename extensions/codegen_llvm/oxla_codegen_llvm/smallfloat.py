@@ -1,0 +1,74 @@
+"""Floats narrower than 16 bits (``f8E3M4``, ``f8E4M3``, ``f8E5M2``, ``f4E2M1FN``):
+computed in f32, stored one per byte as ml_dtypes stores them, rounded from f32 by bit
+manipulation exactly as ml_dtypes converts (round to nearest even).
+
+Formats: ``ieee`` ones have infinities and NaNs (all-ones exponent): overflow rounds
+to ±inf, NaN becomes the quiet NaN ``0 11..1 10..0`` with its sign. ``finite`` ones
+(``f4E2M1FN``) have neither: overflow and ±inf saturate to ±max, NaN becomes a zero
+of the opposite sign (ml_dtypes' conversion).
+"""
+
+from __future__ import annotations
+
+import llvmlite.ir as ir
+
+#: name -> (exponent bits, mantissa bits, kind)
+SMALL_FLOATS: dict[str, tuple[int, int, str]] = {
+    "f8E3M4": (3, 4, "ieee"),
+    "f8E4M3": (4, 3, "ieee"),
+    "f8E5M2": (5, 2, "ieee"),
+    "f4E2M1FN": (2, 1, "finite"),
+}
+
+_I8, _I32, _F32 = ir.IntType(8), ir.IntType(32), ir.FloatType()
+
+
+def _c(v: int) -> ir.Constant:
+    return ir.Constant(_I32, v)
+
+
+def f32_to_small(b: ir.IRBuilder, name: str, v: ir.Value) -> ir.Value:
+    """f32 register ``v`` rounded to the ``name`` format's bits (an ``i8``)."""
+    e, m, kind = SMALL_FLOATS[name]
+    bias, width, sh = (1 << (e - 1)) - 1, e + m, 23 - m
+    x = b.bitcast(v, _I32)
+    sign = b.shl(b.lshr(x, _c(31)), _c(width))
+    a = b.and_(x, _c(0x7FFFFFFF))
+    lsb = b.and_(b.lshr(a, _c(sh)), _c(1))
+    normal = b.lshr(b.add(b.add(b.sub(a, _c((127 - bias) << 23)), _c((1 << (sh - 1)) - 1)),
+                          lsb), _c(sh))
+    # |v| below the smallest normal: adding K, whose f32 ulp is the format's subnormal
+    # ulp 2^(1-bias-m), makes the FPU round to nearest even for us.
+    k = float(2.0 ** (1 - bias - m + 23))
+    fa = b.bitcast(a, _F32)
+    sub = b.sub(b.bitcast(b.fadd(fa, ir.Constant(_F32, k)), _I32),
+                b.bitcast(ir.Constant(_F32, k), _I32))
+    out = b.select(b.icmp_unsigned("<", a, _c((128 - bias) << 23)), sub, normal)
+    is_nan = b.icmp_unsigned(">", a, _c(0x7F800000))
+    if kind == "ieee":
+        inf = ((1 << e) - 1) << m
+        out = b.select(b.icmp_unsigned(">=", out, _c(inf)), _c(inf), out)
+        out = b.select(is_nan, _c(inf | (1 << (m - 1))), out)
+    else:
+        top = (1 << width) - 1
+        out = b.select(b.icmp_unsigned(">", out, _c(top)), _c(top), out)
+        out = b.select(is_nan, _c(0), out)
+        sign = b.select(is_nan, b.xor(sign, _c(1 << width)), sign)
+    return b.trunc(b.or_(out, sign), _I8)
+
+
+def small_to_f32(b: ir.IRBuilder, name: str, h: ir.Value) -> ir.Value:
+    """The exact f32 value of the ``name`` bits ``h`` (an ``i8``; bits above the format's
+    width ignored)."""
+    e, m, kind = SMALL_FLOATS[name]
+    bias, width = (1 << (e - 1)) - 1, e + m
+    hz = b.zext(h, _I32)
+    mag = b.and_(hz, _c((1 << width) - 1))
+    bits = b.shl(mag, _c(23 - m))
+    out = b.bitcast(b.fmul(b.bitcast(bits, _F32), ir.Constant(_F32, 2.0 ** (127 - bias))),
+                    _I32)
+    if kind == "ieee":
+        special = b.or_(bits, _c(0x7F800000))
+        out = b.select(b.icmp_unsigned(">=", mag, _c(((1 << e) - 1) << m)), special, out)
+    sign = b.shl(b.and_(b.lshr(hz, _c(width)), _c(1)), _c(31))
+    return b.bitcast(b.or_(out, sign), _F32)
