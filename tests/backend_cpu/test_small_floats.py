@@ -15,7 +15,11 @@ from oxla.interpreter import InterpreterBackend  # noqa: E402
 from oxla.ir import parse_module  # noqa: E402
 
 FORMATS = {"f8E3M4": ("float8_e3m4", 256), "f8E4M3": ("float8_e4m3", 256),
-           "f8E5M2": ("float8_e5m2", 256), "f4E2M1FN": ("float4_e2m1fn", 16)}
+           "f8E5M2": ("float8_e5m2", 256), "f8E4M3FN": ("float8_e4m3fn", 256),
+           "f8E4M3FNUZ": ("float8_e4m3fnuz", 256), "f8E5M2FNUZ": ("float8_e5m2fnuz", 256),
+           "f8E4M3B11FNUZ": ("float8_e4m3b11fnuz", 256),
+           "f4E2M1FN": ("float4_e2m1fn", 16),
+           "f6E2M3FN": ("float6_e2m3fn", 64), "f6E3M2FN": ("float6_e3m2fn", 64)}
 
 
 def _all_values(name: str) -> np.ndarray:
@@ -82,3 +86,15 @@ func.func @main(%a: tensor<{n}xf32>, %b: tensor<{n}xf64>)
         np.testing.assert_array_equal(got[0].view(np.uint8), a32.astype(dt).view(np.uint8))
     for g, w in zip(got, want):
         np.testing.assert_array_equal(_bits(g), _bits(w))
+
+
+def test_f8e8m0fnu_is_rejected_by_name():
+    from oxla.errors import NotSupportedError
+
+    text = """
+func.func @main(%x: tensor<4xf8E8M0FNU>) -> tensor<4xf8E8M0FNU> {
+  %m = stablehlo.multiply %x, %x : tensor<4xf8E8M0FNU>
+  return %m : tensor<4xf8E8M0FNU>
+}"""
+    with pytest.raises(NotSupportedError, match="f8E8M0FNU"):
+        compile_cpu(text)

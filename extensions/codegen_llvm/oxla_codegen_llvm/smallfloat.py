@@ -1,23 +1,38 @@
-"""Floats narrower than 16 bits (``f8E3M4``, ``f8E4M3``, ``f8E5M2``, ``f4E2M1FN``):
-computed in f32, stored one per byte as ml_dtypes stores them, rounded from f32 by bit
-manipulation exactly as ml_dtypes converts (round to nearest even).
+"""Floats narrower than 16 bits (the f8, f6 and f4 types of the spec): computed in f32,
+stored one per byte as ml_dtypes stores them, rounded from f32 by bit manipulation
+exactly as ml_dtypes converts (round to nearest even).
 
-Formats: ``ieee`` ones have infinities and NaNs (all-ones exponent): overflow rounds
-to ±inf, NaN becomes the quiet NaN ``0 11..1 10..0`` with its sign. ``finite`` ones
-(``f4E2M1FN``) have neither: overflow and ±inf saturate to ±max, NaN becomes a zero
-of the opposite sign (ml_dtypes' conversion).
+Kinds of format:
+
+* ``ieee`` (``f8E3M4``, ``f8E4M3``, ``f8E5M2``): infinities and NaNs (all-ones
+  exponent): overflow rounds to ±inf, NaN becomes the quiet NaN ``s 11..1 10..0``.
+* ``fn`` (``f8E4M3FN``): no infinities, one NaN per sign (all ones): overflow and ±inf
+  become NaN of their sign.
+* ``fnuz`` (``f8E4M3FNUZ``, ``f8E5M2FNUZ``, ``f8E4M3B11FNUZ``): no infinities, no
+  negative zero, the NaN is ``0x80``: overflow, ±inf and NaN become it, -0 becomes +0.
+* ``finite`` (``f4E2M1FN``, ``f6E2M3FN``, ``f6E3M2FN``): no infinities or NaNs:
+  overflow and ±inf saturate to ±max, NaN becomes a zero of the opposite sign.
+
+``f8E8M0FNU`` is not here: its range exceeds f32's (products of tiny values would
+underflow where the interpreter's f64 arithmetic does not), so it stays unsupported.
 """
 
 from __future__ import annotations
 
 import llvmlite.ir as ir
 
-#: name -> (exponent bits, mantissa bits, kind)
-SMALL_FLOATS: dict[str, tuple[int, int, str]] = {
-    "f8E3M4": (3, 4, "ieee"),
-    "f8E4M3": (4, 3, "ieee"),
-    "f8E5M2": (5, 2, "ieee"),
-    "f4E2M1FN": (2, 1, "finite"),
+#: name -> (exponent bits, mantissa bits, exponent bias, kind)
+SMALL_FLOATS: dict[str, tuple[int, int, int, str]] = {
+    "f8E3M4": (3, 4, 3, "ieee"),
+    "f8E4M3": (4, 3, 7, "ieee"),
+    "f8E5M2": (5, 2, 15, "ieee"),
+    "f8E4M3FN": (4, 3, 7, "fn"),
+    "f8E4M3FNUZ": (4, 3, 8, "fnuz"),
+    "f8E5M2FNUZ": (5, 2, 16, "fnuz"),
+    "f8E4M3B11FNUZ": (4, 3, 11, "fnuz"),
+    "f4E2M1FN": (2, 1, 1, "finite"),
+    "f6E2M3FN": (2, 3, 1, "finite"),
+    "f6E3M2FN": (3, 2, 3, "finite"),
 }
 
 _I8, _I32, _F32 = ir.IntType(8), ir.IntType(32), ir.FloatType()
@@ -29,8 +44,8 @@ def _c(v: int) -> ir.Constant:
 
 def f32_to_small(b: ir.IRBuilder, name: str, v: ir.Value) -> ir.Value:
     """f32 register ``v`` rounded to the ``name`` format's bits (an ``i8``)."""
-    e, m, kind = SMALL_FLOATS[name]
-    bias, width, sh = (1 << (e - 1)) - 1, e + m, 23 - m
+    e, m, bias, kind = SMALL_FLOATS[name]
+    width, sh = e + m, 23 - m
     x = b.bitcast(v, _I32)
     sign = b.shl(b.lshr(x, _c(31)), _c(width))
     a = b.and_(x, _c(0x7FFFFFFF))
@@ -49,6 +64,14 @@ def f32_to_small(b: ir.IRBuilder, name: str, v: ir.Value) -> ir.Value:
         inf = ((1 << e) - 1) << m
         out = b.select(b.icmp_unsigned(">=", out, _c(inf)), _c(inf), out)
         out = b.select(is_nan, _c(inf | (1 << (m - 1))), out)
+    elif kind == "fn":
+        nan = (1 << width) - 1
+        out = b.select(b.or_(is_nan, b.icmp_unsigned(">", out, _c(nan))), _c(nan), out)
+    elif kind == "fnuz":
+        bad = b.or_(is_nan, b.icmp_unsigned(">", out, _c((1 << width) - 1)))
+        sign = b.select(b.icmp_unsigned("==", out, _c(0)), _c(0), sign)  # no negative zero
+        out = b.select(bad, _c(1 << width), out)
+        sign = b.select(bad, _c(0), sign)
     else:
         top = (1 << width) - 1
         out = b.select(b.icmp_unsigned(">", out, _c(top)), _c(top), out)
@@ -60,8 +83,8 @@ def f32_to_small(b: ir.IRBuilder, name: str, v: ir.Value) -> ir.Value:
 def small_to_f32(b: ir.IRBuilder, name: str, h: ir.Value) -> ir.Value:
     """The exact f32 value of the ``name`` bits ``h`` (an ``i8``; bits above the format's
     width ignored)."""
-    e, m, kind = SMALL_FLOATS[name]
-    bias, width = (1 << (e - 1)) - 1, e + m
+    e, m, bias, kind = SMALL_FLOATS[name]
+    width = e + m
     hz = b.zext(h, _I32)
     mag = b.and_(hz, _c((1 << width) - 1))
     bits = b.shl(mag, _c(23 - m))
@@ -70,5 +93,11 @@ def small_to_f32(b: ir.IRBuilder, name: str, h: ir.Value) -> ir.Value:
     if kind == "ieee":
         special = b.or_(bits, _c(0x7F800000))
         out = b.select(b.icmp_unsigned(">=", mag, _c(((1 << e) - 1) << m)), special, out)
+    elif kind == "fn":
+        out = b.select(b.icmp_unsigned("==", mag, _c((1 << width) - 1)), _c(0x7FC00000), out)
+    elif kind == "fnuz":
+        out = b.select(b.icmp_unsigned("==", b.and_(hz, _c((1 << (width + 1)) - 1)), _c(1 << width)),
+                       _c(0x7FC00000), out)
     sign = b.shl(b.and_(b.lshr(hz, _c(width)), _c(1)), _c(31))
     return b.bitcast(b.or_(out, sign), _F32)
+
