@@ -89,16 +89,16 @@ def test_wrong_shape_and_count():
 
 
 def test_unsupported_op_names_op_location_and_backend():
-    text = """func.func @main(%s: tensor<2xui64>) -> tensor<4xui32> {
-  %0:2 = "stablehlo.rng_bit_generator"(%s) {rng_algorithm = #stablehlo<rng_algorithm THREE_FRY>}
-      : (tensor<2xui64>) -> (tensor<2xui64>, tensor<4xui32>)
-  return %0#1 : tensor<4xui32>
+    text = """func.func @main(%a: tensor<f32>, %b: tensor<f32>) -> tensor<4xf32> {
+  %c = stablehlo.constant dense<[4]> : tensor<1xi64>
+  %0 = "stablehlo.rng"(%a, %b, %c) {rng_distribution = #stablehlo<rng_distribution UNIFORM>}
+      : (tensor<f32>, tensor<f32>, tensor<1xi64>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
 }"""
     with pytest.raises(NotSupportedError) as err:
         compile_cpu(text)
-    assert "'stablehlo.rng_bit_generator' is not supported by the cpu backend yet" in \
-        str(err.value)
-    assert "test.mlir:2:" in str(err.value)
+    assert "'stablehlo.rng' is not supported by the cpu backend yet" in str(err.value)
+    assert "test.mlir:3:" in str(err.value)
 
 
 def test_generated_llvm_parses_and_verifies(tmp_path):
