@@ -37,7 +37,13 @@ from oxla.ir.operation import (
     func_type,
     func_visibility,
 )
-from oxla.ir.parser import parse_attribute, parse_file, parse_module, parse_type
+from oxla.ir.parser import (
+    parse_attribute,
+    parse_file,
+    parse_input_spec,
+    parse_module,
+    parse_type,
+)
 from oxla.ir.printer import print_module, print_op
 from oxla.ir.types import *  # noqa: F403
 
@@ -60,6 +66,7 @@ __all__ = [
     "parse_file",
     "parse_type",
     "parse_attribute",
+    "parse_input_spec",
     "print_module",
     "print_op",
     "verify",

@@ -578,3 +578,28 @@ def parse_attribute(text: str) -> A.Attribute:
     if p.tok.kind != "eof":
         raise p.error(f"unexpected '{p.tok.text}' after attribute")
     return a
+
+
+def parse_input_spec(spec: str) -> tuple[tuple[int, ...], T.ElementType | None]:
+    """Reads one ``--input-spec`` item: ``4x8:f32``, ``:f32`` (a scalar) or ``4x8`` (no
+    element type: the caller's default applies).
+
+    Returns:
+        ``(shape, element type or None)``.
+
+    Raises:
+        RuntimeInputError: malformed spec.
+    """
+    from oxla.errors import RuntimeInputError
+
+    dims, _, elem = spec.strip().partition(":")
+    try:
+        shape = tuple(int(d) for d in dims.split("x")) if dims else ()
+        t = parse_type(f"tensor<{elem}>") if elem else None
+    except Exception as exc:
+        raise RuntimeInputError(
+            f"invalid input spec '{spec}', expected e.g. 4x8:f32 ({exc})") from exc
+    if any(d < 0 for d in shape):
+        raise RuntimeInputError(f"invalid input spec '{spec}', expected e.g. 4x8:f32")
+    return shape, t.element_type if isinstance(t, T.TensorType) else None
+

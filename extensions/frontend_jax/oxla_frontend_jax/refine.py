@@ -20,8 +20,9 @@ from typing import Any
 import numpy as np
 
 from oxla.errors import NotSupportedError, RuntimeInputError
-from oxla.ir import Module, Operation, parse_type
+from oxla.ir import Module, Operation
 from oxla.ir import attributes as A
+from oxla.ir import parse_input_spec as oxla_parse_input_spec
 from oxla.ir import types as T
 
 REFINE_PASS = "stablehlo-refine-shapes"
@@ -97,21 +98,13 @@ class InputSpec:
 
 def parse_input_spec(spec: str) -> InputSpec:
     """Reads one ``--input-spec`` item: ``4x8:f32``, ``:f32`` (a scalar) or ``4x8``
-    (the element type is then the module's).
+    (the element type is then the module's); see :func:`oxla.ir.parse_input_spec`.
 
     Raises:
         RuntimeInputError: malformed spec.
     """
-    dims, _, elem = spec.strip().partition(":")
-    try:
-        shape = tuple(int(d) for d in dims.split("x")) if dims else ()
-        t = parse_type(f"tensor<{elem}>") if elem else None
-    except Exception as exc:
-        raise RuntimeInputError(
-            f"invalid input spec '{spec}', expected e.g. 4x8:f32 ({exc})") from exc
-    if any(d < 0 for d in shape):
-        raise RuntimeInputError(f"invalid input spec '{spec}', expected e.g. 4x8:f32")
-    return InputSpec(shape, t.element_type if isinstance(t, T.TensorType) else None)
+    shape, element_type = oxla_parse_input_spec(spec)
+    return InputSpec(shape, element_type)
 
 
 def _concrete(given: Any, declared: T.TensorType, index: int) -> T.TensorType:

@@ -8,8 +8,7 @@ from typing import Any
 import numpy as np
 
 from oxla.errors import RuntimeInputError
-from oxla.ir import parse_type
-from oxla.ir import types as T
+from oxla.ir import parse_input_spec as parse_input_spec_type
 from oxla_frontend_tf._tf import require_tf
 
 
@@ -26,17 +25,9 @@ def parse_input_spec(spec: str, default_dtype: Any = np.float32) -> tuple[tuple[
     Raises:
         RuntimeInputError: malformed spec.
     """
-    dims, _, elem = spec.strip().partition(":")
-    try:
-        shape = tuple(int(d) for d in dims.split("x")) if dims else ()
-        t = parse_type(f"tensor<{elem}>") if elem else None
-    except Exception as exc:
-        raise RuntimeInputError(
-            f"invalid input spec '{spec}', expected e.g. 1x224x224x3:f32 ({exc})") from exc
-    if any(d < 0 for d in shape):
-        raise RuntimeInputError(f"invalid input spec '{spec}', expected e.g. 1x224x224x3:f32")
-    if isinstance(t, T.TensorType):
-        return shape, t.element_type.dtype
+    shape, element_type = parse_input_spec_type(spec)
+    if element_type is not None:
+        return shape, element_type.dtype
     return shape, np.dtype(default_dtype)
 
 
