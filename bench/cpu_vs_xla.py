@@ -36,6 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
+from timing import interleaved
 
 F32 = np.float32
 
@@ -268,29 +269,9 @@ def _iree(w: Workload) -> Compiled:
 
 # --- timing ---------------------------------------------------------------------------
 
-def _block_size(calls: dict[str, Callable], budget_s: float) -> int:
-    slowest = 0.0
-    for call in calls.values():
-        t0 = time.perf_counter()
-        call()
-        slowest = max(slowest, time.perf_counter() - t0)
-    return max(1, min(1000, int(budget_s / max(slowest, 1e-7))))
-
-
 def _interleaved(calls: dict[str, Callable], rounds: int, budget_s: float,
                  settle_s: float) -> dict:
-    n = _block_size(calls, budget_s)
-    times: dict[str, list[float]] = {k: [] for k in calls}
-    for _ in range(rounds):
-        for name, call in calls.items():
-            # Thread pools spin-wait after a call (OpenBLAS ~0.1 s, Eigen, IREE's
-            # workers); the next engine would share the cores with them. Let them sleep.
-            time.sleep(settle_s)
-            call()  # untimed
-            for _ in range(n):
-                t0 = time.perf_counter()
-                call()
-                times[name].append(time.perf_counter() - t0)
+    times = interleaved(calls, rounds, budget_s, settle_s, max_calls=1000)
     return {k: statistics.median(v) for k, v in times.items()}
 
 

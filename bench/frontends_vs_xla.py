@@ -49,6 +49,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
+from timing import interleaved
 
 F32 = np.float32
 
@@ -202,27 +203,9 @@ def _mobilenet(quick: bool) -> tuple[dict, dict]:
 
 # --- timing ----------------------------------------------------------------------------
 
-def _block_size(calls: dict[str, Callable], budget_s: float) -> int:
-    slowest = 0.0
-    for call in calls.values():
-        t0 = time.perf_counter()
-        call()
-        slowest = max(slowest, time.perf_counter() - t0)
-    return max(1, min(200, int(budget_s / max(slowest, 1e-7))))
-
-
 def _interleaved(calls: dict[str, Callable], rounds: int, budget_s: float,
                  settle_s: float) -> tuple[dict, dict]:
-    n = _block_size(calls, budget_s)
-    times: dict[str, list[float]] = {k: [] for k in calls}
-    for _ in range(rounds):
-        for name, call in calls.items():
-            time.sleep(settle_s)  # let the previous engine's spinning thread pools sleep
-            call()  # untimed
-            for _ in range(n):
-                t0 = time.perf_counter()
-                call()
-                times[name].append(time.perf_counter() - t0)
+    times = interleaved(calls, rounds, budget_s, settle_s, max_calls=200)
     med = {k: statistics.median(v) for k, v in times.items()}
     spread = {k: (min(v), max(v), len(v)) for k, v in times.items()}
     return med, spread

@@ -59,6 +59,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
+from timing import interleaved
 
 # --- models ---------------------------------------------------------------------------
 
@@ -221,16 +222,7 @@ def _ort(model: torch.nn.Module, ids: torch.Tensor, tmp: str) -> Engine:
 
 def _interleaved(calls: dict[str, Callable], rounds: int, budget_s: float,
                  settle_s: float, slowest: float) -> dict[str, float]:
-    n = max(1, min(100, int(budget_s / max(slowest, 1e-6))))
-    times: dict[str, list[float]] = {k: [] for k in calls}
-    for _ in range(rounds):
-        for name, call in calls.items():
-            time.sleep(settle_s)  # let the previous engine's worker threads go to sleep
-            call()  # untimed
-            for _ in range(n):
-                t0 = time.perf_counter()
-                call()
-                times[name].append(time.perf_counter() - t0)
+    times = interleaved(calls, rounds, budget_s, settle_s, max_calls=100, slowest_s=slowest)
     return {k: statistics.median(v) for k, v in times.items()}
 
 
