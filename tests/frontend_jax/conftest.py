@@ -8,21 +8,6 @@ pytest.importorskip("jax")
 pytest.importorskip("oxla_frontend_jax")
 
 
-def _backends() -> list[str]:
-    from oxla import plugins
-
-    names = ["interpreter"]
-    if "cpu" in plugins.backends():
-        names.append("cpu")
-    return names
-
-
-@pytest.fixture(params=_backends())
-def backend(request) -> str:
-    """Each installed backend the tests can compare: interpreter, and cpu when present."""
-    return request.param
-
-
 @pytest.fixture
 def assert_close():
     """Returns a function comparing two pytrees of arrays leaf by leaf, 1e-5 relative."""
