@@ -113,7 +113,10 @@ def lookup(key: str) -> Any | None:
 
 
 def store(key: str, exe: Any) -> None:
-    """Writes ``exe`` under ``key`` (best effort: an unwritable directory is skipped)."""
+    """Writes ``exe`` under ``key`` (best effort: an unwritable directory is skipped;
+    an executable calling Python custom-call kernels is not portable, never stored)."""
+    if not getattr(exe, "portable", True):
+        return
     d = cache_dir()
     try:
         os.makedirs(d, exist_ok=True)

@@ -138,7 +138,7 @@ def _emit_kernel(module: ir.Module, target: Target, k: Kernel, plan: Plan,
                                     + writes)
     fn, b = _new_function(module, k.name, len(reads) + len(writes), alias_free, par)
     s = Scalar(b, module, target, fast_math)
-    out = fn.args[len(reads)]
+    out = fn.args[len(reads)] if len(fn.args) > len(reads) else None  # none: custom_call
     if isinstance(k, LoopKernel):
         params = [out if i in in_place else a for i, a in enumerate(fn.args[:len(reads)])]
         f = FusedEmitter(s, dict(zip(k.inputs, params)))

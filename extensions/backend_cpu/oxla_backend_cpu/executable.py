@@ -108,6 +108,15 @@ class CPUExecutable:
                                                + len(self.constants), 1)
         self._const_ptrs = [c.ctypes.data for c in self.constants]
         self._out_array = ctypes.c_void_p * max(len(self._out_specs), 1)
+        from oxla_backend_cpu.custom_call import bind_custom_calls
+
+        # targets of stablehlo.custom_call, resolved through the oxla_custom_calls hook
+        self._custom_calls = bind_custom_calls(jit, llvm_ir)
+
+    @property
+    def portable(self) -> bool:
+        """False when a custom call is a Python callable (no save, no compile cache)."""
+        return self._custom_calls is None or not self._custom_calls.python_targets
 
     def _arena(self) -> int:
         loc = self._local
@@ -132,6 +141,8 @@ class CPUExecutable:
         in_ptrs = self._in_array(*[v.ctypes.data for v in vals], *self._const_ptrs)
         out_ptrs = self._out_array(*[o.ctypes.data for o in outs])
         self._entry(ctypes.addressof(in_ptrs), ctypes.addressof(out_ptrs), self._arena())
+        if self._custom_calls is not None:
+            self._custom_calls.raise_pending()
         return outs
 
     def save(self, path: str | os.PathLike[str]) -> None:
@@ -139,6 +150,8 @@ class CPUExecutable:
         code, each member's SHA-256 in the manifest."""
         from oxla.artifact import write_artifact
 
+        if self._custom_calls is not None:
+            self._custom_calls.check_portable(path)
         obj = getattr(self._jit, "object_code", b"")
         if not obj:
             from oxla_codegen_llvm.jit import emit_object
@@ -160,6 +173,8 @@ class CPUExecutable:
             "stats": {k: v for k, v in self.stats.items() if k not in ("compile_seconds", "cache")},
             "stages": self.stages,
             "constants": len(self.constants),
+            # re-resolved through the oxla_custom_calls hook by oxla.load
+            "custom_calls": self._custom_calls.targets if self._custom_calls else [],
             "sha256": {n: hashlib.sha256(d).hexdigest() for n, d in files.items()},
         }
         write_artifact(path, BACKEND, files, meta)

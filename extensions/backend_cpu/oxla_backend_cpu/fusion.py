@@ -82,6 +82,11 @@ def _classify(op: Operation) -> str:
         return "reduce"
     if op.name in ("stablehlo.dot_general", "stablehlo.dot") and _blas_dot(op):
         return "dot"
+    if op.name == "stablehlo.custom_call":  # a target from the oxla_custom_calls hook
+        from oxla_backend_cpu.custom_call import check_custom_call
+
+        check_custom_call(op)
+        return "op"
     from oxla_backend_cpu import linalg, misc_ops, rng, spectral  # noqa: F401  (emitters)
     from oxla_backend_cpu.opkernels import OP_EMITTERS
 
@@ -165,6 +170,10 @@ def fuse_block(block, env: dict[Value, Buf], results: list[Buf], prefix: str,
             vbuf[v] = results[j]
     kernels: list[Kernel] = []
     for op in live:
+        if not op.results:  # a side-effecting custom call without results
+            kernels.extend(_make_kernels(op, kinds[op], vbuf, materialized, len(kernels),
+                                         counter, prefix))
+            continue
         v = op.results[0]
         if v not in materialized:
             continue
@@ -196,8 +205,12 @@ def fuse_block(block, env: dict[Value, Buf], results: list[Buf], prefix: str,
 
 def _live_ops(ops: list[Operation], ret: Operation) -> list[Operation]:
     """The ops the returned values depend on, in program order (dead code dropped)."""
+    from oxla_backend_cpu.custom_call import has_side_effect
+
     needed: set[Operation] = set()
     stack = [v.owner_op for v in ret.operands if v.owner_op is not None]
+    # side-effecting custom calls (and ops holding them) run even when nothing uses them
+    stack += [op for op in ops if any(has_side_effect(o) for o in op.walk())]
     while stack:
         op = stack.pop()
         if op in needed:
@@ -282,8 +295,8 @@ def _make_kernels(op: Operation, kind: str, vbuf: dict[Value, Buf], materialized
 
 def _make_kernels_unnamed(op: Operation, kind: str, vbuf: dict[Value, Buf],
                           materialized: set[Value], n: int, counter) -> list[Kernel]:
-    v = op.results[0]
     if kind in ("loop", "cheap"):
+        v = op.results[0]
         saved = v in materialized
         materialized.discard(v)
         leaves, ops = _leaves(v, materialized)

@@ -4,7 +4,8 @@ Fusion emits kernels in program order, which is a valid order but not a frugal o
 JAX's lowering often computes every projection first and consumes them later. The
 scheduler is a greedy list scheduler over the kernels' data dependences (a kernel
 reading a buffer after the kernels writing it; a kernel writing a buffer after the
-earlier kernels reading or writing it, so control-flow state keeps its order): among
+earlier kernels reading or writing it, so control-flow state keeps its order; a
+side-effecting ``custom_call`` after the previous one): among
 the ready kernels it picks the one with the smallest *net* growth of live temporaries
 (bytes it allocates minus bytes of inputs whose last reader it is), ties broken by
 program order. Buffer assignment (:mod:`oxla_backend_cpu.buffers`) then packs the
@@ -31,7 +32,14 @@ def dependences(plan: Plan) -> list[set[int]]:
     deps: list[set[int]] = [set() for _ in plan.kernels]
     last_writer: dict[int, int] = {}
     readers: dict[int, list[int]] = {}
+    from oxla_backend_cpu.custom_call import kernel_has_side_effect
+
+    last_effect: int | None = None
     for t, k in enumerate(plan.kernels):
+        if kernel_has_side_effect(k):  # effects keep program order
+            if last_effect is not None:
+                deps[t].add(last_effect)
+            last_effect = t
         for b in kernel_reads(k, plan.vbuf):
             w = last_writer.get(id(b))
             if w is not None and w != t:
