@@ -139,15 +139,31 @@ def oxla_custom_calls() -> list[CustomCallInfo]:
     (``oxla.plugins.custom_calls(backend)``, by a backend compiling a
     ``stablehlo.custom_call``, by ``oxla plugins``).
 
+    A backend compiling a ``custom_call`` whose target has no implementation for it
+    raises ``LoweringError`` (no fallback to another backend). The calling convention
+    of ``fn`` is the backend's (see :class:`oxla.protocols.CustomCallInfo`):
+
+    * ``"interpreter"``: ``fn(ctx, op, args) -> list[np.ndarray]``;
+    * ``"cpu"``: a native function (``int`` address, ``ctypes.c_void_p`` or ctypes
+      function pointer) ``void fn(void** outputs, const void** inputs, const char*
+      opaque, size_t opaque_len)`` on dense row-major buffers, ``opaque`` being the
+      op's ``backend_config``; or, for prototyping, a Python callable
+      ``fn(*inputs, backend_config=str)`` on numpy arrays returning the result array(s).
+      Artifacts record native targets by name and ``oxla.load`` resolves them again
+      through this hook; executables calling Python kernels cannot be saved.
+
     Returns:
         A list of :class:`oxla.protocols.CustomCallInfo`; a ``(target, backend)`` pair
         is unique across all installed plugins.
 
     Example::
 
+        lib = ctypes.CDLL("libmykernels.so")
+
         @hookimpl
         def oxla_custom_calls():
-            return [CustomCallInfo(target="my_topk", backend="interpreter", fn=topk_numpy)]
+            return [CustomCallInfo(target="my_topk", backend="interpreter", fn=topk_numpy),
+                    CustomCallInfo(target="my_topk", backend="cpu", fn=lib.my_topk)]
     """
 
 

@@ -238,7 +238,21 @@ class CustomCallInfo:
     Attributes:
         target: the ``call_target_name``.
         backend: the backend name it is for (``"interpreter"``, ``"cpu"``).
-        fn: the implementation; its calling convention is the backend's.
+        fn: the implementation; its calling convention is the backend's:
+
+            * ``"interpreter"``: ``fn(ctx, op, args) -> list`` of numpy arrays, one per
+              result.
+            * ``"cpu"``, told apart by type: a **native** function, given as an ``int``
+              address, a ``ctypes.c_void_p`` or a ctypes function pointer (a
+              ``ctypes.CDLL`` attribute, a ``CFUNCTYPE`` object), with XLA's CPU
+              convention ``void fn(void** outputs, const void** inputs, const char*
+              opaque, size_t opaque_len)``: ``inputs[i]``/``outputs[j]`` point at dense
+              row-major buffers of the op's static operand/result types, ``opaque`` is
+              the op's ``backend_config`` (NUL-terminated, ``opaque_len`` excludes the
+              NUL); or any other callable, a **Python** kernel called as
+              ``fn(*inputs, backend_config=str)`` with numpy arrays and returning one
+              array or a sequence of arrays (slow: for prototyping; not savable).
+              Details: ``oxla_backend_cpu.custom_call``.
     """
 
     target: str
