@@ -16,6 +16,7 @@ With ``CompileOptions.dump_dir`` each stage writes what it produced there.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from typing import Any
@@ -91,10 +92,14 @@ class CPUBackend:
         from oxla_backend_cpu.blas import blas_symbols
         from oxla_backend_cpu.buffers import assign_best
         from oxla_backend_cpu.codegen import emit_program
+        from oxla_backend_cpu.dot_layout import absorb_transposes
         from oxla_backend_cpu.fusion import fuse
+        from oxla_backend_cpu.profile import enabled
         from oxla_backend_cpu.schedule import schedule
 
         options = options or CompileOptions()
+        if "profile" not in options.extra and enabled(options.extra):  # in the cache key
+            options = dataclasses.replace(options, extra={**options.extra, "profile": True})
         t0 = time.perf_counter()
         key = None
         if options.cache and not options.dump_dir:
@@ -108,15 +113,18 @@ class CPUBackend:
         dump = _Dumper(options.dump_dir)
         _inline_composites(module)
         module, note = _core_pipeline(module, options)
+        absorbed = absorb_transposes(module)
         dump("1-core-pipeline.mlir", print_module(module))
         plan = fuse(module)
         plan.notes.insert(0, note)
+        plan.notes.insert(1, f"dot layout: {absorbed} transposed dot operands read in place")
         program_order = list(plan.kernels)
         plan = schedule(plan)
         plan = assign_best(plan, program_order)
         dump("2-4-plan.txt", plan.describe())
         target = CPUTarget.host()
-        ir_text, constants = emit_program(plan, target, options.fast_math)
+        labels: list[str] | None = [] if enabled(options.extra) else None
+        ir_text, constants = emit_program(plan, target, options.fast_math, labels)
         dump("5-codegen.ll", ir_text)
         jit = compile_ir(ir_text, target, blas_symbols())
         dump("6-optimized.ll", jit.ir_text)
@@ -124,6 +132,8 @@ class CPUBackend:
         stats = {"compile_seconds": time.perf_counter() - t0,
                  "kernel_count": len(plan.kernels), "temp_bytes": plan.temp_bytes,
                  "cache": "miss" if key else "off"}
+        if labels is not None:
+            stats["profile_labels"] = labels
         from oxla.ir import func_type
         from oxla.protocols import Signature
         from oxla_backend_cpu.codegen import INLINE_CONSTANT_BYTES

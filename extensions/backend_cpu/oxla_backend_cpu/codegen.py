@@ -61,18 +61,26 @@ def emit_module(plan: Plan, target: Target, fast_math: bool = False) -> str:
     return emit_program(plan, target, fast_math)[0]
 
 
-def emit_program(plan: Plan, target: Target,
-                 fast_math: bool = False) -> tuple[str, list[np.ndarray]]:
+def emit_program(plan: Plan, target: Target, fast_math: bool = False,
+                 profile: list[str] | None = None) -> tuple[str, list[np.ndarray]]:
     """Returns the LLVM IR text of the whole program and its run-time constants.
 
     The entry reads run-time constant ``j`` from its argument table at index
     ``len(plan.args) + j``: the executable appends their addresses after the inputs.
+    With a ``profile`` list, every kernel call is timed (:mod:`oxla_backend_cpu.profile`)
+    and the list receives one label per timed call site.
     """
     module = ir.Module("oxla_cpu")
     module.triple = target.triple
+    if profile is not None:
+        from oxla_backend_cpu.profile import Profiler
+
+        module.oxla_profiler = Profiler(module)  # type: ignore[attr-defined]
     fns = {id(k): _emit_kernel(module, target, k, p, fast_math) for k, p in _leaf_kernels(plan)}
     constants: list[np.ndarray] = []
     _emit_entry(module, plan, fns, constants)
+    if profile is not None:
+        profile.extend(module.oxla_profiler.labels)  # type: ignore[attr-defined]
     return str(module), constants
 
 
@@ -242,10 +250,16 @@ def _emit_call(b, module, k: Kernel, plan: Plan | None, fns, address) -> None:
     kfn = fns[id(k)]
     ptrs = [address(x) for x in kernel_reads(k, plan.vbuf if plan else {}) + kernel_writes(k)]
     par = getattr(kfn, "oxla_parallel", None)
+    prof = getattr(module, "oxla_profiler", None)
+    t0 = prof.now(b) if prof is not None else None
     if par is not None:
         call_parallel(b, module, kfn, ptrs, *par)
     else:
         b.call(kfn, ptrs)
+    if prof is not None:
+        from oxla_backend_cpu.profile import kernel_label
+
+        prof.record(b, kernel_label(k), t0)
 
 
 def _load_scalar(b: ir.IRBuilder, buf: ir.Value, bits: int) -> ir.Value:
