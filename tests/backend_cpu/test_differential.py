@@ -163,18 +163,20 @@ func.func @main(%a: tensor<3xi32>) -> (tensor<3xi32>, tensor<3xi32>, tensor<3xi3
 
 
 def test_buffers_are_reused_and_outputs_are_fresh():
+    # column sums (dimension 0), so the reductions stay kernels (row fusion would keep
+    # trailing-dimension sums in registers, with no buffers to reuse)
     t, r = "tensor<64x64xf32>", "tensor<64xf32>"
     text = f"""
 func.func @main(%a: {t}) -> {t} {{
   %z = stablehlo.constant dense<0.0> : tensor<f32>
-  %0 = stablehlo.reduce(%a init: %z) applies stablehlo.add across dimensions = [1] : ({t}, tensor<f32>) -> {r}
-  %1 = stablehlo.broadcast_in_dim %0, dims = [0] : ({r}) -> {t}
+  %0 = stablehlo.reduce(%a init: %z) applies stablehlo.add across dimensions = [0] : ({t}, tensor<f32>) -> {r}
+  %1 = stablehlo.broadcast_in_dim %0, dims = [1] : ({r}) -> {t}
   %2 = stablehlo.add %a, %1 : {t}
-  %3 = stablehlo.reduce(%2 init: %z) applies stablehlo.add across dimensions = [1] : ({t}, tensor<f32>) -> {r}
-  %4 = stablehlo.broadcast_in_dim %3, dims = [0] : ({r}) -> {t}
+  %3 = stablehlo.reduce(%2 init: %z) applies stablehlo.add across dimensions = [0] : ({t}, tensor<f32>) -> {r}
+  %4 = stablehlo.broadcast_in_dim %3, dims = [1] : ({r}) -> {t}
   %5 = stablehlo.add %a, %4 : {t}
-  %6 = stablehlo.reduce(%5 init: %z) applies stablehlo.add across dimensions = [1] : ({t}, tensor<f32>) -> {r}
-  %7 = stablehlo.broadcast_in_dim %6, dims = [0] : ({r}) -> {t}
+  %6 = stablehlo.reduce(%5 init: %z) applies stablehlo.add across dimensions = [0] : ({t}, tensor<f32>) -> {r}
+  %7 = stablehlo.broadcast_in_dim %6, dims = [1] : ({r}) -> {t}
   %8 = stablehlo.add %a, %7 : {t}
   return %8 : {t}
 }}"""

@@ -127,9 +127,10 @@ SOFTMAX = """func.func @main(%x: tensor<128x300xf32>) -> tensor<128x300xf32> {
 def test_softmax_recomputes_exp_instead_of_storing_it():
     x = (RNG.standard_normal((128, 300)) * 4).astype(np.float32)
     exe, (y,) = run_both(SOFTMAX, [x], rtol=1e-5, atol=1e-7)
-    # only the two row reductions are stored; exp(x - max) is recomputed by its users
-    assert exe.stats["temp_bytes"] == 2 * 512
-    assert exe.stats["kernel_count"] == 3
+    # exp(x - max) is recomputed by its users, never stored; the two row reductions and
+    # the division are one row kernel (rowfusion), so the row sums stay in registers
+    assert exe.stats["temp_bytes"] == 0
+    assert exe.stats["kernel_count"] == 1
     np.testing.assert_allclose(y.sum(1), 1.0, rtol=1e-5)
 
 

@@ -200,7 +200,9 @@ def fuse_block(block, env: dict[Value, Buf], results: list[Buf], prefix: str,
     for j, v in enumerate(ret.operands):
         if vbuf.get(v) is not results[j]:
             kernels.append(LoopKernel(f"{prefix}copy{len(kernels)}", v, [v], results[j]))
-    return Plan(kernels, vbuf, [], results)
+    from oxla_backend_cpu.rowfusion import fuse_rows
+
+    return Plan(fuse_rows(kernels, vbuf), vbuf, [], results)
 
 
 def _live_ops(ops: list[Operation], ret: Operation) -> list[Operation]:

@@ -74,6 +74,10 @@ def emit_reduce(s: Scalar, k: OpKernel, buffers: dict, outs: list) -> None:
     row in index order, except that a one-op body over the innermost dimension may use
     partial accumulators (:func:`_vector_reduce`); rows split across threads when the
     kernel is parallel (:func:`reduce_parallel`)."""
+    from oxla_backend_cpu.rowfusion import RowKernel, emit_rows
+
+    if isinstance(k, RowKernel):  # reductions fused with their consumer
+        return emit_rows(s, k, buffers, outs)
     b, op = s.b, k.op
     n = len(op.results)
     operands, inits = op.operands[:n], op.operands[n:]

@@ -1,0 +1,301 @@
+"""Row fusion: reductions over the trailing dimensions and their elementwise consumer in
+ONE kernel (XLA's "row reduction + elementwise consumers", softmax and layer norm).
+
+After loop and input fusion (:mod:`oxla_backend_cpu.fusion`) softmax is three kernels:
+``max`` over each row into a ``[R]`` temporary, ``sum(exp(x - max))`` into another, then
+the loop kernel ``exp(x - max) / sum``. :func:`fuse_rows` merges such a group into one
+:class:`RowKernel` that, for each row (rows split across threads), runs every reduction
+of the group over that row into registers and then writes the consumer's row, so the
+``[R]`` vectors are never buffers (``temp_bytes`` 0) and the row is read from L1/L2
+after its first pass.
+
+A group is a loop kernel ``L`` and the ``reduce`` kernels whose results it reads
+(transitively through each other), when:
+
+* every reduce reduces the trailing dimensions ``[len(R), rank)`` of its operand and has
+  results of the same row shape ``R`` (rank >= 1); ``L``'s shape is ``R`` followed by
+  anything (``R + [C]``: softmax, layer norm) or ``R`` itself (``logsumexp``);
+* the reduce results are read only by kernels of the group (a returned one is also
+  written to its result buffer by the row kernel);
+* every temporary a reduce reads is also read by the group's last reduce or by ``L``
+  (moving the reduces to ``L`` must not keep buffers alive longer: the scheduler can
+  still interleave a product and its row sum);
+* every read of a reduce result inside the group is at the row's own index: the path
+  from the reading expression's root goes through elementwise ops, ``broadcast_in_dim``,
+  ``transpose`` and unit-dimension ``reshape`` only (checked symbolically, see
+  :func:`_row_local`), so the value is the register computed for the current row.
+
+Semantics are kept exactly: each reduction applies its body to the row's elements in
+the same order as the standalone ``reduce`` kernel (index order, except a one-op
+associative body over the innermost dimension, which gets partial accumulators as in
+:func:`oxla_backend_cpu.opkernels.emit_reduce`; the spec leaves that order unspecified);
+elementwise ops are emitted by the same scalar emitters (no FMA contraction unless
+``fast_math``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from oxla.ir import Operation, Value
+from oxla_backend_cpu.plan import Kernel, LoopKernel, OpKernel, kernel_reads, kernel_writes
+
+Sym = tuple  # symbolic index: one entry per dimension, ("d", k) root dim k, ("c", 0), None
+
+
+@dataclass(eq=False)
+class RowKernel(OpKernel):
+    """Reductions over rows and their consumer, one row at a time (module doc).
+
+    ``op`` is the first reduction (its result shape gives the rows and the parallel
+    split, as for a standalone ``reduce``); ``outs[0]`` is the consumer's output, then
+    one buffer per value of ``extra`` (reduce results that are also returned).
+
+    Attributes:
+        reduces: the reduce ops, in program order.
+        root: the consumer's root value (shape ``R + S`` or ``R``).
+        extra: reduce results written out besides the consumer's output.
+    """
+
+    reduces: list[Operation] = field(default_factory=list)
+    root: Value | None = None
+    extra: list[Value] = field(default_factory=list)
+
+
+def _rows_of(k: Kernel) -> tuple[int, ...] | None:
+    """The row shape ``R`` of a reduce kernel over trailing dimensions, else None."""
+    from oxla_codegen_llvm import shape_of
+
+    if not isinstance(k, OpKernel) or isinstance(k, RowKernel) or \
+            k.op.name != "stablehlo.reduce":
+        return None
+    op = k.op
+    rows = shape_of(op.results[0])
+    rank = len(shape_of(op.operands[0]))
+    dims = sorted(op.attr("dimensions").values)
+    if not rows or dims != list(range(len(rows), rank)):
+        return None
+    if any(shape_of(r) != rows for r in op.results):
+        return None
+    return rows
+
+
+def fuse_rows(kernels: list[Kernel], vbuf: dict) -> list[Kernel]:
+    """Returns ``kernels`` with every row group (module doc) replaced by one
+    :class:`RowKernel` at the consumer's position."""
+    from oxla_codegen_llvm import shape_of
+
+    writer: dict[int, Kernel] = {}
+    readers: dict[int, list[Kernel]] = {}
+    for k in kernels:
+        for b in kernel_writes(k):
+            writer.setdefault(id(b), k)
+        for b in {id(x): x for x in kernel_reads(k, vbuf)}.values():
+            readers.setdefault(id(b), []).append(k)
+    out = list(kernels)
+    for L in kernels:
+        if not isinstance(L, LoopKernel):
+            continue
+        group = _group(L, shape_of(L.root), vbuf, writer, readers, kernels)
+        if not group:
+            continue
+        pos = [out.index(k) for k in group] + [out.index(L)]
+        if not _nothing_written_between(out, min(pos), out.index(L), group, L, vbuf):
+            continue
+        row = _row_kernel(L, group, vbuf)
+        out = [row if k is L else k for k in out if k not in group]
+    return out
+
+
+def _group(L: LoopKernel, shape: tuple, vbuf, writer, readers,
+           kernels: list[Kernel]) -> list[OpKernel]:
+    """The reduce kernels L's row kernel absorbs, in program order (maybe none)."""
+    cands: list[OpKernel] = []
+    rows = None
+    frontier: list[Kernel] = [L]
+    while frontier:
+        k = frontier.pop()
+        for b in kernel_reads(k, vbuf):
+            w = writer.get(id(b))
+            r = _rows_of(w) if w is not None else None
+            if r is None or w in cands:
+                continue
+            if rows is None:
+                if tuple(shape[:len(r)]) != r:
+                    continue
+                rows = r
+            if r != rows:
+                continue
+            cands.append(w)
+            frontier.append(w)
+    while cands:  # drop members read outside the group or not at the row's index
+        keep = set(cands) | {L}
+        bad = [k for k in cands
+               if any(u not in keep for b in kernel_writes(k) for u in readers.get(id(b), []))
+               or any(b.kind not in ("temp", "result") for b in kernel_writes(k))]
+        if not bad:  # temporaries must not outlive their last use because of the move
+            last = max(cands, key=kernels.index)
+            late = {id(b) for k in (last, L) for b in kernel_reads(k, vbuf)}
+            late |= {id(b) for k in cands for b in kernel_writes(k)}
+            bad = [k for k in cands if any(b.kind == "temp" and id(b) not in late
+                                           for b in kernel_reads(k, vbuf))]
+        if not bad:
+            outs = {r for k in cands for r in k.op.results}
+            bad = [k for k in cands if not _reads_ok(k, L, cands, outs, len(rows))]
+        if not bad:
+            break
+        cands = [k for k in cands if k not in bad]
+    return sorted(cands, key=kernels.index)
+
+
+def _reads_ok(k: OpKernel, L: LoopKernel, cands: list[OpKernel], outs: set[Value],
+              n_rows: int) -> bool:
+    """True when every read of ``k``'s results by the group is at the row's index."""
+    from oxla_codegen_llvm import shape_of
+
+    mine = set(k.op.results)
+    for reader in cands + [L]:
+        roots = [(L.root, len(shape_of(L.root)))] if reader is L else \
+            [(x, len(shape_of(x))) for x in reader.op.operands[:len(reader.op.results)]]
+        stops = set(reader.inputs) | outs
+        for root, rank in roots:
+            if not _row_local(root, tuple(("d", i) for i in range(rank)), stops, mine,
+                              n_rows):
+                return False
+    return True
+
+
+def _row_local(root: Value, idx: Sym, stops: set[Value], targets: set[Value],
+               n_rows: int) -> bool:
+    """True when every path from ``root`` (read at symbolic index ``idx``) to a value of
+    ``targets`` reaches it at index ``(d0, ..., d{n_rows-1})`` (or 0 on unit dims)."""
+    from oxla_codegen_llvm import shape_of
+    from oxla_codegen_llvm.fused import INDEX_RULES
+    from oxla_codegen_llvm.scalar import EMITTERS
+
+    seen: set[tuple] = set()
+    stack = [(root, idx)]
+    while stack:
+        v, ix = stack.pop()
+        if (v, ix) in seen:
+            continue
+        seen.add((v, ix))
+        shape = shape_of(v)
+        if v in targets:
+            if ix is None or any(
+                    not (e == ("d", i) or (shape[i] == 1 and e == ("c", 0)))
+                    for i, e in enumerate(ix)):
+                return False
+            continue
+        if v in stops or v.owner_op is None:
+            continue
+        op = v.owner_op
+        for x, sx in _operand_index(op, ix, INDEX_RULES, EMITTERS):
+            stack.append((x, sx))
+    return True
+
+
+def _operand_index(op: Operation, ix, rules, emitters) -> list[tuple[Value, Sym | None]]:
+    """(operand, its symbolic index) for each operand of fused ``op`` read at ``ix``."""
+    from oxla_codegen_llvm import shape_of
+
+    out_shape = shape_of(op.results[0]) if op.results else ()
+    if ix is None:
+        return [(x, None) for x in op.operands]
+    if op.name in emitters and op.name not in rules:
+        return [(x, ix if len(shape_of(x)) == len(out_shape) else ()) for x in op.operands]
+    if op.name == "stablehlo.broadcast_in_dim":
+        src = op.operands[0]
+        dims = op.attr("broadcast_dimensions").values
+        ss = shape_of(src)
+        return [(src, tuple(("c", 0) if ss[k] == 1 and out_shape[d] != 1 else ix[d]
+                            for k, d in enumerate(dims)))]
+    if op.name == "stablehlo.transpose":
+        perm = op.attr("permutation").values
+        sidx: list = [None] * len(perm)
+        for i, p in enumerate(perm):
+            sidx[p] = ix[i]
+        return [(op.operands[0], tuple(sidx))]
+    if op.name == "stablehlo.reshape":
+        src = op.operands[0]
+        ss = shape_of(src)
+        keep = [e for e, n in zip(ix, out_shape) if n != 1]
+        if [n for n in ss if n != 1] == [n for n in out_shape if n != 1]:
+            it = iter(keep)
+            return [(src, tuple(("c", 0) if n == 1 else next(it) for n in ss))]
+    return [(x, None) for x in op.operands]
+
+
+def _nothing_written_between(kernels, lo: int, hi: int, group, L, vbuf) -> bool:
+    """True when no kernel between the group's first member and ``L`` writes a buffer
+    the group reads (the members move to ``L``'s position)."""
+    read = {id(b) for k in list(group) + [L] for b in kernel_reads(k, vbuf)}
+    return not any(id(b) in read for k in kernels[lo:hi] if k not in group
+                   for b in kernel_writes(k))
+
+
+def _row_kernel(L: LoopKernel, group: list[OpKernel], vbuf) -> RowKernel:
+    outs = {r for k in group for r in k.op.results}
+    inputs: list[Value] = []
+    for k in group + [L]:
+        inputs += [v for v in k.inputs if v not in outs and v not in inputs]
+    extra = [r for k in group for r, b in zip(k.op.results, k.outs) if b.kind != "temp"]
+    fused = [op for k in group for op in k.fused_ops] + list(L.fused_ops)
+    return RowKernel(L.name.replace("loop", "rows", 1) if L.name.startswith("loop") else
+                     f"{L.name}_rows", group[0].op, inputs, [L.out] + [vbuf[v] for v in extra],
+                     fused, [k.op for k in group], L.root, extra)
+
+
+def emit_rows(s, k: RowKernel, buffers: dict, outs: list) -> None:
+    """Emits a :class:`RowKernel`: for each row (the rows ``[start, end)`` of the outer
+    dimension when the kernel is parallel), each reduction's loop over the row into
+    registers, then the consumer's row (or element, for an ``R``-shaped consumer)."""
+    import llvmlite.ir as ir
+    from oxla_codegen_llvm import FusedEmitter, linearize, llvm_type, loop_nest, shape_of
+    from oxla_codegen_llvm.fused import emit_region
+    from oxla_codegen_llvm.fused import store as store_elem
+
+    from oxla_backend_cpu.opkernels import _vector_reduce, reduce_parallel
+
+    b = s.b
+    rows = shape_of(k.op.results[0])
+    nr = len(rows)
+    f = FusedEmitter(s, buffers)
+    accs: dict[Value, ir.Value] = {}
+    with b.goto_entry_block():
+        for op in k.reduces:
+            for r in op.results:
+                accs[r] = b.alloca(llvm_type(r.type.element_type), name=f"acc{len(accs)}")
+    fn, outer = b.function, None
+    if len(fn.args) >= 2 and fn.args[-1].type == ir.IntType(64):  # parallel (codegen)
+        fn.oxla_parallel = reduce_parallel(k.op)
+        outer = (fn.args[-2], fn.args[-1])
+    with loop_nest(b, rows, "row", outer=outer) as ridx:
+        f.reset()
+        for op in k.reduces:
+            n = len(op.results)
+            operands, inits = op.operands[:n], op.operands[n:]
+            in_shape = shape_of(operands[0])
+            ets = [r.type.element_type for r in op.results]
+            for r, init in zip(op.results, inits):
+                b.store(f.value_at(init, []), accs[r])
+            vec = _vector_reduce(op, list(range(nr, len(in_shape))), len(in_shape))
+            with loop_nest(b, in_shape[nr:], "red", vectorize_inner=vec) as cidx:
+                f.reset()
+                xs = [f.value_at(x, list(ridx) + list(cidx)) for x in operands]
+                cur = [b.load(accs[r], typ=llvm_type(et)) for r, et in zip(op.results, ets)]
+                for r, v in zip(op.results, emit_region(s, op.regions[0], cur + xs)):
+                    b.store(v, accs[r])
+            f.reset()
+            for r, et in zip(op.results, ets):
+                f.scalars[r] = b.load(accs[r], typ=llvm_type(et))
+        shape = shape_of(k.root)
+        et = k.root.type.element_type
+        with loop_nest(b, shape[nr:], "col") as cidx:
+            f.reset()
+            idx = list(ridx) + list(cidx)
+            store_elem(s, outs[0], et, linearize(b, idx, shape), f.value_at(k.root, idx))
+        f.reset()
+        flat = linearize(b, ridx, rows)
+        for out, v in zip(outs[1:], k.extra):
+            store_elem(s, out, v.type.element_type, flat, f.scalars[v])
