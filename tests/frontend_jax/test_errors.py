@@ -54,3 +54,15 @@ def test_failed_shape_assertion_is_jax_message():
     np.testing.assert_allclose(fn(np.ones((3, 2), np.float32)), np.full((3, 2), 2.0))
     with pytest.raises(RuntimeInputError, match="(?i)expected value >= 1 for dimension variable 'b'"):
         fn(np.ones((0, 2), np.float32))
+
+
+def test_shape_assertions_are_checked_when_shapes_are_refined():
+    from oxla_frontend_jax.exported import import_exported
+
+    (b,) = export.symbolic_shape("b")
+    exp = export.export(jax.jit(lambda x: x * 2))(jax.ShapeDtypeStruct((b, 2), jnp.float32))
+    module = import_exported(exp, arg_shapes=[(3, 2)])
+    # true once refined: erased, so static backends (cpu) need no kernel for it
+    assert not any(op.name == "stablehlo.custom_call" for op in module.walk())
+    with pytest.raises(RuntimeInputError, match="(?i)expected value >= 1 for dimension variable"):
+        import_exported(exp, arg_shapes=[(0, 2)])

@@ -187,6 +187,29 @@ def refine_shapes(module: Module, arg_shapes: Sequence[Any] | None) -> None:
     if "inline" in available:
         available["inline"].factory().run(module)
     available[REFINE_PASS].factory().run(module)
+    check_shape_assertions(module)
+
+
+def check_shape_assertions(module: Module) -> int:
+    """Evaluates, at compile time, every ``shape_assertion`` custom call whose operands
+    are constants (all of them once shapes are refined) and erases it, so that static
+    backends (cpu) need no kernel for it; returns how many were erased.
+
+    Raises:
+        RuntimeInputError: an assertion is false (JAX's message, values filled in).
+    """
+    n = 0
+    for op in list(module.walk()):
+        if op.name != "stablehlo.custom_call" or \
+                A.to_python(op.attributes.get("call_target_name")) != "shape_assertion":
+            continue
+        owners = [v.owner_op for v in op.operands]
+        if not all(o is not None and o.name == "stablehlo.constant" for o in owners):
+            continue
+        shape_assertion_interpreter(None, op, [o.attr("value").array for o in owners])
+        op.erase()
+        n += 1
+    return n
 
 
 def shape_assertion_interpreter(ctx: Any, op: Operation, args: list[np.ndarray]) -> list:
