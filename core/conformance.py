@@ -9,7 +9,9 @@ For a compiling backend each test function is rewritten so that its constant inp
 (``@inputs()`` results, ``stablehlo.constant`` ops) are evaluated here and passed as
 function arguments, and its top-level checks become extra results
 (:mod:`oxla.conformance_compiled`): the backend cannot constant-fold the op under test
-away. It compiles and runs that function; the checks are evaluated here.
+away. It compiles and runs that function; the checks are evaluated here. A test function
+that calls ``interpreter.run_parallel`` runs on the interpreter, each grid of programs
+compiled and run by the backend (:mod:`oxla.conformance_grid`).
 
 A module without checks whose public ``main`` takes arguments (``testdata/dynamic/``)
 is a round-trip test (:mod:`oxla.conformance_dynamic`): parse, verify, print/parse
@@ -31,10 +33,11 @@ from typing import Any
 
 from oxla.conformance_compiled import SplitCheck, backend_runner, split_checks
 from oxla.conformance_dynamic import is_roundtrip_module, roundtrip_runner
+from oxla.conformance_grid import grid_runner, uses_grid
 
 STATUSES = ("pass", "fail", "error", "timeout", "skip")
-GRID_SKIP = ("needs a multi-process grid (collectives: interpreter.run_parallel): run it on "
-             "the interpreter")
+GRID_SKIP = ("needs a multi-process grid (collectives: interpreter.run_parallel) and this "
+             "backend has no run_parallel: run it on the interpreter")
 
 
 @dataclass
@@ -207,6 +210,7 @@ def run_file(path: str | os.PathLike, backend: str = "interpreter",
         compiled = backend != "interpreter"
     try:
         runner = backend_runner(backend) if compiled else _run_interpreter
+        grid_run = grid_runner(backend) if compiled else None
         roundtrip = roundtrip_runner(backend if compiled else None)
     except Exception as e:
         res.status, res.message = "error", _message(e)
@@ -230,13 +234,13 @@ def run_file(path: str | os.PathLike, backend: str = "interpreter",
             except Exception as e:
                 res.functions.append(FunctionResult(line, "main", "error", [_message(e)]))
             continue
-        grid = compiled and any(op.name == "interpreter.run_parallel" for op in module.walk())
+        grid = compiled and uses_grid(module)
         for name in names:
-            if grid:  # collectives need a process grid that only the interpreter runs
+            if grid and grid_run is None:  # the backend cannot run a process grid
                 res.functions.append(FunctionResult(line, name, "skip", [GRID_SKIP]))
                 continue
             try:
-                failures = runner(module, name)
+                failures = (grid_run if grid else runner)(module, name)
                 status = "fail" if failures else "pass"
                 res.functions.append(FunctionResult(line, name, status, failures))
             except Exception as e:

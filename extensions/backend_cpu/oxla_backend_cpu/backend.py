@@ -153,6 +153,14 @@ class CPUBackend:
         :func:`~oxla_backend_cpu.executable.load_artifact`)."""
         return load_artifact(path)
 
+    def run_parallel(self, programs, args, infeed=None) -> tuple[list, list]:
+        """Runs a replica x partition grid of executables of this backend, one thread
+        per process, with in-process collectives (see
+        :func:`oxla_backend_cpu.collectives_runtime.run_parallel`)."""
+        from oxla_backend_cpu.collectives_runtime import run_parallel
+
+        return run_parallel(programs, args, infeed)
+
 
 class _Dumper:
     def __init__(self, where: str | None):

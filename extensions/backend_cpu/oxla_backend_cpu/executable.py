@@ -30,10 +30,12 @@ import numpy as np
 
 from oxla.errors import OxlaError
 from oxla.ir import func_type, parse_module
+from oxla.ir.types import TensorType
 from oxla.protocols import Signature
 
 BACKEND = "cpu"
 _ENTRY = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+_NO_DATA = np.empty(0, np.uint8)  # what a token argument points to
 
 
 def num_threads() -> int:
@@ -94,6 +96,9 @@ class CPUExecutable:
             signature = Signature(tuple(ft.inputs), tuple(ft.results))
         self.signature = signature
         self._entry = _ENTRY(jit.address("entry"))
+        from oxla_backend_cpu.collectives_runtime import install
+
+        install(self, jit)  # collectives, send/recv, infeed/outfeed: sets self.runtime
         threads = jit.global_address("oxla_num_threads") if hasattr(jit, "global_address") \
             else 0
         if threads:
@@ -102,7 +107,9 @@ class CPUExecutable:
         if shutdown:  # park no threads in code that is about to be freed
             weakref.finalize(self, _shutdown_pool, shutdown, jit)
         self._local = threading.local()
+        # a token (None here) is a null pointer and comes back as TOKEN
         self._out_specs = [(tuple(t.shape), np.dtype(t.element_type.dtype))
+                           if isinstance(t, TensorType) else None
                            for t in self.signature.outputs]
         self._in_array = ctypes.c_void_p * max(len(self.signature.inputs)
                                                + len(self.constants), 1)
@@ -135,11 +142,15 @@ class CPUExecutable:
             RuntimeInputError: wrong number, shapes or dtypes of arguments.
         """
         from oxla.interpreter import check_inputs
+        from oxla.interpreter.registry import TOKEN
 
-        vals = [np.ascontiguousarray(v) for v in check_inputs(self.signature.inputs, args)]
-        outs = [np.empty(shape, dt) for shape, dt in self._out_specs]
+        vals = [np.ascontiguousarray(v) if isinstance(t, TensorType) else _NO_DATA
+                for t, v in zip(self.signature.inputs,
+                                check_inputs(self.signature.inputs, args))]
+        outs = [np.empty(*spec) if spec else TOKEN for spec in self._out_specs]
         in_ptrs = self._in_array(*[v.ctypes.data for v in vals], *self._const_ptrs)
-        out_ptrs = self._out_array(*[o.ctypes.data for o in outs])
+        out_ptrs = self._out_array(*[o.ctypes.data if s else 0
+                                     for o, s in zip(outs, self._out_specs)])
         self._entry(ctypes.addressof(in_ptrs), ctypes.addressof(out_ptrs), self._arena())
         if self._custom_calls is not None:
             self._custom_calls.raise_pending()

@@ -49,6 +49,8 @@ def unsupported(op: Operation, why: str = "") -> NotSupportedError:
 
 def nbytes(v: Value) -> int:
     t = v.type
+    if isinstance(t, T.TokenType):  # tokens order effects; they hold no data
+        return 0
     assert isinstance(t, T.TensorType)
     return int(math.prod(t.shape)) * t.element_type.dtype.itemsize
 
@@ -57,6 +59,8 @@ def _check_type(op: Operation, v: Value) -> None:
     from oxla_codegen_llvm import llvm_type
 
     t = v.type
+    if isinstance(t, T.TokenType):
+        return
     if not isinstance(t, T.TensorType) or not t.is_static:
         raise unsupported(op, f"type {t}")
     try:
@@ -72,6 +76,10 @@ def _classify(op: Operation) -> str:
         return "cheap" if is_fusible(op) else "const"
     if op.name in CHEAP:
         return "cheap"
+    from oxla_backend_cpu.collectives import RUNTIME_OPS
+
+    if op.name in RUNTIME_OPS:  # ids too: they depend on the process that runs the code
+        return "op"
     from oxla_backend_cpu.misc_ops import reshaping_bitcast
 
     if reshaping_bitcast(op):
@@ -87,7 +95,13 @@ def _classify(op: Operation) -> str:
 
         check_custom_call(op)
         return "op"
-    from oxla_backend_cpu import linalg, misc_ops, rng, spectral  # noqa: F401  (emitters)
+    from oxla_backend_cpu import (  # noqa: F401  (emitters)
+        collectives,
+        linalg,
+        misc_ops,
+        rng,
+        spectral,
+    )
     from oxla_backend_cpu.opkernels import OP_EMITTERS
 
     if op.name in OP_EMITTERS:
@@ -198,7 +212,7 @@ def fuse_block(block, env: dict[Value, Buf], results: list[Buf], prefix: str,
                                      prefix))
     # Results that are arguments, constants or repeated values need a copy kernel.
     for j, v in enumerate(ret.operands):
-        if vbuf.get(v) is not results[j]:
+        if vbuf.get(v) is not results[j] and not isinstance(v.type, T.TokenType):
             kernels.append(LoopKernel(f"{prefix}copy{len(kernels)}", v, [v], results[j]))
     from oxla_backend_cpu.rowfusion import fuse_rows
 
@@ -207,10 +221,12 @@ def fuse_block(block, env: dict[Value, Buf], results: list[Buf], prefix: str,
 
 def _live_ops(ops: list[Operation], ret: Operation) -> list[Operation]:
     """The ops the returned values depend on, in program order (dead code dropped)."""
+    from oxla_backend_cpu.collectives import is_ordered
     from oxla_backend_cpu.custom_call import has_side_effect
 
     needed: set[Operation] = set()
     stack = [v.owner_op for v in ret.operands if v.owner_op is not None]
+    stack += [op for op in ops if is_ordered(op)]  # communication runs even if unused
     # side-effecting custom calls (and ops holding them) run even when nothing uses them
     stack += [op for op in ops if any(has_side_effect(o) for o in op.walk())]
     while stack:

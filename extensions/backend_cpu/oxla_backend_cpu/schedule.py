@@ -5,7 +5,8 @@ JAX's lowering often computes every projection first and consumes them later. Th
 scheduler is a greedy list scheduler over the kernels' data dependences (a kernel
 reading a buffer after the kernels writing it; a kernel writing a buffer after the
 earlier kernels reading or writing it, so control-flow state keeps its order; a
-side-effecting ``custom_call`` after the previous one): among
+communicating kernel or side-effecting ``custom_call`` after the previous one, see
+:mod:`oxla_backend_cpu.collectives`): among
 the ready kernels it picks the one with the smallest *net* growth of live temporaries
 (bytes it allocates minus bytes of inputs whose last reader it is), ties broken by
 program order. Buffer assignment (:mod:`oxla_backend_cpu.buffers`) then packs the
@@ -29,14 +30,15 @@ def _temp_size(b: Buf) -> int:
 def dependences(plan: Plan) -> list[set[int]]:
     """For each kernel (by position in ``plan.kernels``), the positions of the kernels
     that must run before it."""
+    from oxla_backend_cpu.collectives import has_side_effect
+    from oxla_backend_cpu.custom_call import kernel_has_side_effect
+
     deps: list[set[int]] = [set() for _ in plan.kernels]
     last_writer: dict[int, int] = {}
     readers: dict[int, list[int]] = {}
-    from oxla_backend_cpu.custom_call import kernel_has_side_effect
-
     last_effect: int | None = None
     for t, k in enumerate(plan.kernels):
-        if kernel_has_side_effect(k):  # effects keep program order
+        if has_side_effect(k) or kernel_has_side_effect(k):  # effects keep program order
             if last_effect is not None:
                 deps[t].add(last_effect)
             last_effect = t

@@ -1,0 +1,168 @@
+"""Collective, point-to-point and streaming ops on the cpu backend: codegen side.
+
+XLA:CPU runs the processes of a replica x partition grid as threads of one process and
+implements its collectives in a runtime library the generated code calls. oxla does the
+same (spec sections "Parallel execution", "Collective ops", "Point-to-point
+communication", "Streaming communication"):
+
+* every op of :data:`RUNTIME_OPS` becomes an op kernel that packs the addresses of its
+  tensor operands and results into two pointer arrays and calls
+
+      void oxla_collective_callback(i64 op_index, ptr inputs, ptr outputs)
+
+  through the module global of that name (:data:`CALLBACK`); ``op_index`` numbers the
+  runtime ops of ``main`` in walk order (:func:`runtime_ops`), so the runtime finds the
+  op's attributes and types again in the executable's stored StableHLO (also after a
+  cache hit or an artifact load);
+* a reducing op (``all_reduce``, ``reduce_scatter``, ``collective_reduce``) also gets an
+  exported native combiner ``void oxla_combine_<op_index>(ptr acc, ptr x, i64 n)``
+  computing ``acc[i] = computation(acc[i], x[i])``: the reduction body runs as machine
+  code, never through the interpreter;
+* tokens (``!stablehlo.token``) are buffers of zero bytes; ``after_all`` and
+  ``create_token`` emit nothing;
+* side-effecting ops (:data:`ORDERED_OPS`) are always live and keep their program order
+  (:func:`has_side_effect`, read by fusion and scheduling): processes must meet at
+  rendezvous in the same order, and sends on one channel arrive in program order.
+
+The runtime (process grid, rendezvous, the ops' semantics on numpy views of the
+buffers) is :mod:`oxla_backend_cpu.collectives_runtime`.
+"""
+
+from __future__ import annotations
+
+import llvmlite.ir as ir
+from oxla_codegen_llvm import Scalar
+from oxla_codegen_llvm.fused import emit_region
+from oxla_codegen_llvm.fused import load as load_elem
+from oxla_codegen_llvm.fused import store as store_elem
+from oxla_codegen_llvm.loops import for_range
+
+from oxla.ir import Operation
+from oxla.ir import types as T
+from oxla_backend_cpu.opkernels import op_emitter
+from oxla_backend_cpu.plan import ControlKernel, Kernel, OpKernel
+
+PTR = ir.PointerType()
+VOID = ir.VoidType()
+I64 = ir.IntType(64)
+
+CALLBACK = "oxla_collective_callback"
+"""Name of the module global holding the runtime's callback address (set on load)."""
+CALLBACK_TYPE = ir.FunctionType(VOID, [I64, PTR, PTR])
+
+RUNTIME_OPS = frozenset({
+    "stablehlo.all_gather", "stablehlo.all_reduce", "stablehlo.all_to_all",
+    "stablehlo.reduce_scatter", "stablehlo.collective_permute",
+    "stablehlo.collective_broadcast", "stablehlo.collective_reduce",
+    "stablehlo.cross-replica-sum", "stablehlo.replica_id", "stablehlo.partition_id",
+    "stablehlo.send", "stablehlo.recv", "stablehlo.infeed", "stablehlo.outfeed",
+})
+"""Ops computed by a call into the runtime."""
+
+TOKEN_OPS = frozenset({"stablehlo.after_all", "stablehlo.create_token"})
+"""Ops that only produce a token (no code)."""
+
+ORDERED_OPS = RUNTIME_OPS - {"stablehlo.replica_id", "stablehlo.partition_id"}
+"""Ops with effects outside their results: never dropped, never reordered."""
+
+REDUCING_OPS = frozenset({"stablehlo.all_reduce", "stablehlo.reduce_scatter",
+                          "stablehlo.collective_reduce"})
+"""Ops whose ``computation`` region becomes a native combiner."""
+
+
+def combiner_name(index: int) -> str:
+    """The exported combiner of runtime op ``index`` (see the module doc)."""
+    return f"oxla_combine_{index}"
+
+
+def runtime_ops(func: Operation) -> list[Operation]:
+    """The ops of :data:`RUNTIME_OPS` in ``func`` (regions included), in walk order: the
+    ``op_index`` the generated code passes to the runtime."""
+    return [op for op in func.walk() if op.name in RUNTIME_OPS]
+
+
+def has_side_effect(k: Kernel) -> bool:
+    """True for a kernel that communicates (an op of :data:`ORDERED_OPS`, or control
+    flow around one): it is never dropped and keeps its program order."""
+    if isinstance(k, OpKernel):
+        return k.op.name in ORDERED_OPS
+    if isinstance(k, ControlKernel):
+        return any(op.name in ORDERED_OPS for op in k.op.walk())
+    return False
+
+
+def is_ordered(op: Operation) -> bool:
+    """True when ``op`` (or an op in its regions) is in :data:`ORDERED_OPS`."""
+    return any(inner.name in ORDERED_OPS for inner in op.walk())
+
+
+def is_token(t: T.Type) -> bool:
+    return isinstance(t, T.TokenType)
+
+
+def _op_index(module: ir.Module, op: Operation) -> int:
+    """``op``'s index among the runtime ops of its function (cached per LLVM module)."""
+    top = op
+    while top.parent_op is not None and top.name != "func.func":
+        top = top.parent_op
+    table = module.__dict__.setdefault("_oxla_runtime_ops", {})
+    if id(top) not in table:
+        table[id(top)] = {id(o): i for i, o in enumerate(runtime_ops(top))}
+    return table[id(top)][id(op)]
+
+
+def _callback(module: ir.Module) -> ir.GlobalVariable:
+    g = module.globals.get(CALLBACK)
+    if g is None:
+        g = ir.GlobalVariable(module, PTR, CALLBACK)
+        g.initializer = ir.Constant(PTR, None)
+        # default (external) linkage: the executable finds it by name and writes it
+    return g
+
+
+def _pointer_array(b: ir.IRBuilder, ptrs: list[ir.Value], name: str) -> ir.Value:
+    with b.goto_entry_block():
+        arr = b.alloca(PTR, size=ir.Constant(I64, max(len(ptrs), 1)), name=name)
+    for i, p in enumerate(ptrs):
+        b.store(p, b.gep(arr, [ir.Constant(I64, i)], source_etype=PTR))
+    return arr
+
+
+def _emit_combiner(s: Scalar, op: Operation, index: int) -> None:
+    """``oxla_combine_<index>(acc, x, n)``: ``acc[i] = computation(acc[i], x[i])`` over
+    the region's element type (the runtime converts operands to it first, the spec's
+    ``to_destination_type``)."""
+    region = op.regions[0]
+    et = region.blocks[0].args[0].type.element_type
+    fn = ir.Function(s.module, ir.FunctionType(VOID, [PTR, PTR, I64]), combiner_name(index))
+    acc, x, n = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    s2 = Scalar(b, s.module, s.target, s.fast_math)
+    with for_range(b, n, "c") as i:
+        v = emit_region(s2, region, [load_elem(s2, acc, et, i), load_elem(s2, x, et, i)])[0]
+        store_elem(s2, acc, et, i, v)
+    b.ret_void()
+
+
+def emit_runtime_call(s: Scalar, k: OpKernel, buffers: dict, outs: list) -> None:
+    """A runtime op: its tensors' addresses to :data:`CALLBACK` (tokens carry none)."""
+    b, op = s.b, k.op
+    index = _op_index(s.module, op)
+    if op.name in REDUCING_OPS:
+        _emit_combiner(s, op, index)
+    ins = [buffers[v] for v in op.operands if not is_token(v.type)]
+    res = [p for r, p in zip(op.results, outs) if not is_token(r.type)]
+    ins_arr = _pointer_array(b, ins, "ins")
+    outs_arr = _pointer_array(b, res, "outs")
+    fn = b.load(_callback(s.module), typ=CALLBACK_TYPE.as_pointer())
+    b.call(fn, [ir.Constant(I64, index), ins_arr, outs_arr])
+
+
+def emit_nothing(s: Scalar, k: OpKernel, buffers: dict, outs: list) -> None:
+    """``after_all``/``create_token``: a token has no bytes to write."""
+
+
+for _name in RUNTIME_OPS:
+    op_emitter(_name)(emit_runtime_call)
+for _name in TOKEN_OPS:
+    op_emitter(_name)(emit_nothing)
