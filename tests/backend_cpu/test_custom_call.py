@@ -323,3 +323,49 @@ def test_cache_hit_binds_the_current_kernel(clib, register):
     register()
     with pytest.raises(LoweringError, match="'axpy'"):
         compile_cpu(AXPY, cache=True)
+
+
+def test_python_kernel_on_bool_complex_bf16_and_a_recomputed_iota(register):
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+
+    def kernel(p, c, h, i, backend_config):
+        return ~p, c * 1j, (h.astype(np.float32) * 2).astype(h.dtype), i + 1
+
+    register(CustomCallInfo("k", "cpu", kernel))
+    types = "tensor<3xi1>, tensor<2xcomplex<f32>>, tensor<2xbf16>, tensor<4xi32>"
+    text = f"""
+func.func @main(%p: tensor<3xi1>, %c: tensor<2xcomplex<f32>>, %h: tensor<2xbf16>) -> ({types}) {{
+  %i = stablehlo.iota dim = 0 : tensor<4xi32>
+  %r:4 = stablehlo.custom_call @k(%p, %c, %h, %i) : ({types}) -> ({types})
+  return %r#0, %r#1, %r#2, %r#3 : {types}
+}}
+"""
+    p = np.array([True, False, True])
+    c = np.array([1 + 2j, 3 - 1j], np.complex64)
+    h = np.array([1.5, -2], ml_dtypes.bfloat16)
+    got = compile_cpu(text)(p, c, h)
+    np.testing.assert_array_equal(got[0], ~p)
+    np.testing.assert_array_equal(got[1], c * 1j)
+    assert got[2].dtype == ml_dtypes.bfloat16
+    np.testing.assert_array_equal(got[2].astype(np.float32), [3, -4])
+    np.testing.assert_array_equal(got[3], np.arange(1, 5, dtype=np.int32))
+
+
+def test_native_kernel_in_one_branch_of_an_if(clib, register):
+    register(CustomCallInfo("axpy", "cpu", clib.axpy_f32))
+    text = """
+func.func @main(%p: tensor<i1>, %a: tensor<5xf32>, %b: tensor<5xf32>) -> tensor<5xf32> {
+  %r = "stablehlo.if"(%p) ({
+    %x = stablehlo.custom_call @axpy(%a, %b) {backend_config = "2,5"} : (tensor<5xf32>, tensor<5xf32>) -> tensor<5xf32>
+    stablehlo.return %x : tensor<5xf32>
+  }, {
+    %y = stablehlo.subtract %a, %b : tensor<5xf32>
+    stablehlo.return %y : tensor<5xf32>
+  }) : (tensor<i1>) -> tensor<5xf32>
+  return %r : tensor<5xf32>
+}
+"""
+    a, b = _ab()
+    exe = compile_cpu(text)
+    np.testing.assert_allclose(exe(np.array(True), a, b)[0], 2 * (a + b), rtol=1e-6)
+    np.testing.assert_allclose(exe(np.array(False), a, b)[0], a - b, rtol=1e-6)

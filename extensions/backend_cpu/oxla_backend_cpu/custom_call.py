@@ -288,7 +288,8 @@ class CustomCallBindings:
         self.targets = sorted({t for _, t, _, _ in sites})
         python: set[str] = set()
         for sym, target, ins, outs in sites:
-            info = lookup(target, what="this program")
+            info = lookup(target, what=f"{OP} in this compiled program (a loaded artifact, "
+                                       "a cache entry)")
             if is_native(info.fn):
                 addr = native_address(info.fn)
                 if not addr:
