@@ -259,6 +259,8 @@ def test_missing_target_is_a_lowering_error_saying_how_to_supply_one(register):
 
 @pytest.mark.parametrize("attrs, types, why", [
     ("{api_version = 4 : i32}", "(tensor<3xf32>) -> tensor<3xf32>", "api_version 4"),
+    ("{api_version = #stablehlo<custom_call_api_version API_VERSION_TYPED_FFI>}",
+     "(tensor<3xf32>) -> tensor<3xf32>", "typed FFI"),
     ("{mhlo.backend_config = {k = 1 : i32}}", "(tensor<3xf32>) -> tensor<3xf32>",
      "mhlo.backend_config"),
     ("", "(tensor<3xf32>) -> tuple<tensor<3xf32>>", "tuple"),

@@ -156,10 +156,8 @@ def _api_version(op: Operation) -> int | None:
     v = A.to_python(a)
     if isinstance(v, int | np.integer):
         return int(v)
-    for name, n in _API_NAMES.items():
-        if name in str(v):
-            return n
-    return None
+    v = getattr(a, "value", v)  # an enum: #stablehlo<custom_call_api_version NAME>
+    return _API_NAMES.get(str(v))
 
 
 def has_side_effect(op: Operation) -> bool:
