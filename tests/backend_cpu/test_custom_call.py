@@ -371,3 +371,22 @@ func.func @main(%p: tensor<i1>, %a: tensor<5xf32>, %b: tensor<5xf32>) -> tensor<
     exe = compile_cpu(text)
     np.testing.assert_allclose(exe(np.array(True), a, b)[0], 2 * (a + b), rtol=1e-6)
     np.testing.assert_allclose(exe(np.array(False), a, b)[0], a - b, rtol=1e-6)
+
+
+def test_tokens_order_calls_and_are_not_passed(register):
+    log = []
+    register(CustomCallInfo("emit", "cpu", lambda x, backend_config: log.append(x.copy())),
+             CustomCallInfo("scale", "cpu", lambda x, backend_config: x * 10))
+    text = """
+func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {
+  %t0 = stablehlo.create_token : !stablehlo.token
+  %t1 = stablehlo.custom_call @emit(%t0, %x) {has_side_effect = true} : (!stablehlo.token, tensor<2xf32>) -> !stablehlo.token
+  %r:2 = stablehlo.custom_call @scale(%x, %t1) {has_side_effect = true} : (tensor<2xf32>, !stablehlo.token) -> (!stablehlo.token, tensor<2xf32>)
+  return %r#1 : tensor<2xf32>
+}
+"""
+    x = np.array([1.5, -1], np.float32)
+    (got,) = compile_cpu(text)(x)
+    np.testing.assert_array_equal(got, x * 10)
+    assert len(log) == 1
+    np.testing.assert_array_equal(log[0], x)

@@ -9,6 +9,8 @@ Calling convention (XLA's CPU custom-call convention with every result in an arr
   (C-contiguous) buffers of the op's static shapes and element types (``bool``/``i1``
   one byte per element, complex as interleaved real/imaginary pairs). Shapes and types
   are fixed when the program is compiled; the function receives no shape information.
+* Token operands and results (``!stablehlo.token``) only order effects: they are not
+  in ``inputs``/``outputs`` (nor passed to a Python kernel).
 * Inputs are read-only; outputs must be fully written; the function must not keep the
   pointers after it returns (they point into the program's arena). Inputs and outputs
   never overlap. Buffers are at least 8-byte aligned (64 in the arena).
@@ -33,14 +35,15 @@ type (:func:`is_native`):
 
 What compiles: ``api_version`` unset or 1-3 (all use the convention above; a
 ``STATUS_RETURNING`` kernel has no status argument here); ``has_side_effect`` (the call
-is kept even when its results are unused, in program order among side-effecting calls);
-any number of tensor operands and results. Rejected with a ``NotSupportedError``:
-``api_version = 4`` (XLA typed FFI) and dictionary ``backend_config``, tuple or token
-operands/results, ``called_computations``, ``output_operand_aliases`` and non-row-major
-``operand_layouts``/``result_layouts``.
+is kept even when its results are unused, in program order among side-effecting calls
+and collectives); any number of tensor (and token) operands and results. Rejected with
+a ``NotSupportedError``: ``api_version = 4`` (XLA typed FFI) and dictionary
+``backend_config``, tuple or dynamic operands/results, ``called_computations``,
+``output_operand_aliases`` and non-row-major ``operand_layouts``/``result_layouts``.
 
 Artifacts: the machine code reaches each target through a global function pointer
-(``oxla_cc_<hex>``, hex of ``[target, operand types, result types]`` as JSON) that
+(``oxla_cc_<hex>``, hex of ``[target, operand types, result types]`` as JSON, tokens
+left out) that
 the executable fills when it is created or loaded (:class:`CustomCallBindings`), so
 object code holds no addresses. ``exe.save`` records the targets in the manifest and
 ``oxla.load`` resolves them again through the hook; an executable with a Python
@@ -184,6 +187,11 @@ def _row_major(layout: Any, rank: int) -> bool:
     return [int(x) for x in np.asarray(layout).reshape(-1)] == list(range(rank - 1, -1, -1))
 
 
+def _tensor(v: Any) -> bool:
+    """True for a static tensor value (tokens are ordering only: never passed)."""
+    return isinstance(v.type, T.TensorType) and v.type.is_static
+
+
 def check_custom_call(op: Operation) -> None:
     """Checks that the cpu backend can compile ``op`` and that its target is
     registered (fusion calls it before any code is generated).
@@ -209,14 +217,14 @@ def check_custom_call(op: Operation) -> None:
             raise _reject(op, f"{name}")
     for vals, kind in ((op.operands, "operand"), (op.results, "result")):
         for v in vals:
-            if not isinstance(v.type, T.TensorType) or not v.type.is_static:
+            if not _tensor(v) and not isinstance(v.type, T.TokenType):
                 raise _reject(op, f"{kind} of type {v.type}",
                               "use statically shaped tensors; return several results "
                               "instead of a tuple")
         lay = op.attributes.get(f"{kind}_layouts")
         if lay is not None:
             for v, layout in zip(vals, A.to_python(lay)):
-                if not _row_major(layout, v.type.rank):
+                if _tensor(v) and not _row_major(layout, v.type.rank):
                     raise _reject(op, f"a non-row-major {kind} layout")
     lookup(_target(op), op.loc)
 
@@ -224,7 +232,8 @@ def check_custom_call(op: Operation) -> None:
 def symbol_for(op: Operation) -> str:
     """The name of the global holding the function pointer of ``op``'s target, for its
     operand and result types (see the module doc)."""
-    sig = [_target(op), [str(v.type) for v in op.operands], [str(v.type) for v in op.results]]
+    sig = [_target(op), [str(v.type) for v in op.operands if _tensor(v)],
+           [str(v.type) for v in op.results if _tensor(v)]]
     return SYMBOL_PREFIX + json.dumps(sig, separators=(",", ":")).encode().hex()
 
 
@@ -253,8 +262,8 @@ def emit_custom_call(s: Any, k: OpKernel, buffers: dict, outs: list) -> None:
             b.store(p, b.gep(arr, [ir.Constant(I64, i)], source_etype=PTR))
         return arr
 
-    ins = table([buffers[v] for v in op.operands], "cc.inputs")
-    res = table(list(outs), "cc.outputs")
+    ins = table([buffers[v] for v in op.operands if _tensor(v)], "cc.inputs")
+    res = table([o for o, r in zip(outs, op.results) if _tensor(r)], "cc.outputs")
     data = _opaque(op) + b"\0"
     cfg = ir.GlobalVariable(module, ir.ArrayType(I8, len(data)),
                             module.get_unique_name("cc.opaque"))
