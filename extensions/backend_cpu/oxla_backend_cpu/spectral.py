@@ -4,8 +4,10 @@ All three compute in f64 (complex<f64> for complex operands) in a ``malloc``'d s
 buffer and round once into the result, as the interpreter's f64 algorithms
 (``oxla.interpreter.rules.linalg``) do:
 
-* ``fft``: a direct DFT (``O(n^2)`` per line, twiddles from ``cos``/``sin`` of
-  ``2*pi*(j*k mod n)/n``) along each of the trailing ``len(fft_length)`` axes; RFFT is
+* ``fft``: pocketfft's plans replayed in the operand's precision
+  (:mod:`oxla_backend_cpu.fft_pocket`), bit for bit XLA's and scipy's FFT; lengths
+  pocketfft plans with Bluestein (or too large to unroll) use a direct DFT in f64
+  (``O(n^2)`` per line, twiddles from ``cos``/``sin`` of ``2*pi*(j*k mod n)/n``) along each of the trailing ``len(fft_length)`` axes; RFFT is
   a real DFT of the last axis then complex DFTs of the others, IRFFT complex inverse
   DFTs of the others then a Hermitian real inverse DFT of the last axis (the imaginary
   parts of the DC and Nyquist terms ignored, as pocketfft does).
@@ -32,6 +34,7 @@ from oxla_codegen_llvm.scalar import convert
 from oxla.errors import NotSupportedError
 from oxla.ir import attributes as A
 from oxla.ir import types as T
+from oxla_backend_cpu.fft_pocket import emit_fft_pocket, pocket_plan_ok
 from oxla_backend_cpu.misc_ops import _libc
 from oxla_backend_cpu.opkernels import op_emitter
 from oxla_backend_cpu.plan import OpKernel
@@ -317,6 +320,9 @@ def emit_fft(s: Scalar, k: OpKernel, buffers: dict, outs: list) -> None:
         return
     if kind not in ("FFT", "IFFT", "RFFT", "IRFFT"):
         raise NotSupportedError(f"'stablehlo.fft' type {kind} is not supported", op.loc)
+    if pocket_plan_ok(kind, length, xs, ys):
+        emit_fft_pocket(s, f, x, kind, length, xs, ys, outs[0], et)
+        return
     cshape = xs if kind == "IRFFT" else ys  # the complex scratch's shape
     buf, free = _scratch(s, math.prod(cshape) * 16)
     tmp, _ = _scratch(s, max(max(length), max(cshape)) * 16)
