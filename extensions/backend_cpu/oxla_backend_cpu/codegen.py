@@ -162,8 +162,10 @@ def _emit_kernel(module: ir.Module, target: Target, k: Kernel, plan: Plan,
         OP_EMITTERS[k.op.name](s, k, dict(zip(k.inputs, fn.args)), list(fn.args[len(reads):]))
     elif isinstance(k, PackKernel):
         _emit_pack(s, k, fn.args[0], out)
-    else:
+    elif isinstance(k, DotKernel):
         _emit_dot(s, k, fn.args[0], fn.args[1], out)
+    else:  # a kernel that emits itself (conv.ConvKernel)
+        k.emit(s, list(fn.args[:len(reads)]), list(fn.args[len(reads):]))
     b.ret_void()
     return fn
 

@@ -214,7 +214,10 @@ def fuse_block(block, env: dict[Value, Buf], results: list[Buf], prefix: str,
     for j, v in enumerate(ret.operands):
         if vbuf.get(v) is not results[j] and not isinstance(v.type, T.TokenType):
             kernels.append(LoopKernel(f"{prefix}copy{len(kernels)}", v, [v], results[j]))
+    from oxla_backend_cpu.conv import fuse_conv_epilogues
     from oxla_backend_cpu.rowfusion import fuse_rows
+
+    kernels = fuse_conv_epilogues(kernels, vbuf)
 
     return Plan(fuse_rows(kernels, vbuf), vbuf, [], results)
 
@@ -322,6 +325,11 @@ def _make_kernels_unnamed(op: Operation, kind: str, vbuf: dict[Value, Buf],
             materialized.add(v)
         return [LoopKernel(f"loop{n}", v, leaves, vbuf[v], ops)]
     if kind == "op":
+        from oxla_backend_cpu.conv import CONV_OPS, conv_kernels
+
+        conv = conv_kernels(op, vbuf, n, counter) if op.name in CONV_OPS else None
+        if conv:
+            return conv
         return [OpKernel(f"{op.name.split('.')[-1]}{n}", op, list(dict.fromkeys(op.operands)),
                          [vbuf[r] for r in op.results], [op])]
     if kind == "reduce":

@@ -5,7 +5,8 @@
   result element summed in contraction order;
 * ``convolution`` (and ``dynamic_conv`` with a constant padding operand): a direct loop
   nest with any dimension numbers, strides, padding, lhs/rhs dilation, window reversal,
-  ``feature_group_count`` and ``batch_group_count``.
+  ``feature_group_count`` and ``batch_group_count``. f32/f64 convolutions use im2col +
+  BLAS or a direct depthwise kernel instead (:mod:`oxla_backend_cpu.conv`).
 
 Accumulation follows the interpreter (``oxla.interpreter.rules.linalg``): integers in
 64 bits (wrapping, then truncated to the result), f64 results in f64, every other float

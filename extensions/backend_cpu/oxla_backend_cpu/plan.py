@@ -136,6 +136,8 @@ Kernel = LoopKernel | OpKernel | PackKernel | DotKernel | ControlKernel
 
 def kernel_reads(k: Kernel, vbuf: dict[Value, Buf]) -> list[Buf]:
     """The buffers kernel ``k`` reads."""
+    if hasattr(k, "buffers_read"):  # kernels defined elsewhere (conv.ConvKernel)
+        return k.buffers_read(vbuf)
     if isinstance(k, ControlKernel):
         return list(k.reads)
     if isinstance(k, LoopKernel | OpKernel):
@@ -148,6 +150,8 @@ def kernel_reads(k: Kernel, vbuf: dict[Value, Buf]) -> list[Buf]:
 def kernel_writes(k: Kernel) -> list[Buf]:
     """The buffers kernel ``k`` writes (one per result of its op; a control kernel's
     scratch too)."""
+    if hasattr(k, "buffers_written"):
+        return k.buffers_written()
     if isinstance(k, ControlKernel):
         return list(k.outs) + ([k.scratch] if k.scratch is not None else [])
     return list(k.outs) if isinstance(k, OpKernel) else [k.out]

@@ -1,0 +1,349 @@
+"""f32/f64 ``convolution`` on the cpu backend: im2col + BLAS GEMM, or a direct kernel.
+
+Planning (this module) picks, per op, one of three forms (:func:`conv_kernels`):
+
+* **GEMM**: an im2col packing kernel (parallel loop nest) writes a temporary ``col``
+  buffer (counted by buffer assignment), then one GEMM per feature/batch group through
+  BLAS writes the output in its own layout (:mod:`oxla_backend_cpu.conv_emit`). A 1x1,
+  stride-1, unpadded convolution whose input and output dimension orders agree reads the
+  input directly (no packing). The kernel is used in place when its output feature
+  dimension is outermost or innermost, else copied once to ``[O, rest]`` (a
+  :class:`~oxla_backend_cpu.plan.PackKernel`).
+* **direct**: depthwise-like convolutions (one input feature per group) accumulate over
+  the window straight into output rows, vectorized along the output's innermost
+  dimension, with the valid range of each row computed once (no per-element bounds test).
+* anything else (integers, f16, zero-size shapes) keeps the generic loop emitter
+  (:func:`oxla_backend_cpu.linalg.emit_convolution`).
+
+Layouts. With ``G = feature_group_count * batch_group_count`` groups, ``K`` = input
+features per group times the window size (in the kernel's memory order without its
+output feature dimension) and ``og`` output features per group:
+
+* output feature dimension innermost (NHWC): ``col[P][G][K]`` with ``P`` the other
+  output dimensions in memory order; ``out[P, g*og:(g+1)*og] = col_g[P,K] @ W_g[K,og]``;
+* otherwise (NCHW): ``col[outer][G][K][inner]`` (``outer``/``inner``: output dimensions
+  before/after the feature dimension); ``out[outer, g*og:(g+1)*og, inner] =
+  W_g^T[og,K] @ col[outer, g][K, inner]``.
+
+Epilogue: an elementwise loop kernel that is the only reader of the convolution's
+result, reading it at its own index (bias add, relu), is computed by the GEMM or direct
+kernel on each block of output it has just written (:func:`fuse_conv_epilogues`).
+
+Exact semantics: separate ``fmul``/``fadd`` (no FMA contraction unless ``fast_math``);
+f32 results are accumulated in f32 (BLAS order), so results differ from the
+interpreter's summation order by rounding only.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from oxla.ir import Operation, Value
+from oxla.ir import types as T
+from oxla_backend_cpu.plan import Buf, Kernel, LoopKernel, PackKernel
+
+CONV_OPS = ("stablehlo.convolution", "stablehlo.dynamic_conv")
+
+
+def _strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    out, acc = [], 1
+    for d in reversed(shape):
+        out.append(acc)
+        acc *= d
+    return tuple(out[::-1])
+
+
+@dataclass(eq=False)
+class ConvGeom:
+    """The static description of one convolution (shapes, dimension roles, window).
+
+    Roles name index variables: ``b`` (output batch), ``f`` (output feature), ``g``
+    (group), ``ci`` (input feature within the group), ``o<i>`` (output spatial i),
+    ``k<i>`` (window position i).
+    """
+
+    dtype: str  # "f32" | "f64"
+    ls: tuple[int, ...]
+    ks: tuple[int, ...]
+    os: tuple[int, ...]
+    ib: int
+    if_: int
+    isd: tuple[int, ...]
+    kif: int
+    kof: int
+    ksd: tuple[int, ...]
+    ob: int
+    of: int
+    osd: tuple[int, ...]
+    strides: tuple[int, ...]
+    lo: tuple[int, ...]
+    ldil: tuple[int, ...]
+    rdil: tuple[int, ...]
+    rev: tuple[bool, ...]
+    fgc: int
+    bgc: int
+
+    @property
+    def ns(self) -> int:
+        return len(self.isd)
+
+    @property
+    def G(self) -> int:  # noqa: N802 - the usual name
+        return self.fgc * self.bgc
+
+    @property
+    def cg(self) -> int:
+        return self.ks[self.kif]
+
+    @property
+    def o_tot(self) -> int:
+        return self.os[self.of]
+
+    @property
+    def og(self) -> int:
+        return self.o_tot // self.G
+
+    @property
+    def nb(self) -> int:
+        return self.os[self.ob]
+
+    @property
+    def lst(self) -> tuple[int, ...]:
+        return _strides(self.ls)
+
+    @property
+    def kst(self) -> tuple[int, ...]:
+        return _strides(self.ks)
+
+    @property
+    def itemsize(self) -> int:
+        return 4 if self.dtype == "f32" else 8
+
+    def out_role(self, d: int) -> str:
+        if d == self.ob:
+            return "b"
+        if d == self.of:
+            return "f"
+        return f"o{self.osd.index(d)}"
+
+    def kernel_role(self, d: int) -> str:
+        return "ci" if d == self.kif else f"k{self.ksd.index(d)}"
+
+    def extent(self, role: str) -> int:
+        if role == "g":
+            return self.G
+        if role == "ci":
+            return self.cg
+        if role == "b":
+            return self.nb
+        if role == "f":
+            return self.o_tot
+        i = int(role[1:])
+        return self.os[self.osd[i]] if role[0] == "o" else self.ks[self.ksd[i]]
+
+    @property
+    def k_roles(self) -> list[str]:
+        """The contraction roles in the kernel's memory order (output feature dropped)."""
+        return [self.kernel_role(d) for d in range(len(self.ks)) if d != self.kof]
+
+    @property
+    def k_size(self) -> int:
+        return math.prod(self.extent(r) for r in self.k_roles)
+
+    @property
+    def feature_last(self) -> bool:
+        return self.of == len(self.os) - 1
+
+    def col_roles(self) -> list[str]:
+        """The im2col buffer's dimensions, outermost first (see the module doc)."""
+        outs = [self.out_role(d) for d in range(len(self.os))]
+        if self.feature_last:
+            return outs[:-1] + ["g"] + self.k_roles
+        return outs[:self.of] + ["g"] + self.k_roles + outs[self.of + 1:]
+
+    def no_packing(self) -> bool:
+        """True when the im2col buffer would equal the input: a 1x1 window, unit stride
+        (or size-1 output), no padding or dilation of the input, and the input's
+        dimension roles in the output's order."""
+        if self.bgc != 1:
+            return False
+        for i in range(self.ns):
+            if self.ks[self.ksd[i]] != 1 or self.lo[i] != 0 or self.ldil[i] != 1:
+                return False
+            if self.ls[self.isd[i]] != self.os[self.osd[i]]:
+                return False
+            if self.strides[i] != 1 and self.os[self.osd[i]] != 1:
+                return False
+        in_roles = ["b" if d == self.ib else "f" if d == self.if_ else
+                    f"o{self.isd.index(d)}" for d in range(len(self.ls))]
+        return in_roles == [self.out_role(d) for d in range(len(self.os))]
+
+
+def geometry(op: Operation) -> ConvGeom:
+    """The :class:`ConvGeom` of a ``convolution``/``dynamic_conv`` op.
+
+    Raises:
+        NotSupportedError: a ``dynamic_conv`` whose padding is not a constant.
+    """
+    from oxla_backend_cpu.linalg import conv_params
+
+    lhs, rhs = op.operands[:2]
+    dn = op.attr("dimension_numbers")
+    ns = len(lhs.type.shape) - 2
+    strides, lo, ldil, rdil, rev, fgc, bgc = conv_params(op, ns)
+    return ConvGeom(
+        op.results[0].type.element_type.name, tuple(lhs.type.shape), tuple(rhs.type.shape),
+        tuple(op.results[0].type.shape), int(dn.input_batch_dimension),
+        int(dn.input_feature_dimension), tuple(int(x) for x in dn.input_spatial_dimensions),
+        int(dn.kernel_input_feature_dimension), int(dn.kernel_output_feature_dimension),
+        tuple(int(x) for x in dn.kernel_spatial_dimensions), int(dn.output_batch_dimension),
+        int(dn.output_feature_dimension), tuple(int(x) for x in dn.output_spatial_dimensions),
+        strides, lo, ldil, rdil, rev, fgc, bgc)
+
+
+@dataclass(eq=False)
+class ConvKernel:
+    """A convolution as im2col + GEMM (``mode == "gemm"``) or a direct vectorized
+    kernel (``mode == "direct"``), with an optional fused elementwise epilogue.
+
+    Attributes:
+        lhs, rhs: the input and kernel buffers (``rhs`` may be a packed copy
+            ``[O, rest]`` of the kernel, then ``w_major`` is True).
+        out: the output buffer (the epilogue's, when one is fused).
+        col: the im2col temporary (None: the GEMM reads ``lhs``, or direct mode).
+        w_major: the kernel's output feature dimension is outermost (``[O, K]``);
+            False: innermost (``[K, O]``).
+        epilogue: the fused loop kernel (reads the convolution's value at its own
+            index through ``out``), or None.
+        extra: the epilogue's other inputs.
+    """
+
+    name: str
+    op: Operation
+    geom: ConvGeom
+    mode: str
+    lhs: Buf
+    rhs: Buf
+    out: Buf
+    col: Buf | None = None
+    w_major: bool = True
+    epilogue: LoopKernel | None = None
+    extra: list[Value] = field(default_factory=list)
+
+    def buffers_read(self, vbuf: dict[Value, Buf]) -> list[Buf]:
+        """The buffers the kernel reads: input, kernel, epilogue inputs."""
+        return [self.lhs, self.rhs] + [vbuf[v] for v in self.extra]
+
+    def buffers_written(self) -> list[Buf]:
+        """The buffers the kernel writes: the output, and the im2col temporary."""
+        return [self.out] + ([self.col] if self.col is not None else [])
+
+    def emit(self, s, ins: list, outs: list) -> None:
+        """Emits the kernel body (see :mod:`oxla_backend_cpu.conv_emit`)."""
+        from oxla_backend_cpu.conv_emit import emit_conv_kernel
+
+        emit_conv_kernel(s, self, ins, outs)
+
+
+def _float_conv(op: Operation) -> bool:
+    ets = [op.operands[0].type.element_type, op.operands[1].type.element_type,
+           op.results[0].type.element_type]
+    return all(isinstance(e, T.FloatType) and e.name == ets[0].name for e in ets) and \
+        ets[0].name in ("f32", "f64")
+
+
+def direct_ok(g: ConvGeom) -> bool:
+    """True when the direct kernel handles ``g``: one batch group, and the output's
+    innermost dimension is the batch, a spatial dimension without input dilation, or
+    the feature with one output feature per group."""
+    if g.bgc != 1:
+        return False
+    last = g.out_role(len(g.os) - 1)
+    if last == "f":
+        return g.og == 1
+    if last == "b":
+        return True
+    return g.ldil[int(last[1:])] == 1
+
+
+def choose(g: ConvGeom) -> str:
+    """``direct`` for depthwise-like convolutions (one input feature per group: GEMMs
+    with ``K`` = the window size are too thin for BLAS) when :func:`direct_ok`, else
+    ``gemm``."""
+    return "direct" if g.cg == 1 and direct_ok(g) else "gemm"
+
+
+def conv_kernels(op: Operation, vbuf: dict[Value, Buf], n: int, counter) -> list[Kernel] | None:
+    """The kernels of an f32/f64 convolution (a weight packing copy when needed, then a
+    :class:`ConvKernel`), or None for the generic loop emitter (other element types,
+    zero-size shapes)."""
+    from oxla_backend_cpu.fusion import nbytes
+
+    if not _float_conv(op):
+        return None
+    try:
+        g = geometry(op)
+    except Exception:  # noqa: BLE001 - the generic emitter reports it with context
+        return None
+    if 0 in g.ls or 0 in g.ks or 0 in g.os or g.og * g.G != g.o_tot:
+        return None
+    lhs, rhs = op.operands[:2]
+    out = vbuf[op.results[0]]
+    mode = choose(g)
+    name = f"conv{n}"
+    if mode == "direct":
+        return [ConvKernel(name, op, g, "direct", vbuf[lhs], vbuf[rhs], out)]
+    kernels: list[Kernel] = []
+    wbuf, w_major = vbuf[rhs], True
+    if g.kof == len(g.ks) - 1 and len(g.ks) > 1:
+        w_major = False
+    elif g.kof != 0:
+        perm = (g.kof,) + tuple(d for d in range(len(g.ks)) if d != g.kof)
+        wbuf = Buf(f"pack{next(counter)}", nbytes(rhs), "temp")
+        kernels.append(PackKernel(f"pack{n}", rhs, vbuf[rhs], perm, wbuf))
+    col = None
+    if not g.no_packing():
+        size = math.prod(g.extent(r) for r in g.col_roles()) * g.itemsize
+        col = Buf(f"col{next(counter)}", size, "temp")
+    kernels.append(ConvKernel(f"{name}_{len(kernels)}", op, g, "gemm", vbuf[lhs], wbuf, out,
+                              col, w_major))
+    return kernels
+
+
+def fuse_conv_epilogues(kernels: list[Kernel], vbuf: dict[Value, Buf]) -> list[Kernel]:
+    """Moves into each :class:`ConvKernel` the loop kernel that is the only reader of
+    its (temporary) output when that kernel reads it only at its own index, has its
+    shape and element type, and reads nothing computed after the convolution. The
+    convolution then writes the loop kernel's output; its own buffer disappears."""
+    from oxla_backend_cpu.buffers import same_index_inputs
+    from oxla_backend_cpu.plan import kernel_reads, kernel_writes
+
+    readers: dict[int, list[int]] = {}
+    writer: dict[int, int] = {}
+    for t, k in enumerate(kernels):
+        for b in {id(x): x for x in kernel_reads(k, vbuf)}.values():
+            readers.setdefault(id(b), []).append(t)
+        for b in kernel_writes(k):
+            writer.setdefault(id(b), t)
+    drop: set[int] = set()
+    for t, c in enumerate(kernels):
+        if not isinstance(c, ConvKernel) or c.epilogue is not None or c.out.kind != "temp":
+            continue
+        users = readers.get(id(c.out), [])
+        if len(users) != 1 or users[0] in drop:
+            continue
+        lk = kernels[users[0]]
+        v = c.op.results[0]
+        if not isinstance(lk, LoopKernel) or v not in lk.inputs or lk.root.type != v.type:
+            continue
+        if vbuf.get(v) is not c.out or v not in same_index_inputs(lk):
+            continue
+        extra = [x for x in dict.fromkeys(lk.inputs) if x is not v]
+        if any(writer.get(id(vbuf[x]), -1) > t for x in extra):
+            continue
+        if any(vbuf[x] is lk.out for x in extra):
+            continue
+        c.epilogue, c.extra, c.out = lk, extra, lk.out
+        drop.add(users[0])
+    return [k for t, k in enumerate(kernels) if t not in drop]

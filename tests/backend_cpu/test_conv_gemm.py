@@ -1,0 +1,228 @@
+"""f32/f64 convolutions on cpu (im2col + GEMM, 1x1 GEMM, direct depthwise kernel,
+fused epilogues) against the interpreter, over layouts, windows and groups."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.backend_cpu.conftest import compile_cpu, run_both
+
+RNG = np.random.default_rng(11)
+SPATIAL = "DHW"
+
+
+def _dn(layout: str, batch: str, feat: str) -> str:
+    sp = [c for c in layout if c in SPATIAL]
+    names = {batch: "b" if batch == "N" else "o", feat: "f" if feat == "C" else "i"}
+    return "[" + ", ".join(names.get(c, str(sp.index(c)) if c in sp else c)
+                           for c in layout) + "]"
+
+
+def _out_size(size, k, s, p, ld, rd):
+    size = (size - 1) * ld + 1 + p[0] + p[1]
+    span = (k - 1) * rd + 1
+    return max(0, (size - span) // s + 1)
+
+
+def conv_case(lhs="NCHW", rhs="OIHW", out="NCHW", n=2, c=4, o=6, sp=(7, 6), k=(3, 3),
+              stride=None, pad=None, ld=None, rd=None, rev=None, fgc=1, bgc=1, t="f32",
+              relu=False, bias=False):
+    """(text, args) of one convolution; ``sp``/``k`` in the layouts' spatial order
+    (D, H, W subset). ``relu``/``bias`` append a fusible epilogue."""
+    ns = len(sp)
+    stride = stride or (1,) * ns
+    pad = pad or ((0, 0),) * ns
+    ld, rd, rev = ld or (1,) * ns, rd or (1,) * ns, rev or (0,) * ns
+    osp = tuple(_out_size(sp[i], k[i], stride[i], pad[i], ld[i], rd[i]) for i in range(ns))
+    letters = [ch for ch in lhs if ch in SPATIAL]
+    dims_l = {"N": n, "C": c, **dict(zip(letters, sp))}
+    dims_k = {"O": o, "I": c // fgc, **dict(zip(letters, k))}
+    dims_o = {"N": n // bgc, "C": o, **dict(zip(letters, osp))}
+    xs = tuple(dims_l[ch] for ch in lhs)
+    ws = tuple(dims_k[ch] for ch in rhs)
+    os_ = tuple(dims_o[ch] for ch in out)
+
+    def ty(shape):
+        return "tensor<" + "x".join(map(str, shape)) + f"x{t}>"
+
+    dn = f"{_dn(lhs, 'N', 'C')}x{_dn(rhs, 'O', 'I')}->{_dn(out, 'N', 'C')}"
+    padtxt = "[" + ", ".join(f"[{a}, {b}]" for a, b in pad) + "]"
+    revtxt = str([bool(r) for r in rev]).lower()
+    ops = [f"""%0 = stablehlo.convolution(%x, %w) dim_numbers = {dn},
+      window = {{stride = {list(stride)}, pad = {padtxt}, lhs_dilate = {list(ld)},
+                rhs_dilate = {list(rd)}, reverse = {revtxt}}}
+      {{batch_group_count = {bgc} : i64, feature_group_count = {fgc} : i64}}
+      : ({ty(xs)}, {ty(ws)}) -> {ty(os_)}"""]
+    params = [f"%x: {ty(xs)}", f"%w: {ty(ws)}"]
+    dt = np.float32 if t == "f32" else np.float64
+    args = [RNG.standard_normal(xs).astype(dt), RNG.standard_normal(ws).astype(dt)]
+    last = "%0"
+    if bias:
+        params.append(f"%bias: {ty((o,))}")
+        args.append(RNG.standard_normal(o).astype(dt))
+        ops.append(f"%1 = stablehlo.broadcast_in_dim %bias, dims = [{out.index('C')}] : "
+                   f"({ty((o,))}) -> {ty(os_)}")
+        ops.append(f"%2 = stablehlo.add %0, %1 : {ty(os_)}")
+        last = "%2"
+    if relu:
+        ops.append(f"%z = stablehlo.constant dense<0.0> : {ty(os_)}")
+        ops.append(f"%3 = stablehlo.maximum {last}, %z : {ty(os_)}")
+        last = "%3"
+    body = "\n  ".join(ops)
+    text = f"""
+func.func @main({", ".join(params)}) -> {ty(os_)} {{
+  {body}
+  return {last} : {ty(os_)}
+}}"""
+    return text, args
+
+
+def check(**kw):
+    text, args = conv_case(**kw)
+    tol = 1e-4 if kw.get("t", "f32") == "f32" else 1e-11
+    return run_both(text, args, rtol=tol, atol=tol)
+
+
+def plan_of(text: str):
+    from oxla_backend_cpu.fusion import fuse
+
+    from oxla.ir import parse_module
+
+    return fuse(parse_module(text, "test.mlir"))
+
+
+def conv_kernels_of(text: str):
+    from oxla_backend_cpu.conv import ConvKernel
+
+    return [k for k in plan_of(text).kernels if isinstance(k, ConvKernel)]
+
+
+LAYOUTS = [("NCHW", "OIHW", "NCHW"), ("NHWC", "HWIO", "NHWC"), ("NHWC", "OHWI", "NHWC"),
+           ("NCHW", "HWIO", "NHWC"), ("NHWC", "IOHW", "NCHW"), ("CHWN", "HWOI", "HCWN")]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS, ids=lambda x: "-".join(x))
+@pytest.mark.parametrize("window", [
+    dict(),
+    dict(stride=(2, 1), pad=((1, 2), (0, 1))),
+    dict(stride=(2, 2), pad=((1, 1), (1, 1)), rd=(2, 1)),
+    dict(pad=((2, 0), (1, 1)), ld=(2, 1), rev=(1, 0)),
+    dict(ld=(1, 3), rev=(0, 1), pad=((0, 1), (2, 2))),
+    dict(pad=((-1, 1), (0, -1))),
+], ids=["plain", "stride-pad", "rhs-dilate", "lhs-dilate-rev", "lhs-dilate-inner", "neg-pad"])
+def test_layouts_and_windows(layout, window):
+    lhs, rhs, out = layout
+    text, _ = conv_case(lhs, rhs, out, **window)
+    assert [k.mode for k in conv_kernels_of(text)] == ["gemm"]
+    check(lhs=lhs, rhs=rhs, out=out, **window)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS[:2], ids=lambda x: "-".join(x))
+@pytest.mark.parametrize("groups", [dict(fgc=2), dict(bgc=2), dict(fgc=3, c=6, o=9),
+                                    dict(bgc=3, n=6, o=6)])
+def test_groups(layout, groups):
+    lhs, rhs, out = layout
+    check(lhs=lhs, rhs=rhs, out=out, stride=(1, 2), pad=((1, 1), (0, 1)), **groups)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS[:3] + [("NHWC", "HWOI", "NCHW")],
+                         ids=lambda x: "-".join(x))
+@pytest.mark.parametrize("extra", [dict(), dict(stride=(2, 2), pad=((1, 1), (1, 1))),
+                                   dict(o=16, pad=((1, 1), (1, 1)), rd=(2, 2)),
+                                   dict(n=1, sp=(5, 40))],
+                         ids=["plain", "stride", "multiplier-dilate", "wide"])
+def test_depthwise(layout, extra):
+    lhs, rhs, out = layout
+    kw = dict(c=8, o=8, fgc=8, pad=((1, 1), (1, 1)))
+    kw.update(extra)
+    text, _ = conv_case(lhs, rhs, out, **kw)
+    modes = [k.mode for k in conv_kernels_of(text)]
+    # one output feature per group, or a non-feature innermost output: direct kernel
+    assert modes == ["direct"] if (kw["o"] == kw["c"] or out[-1] != "C") else ["gemm"]
+    check(lhs=lhs, rhs=rhs, out=out, **kw)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS[:2] + [("NHWC", "OIHW", "NCHW")],
+                         ids=lambda x: "-".join(x))
+def test_pointwise_reads_the_input_in_place(layout):
+    lhs, rhs, out = layout
+    kw = dict(lhs=lhs, rhs=rhs, out=out, k=(1, 1), c=16, o=8, sp=(5, 7))
+    text, _ = conv_case(**kw)
+    (k,) = conv_kernels_of(text)
+    assert (k.col is None) == (lhs == out)  # no im2col copy when layouts agree
+    exe, _ = check(**kw)
+    if lhs == out:  # nor a weight copy: OIHW and HWIO are [O, K] and [K, O]
+        assert exe.stats["temp_bytes"] == 0
+
+
+@pytest.mark.parametrize("spatial", [
+    dict(lhs="NCW", rhs="OIW", out="NCW", sp=(17,), k=(4,), stride=(3,), pad=((2, 1),)),
+    dict(lhs="NWC", rhs="WIO", out="NWC", sp=(9,), k=(3,), rd=(2,), pad=((2, 2),), fgc=2),
+    dict(lhs="NCDHW", rhs="OIDHW", out="NCDHW", sp=(4, 5, 6), k=(2, 3, 2),
+         stride=(1, 2, 1), pad=((1, 0), (1, 1), (0, 1))),
+    dict(lhs="NDHWC", rhs="DHWIO", out="NDHWC", sp=(3, 4, 5), k=(2, 2, 3), ld=(2, 1, 1),
+         pad=((1, 1), (0, 0), (1, 1))),
+    dict(lhs="NDHWC", rhs="DHWIO", out="NDHWC", sp=(3, 4, 5), k=(3, 3, 3), c=5, o=5, fgc=5,
+         pad=((1, 1), (1, 1), (1, 1))),
+], ids=["1d-ncw", "1d-nwc-groups", "3d-ncdhw", "3d-ndhwc-lhs-dilate", "3d-depthwise"])
+def test_1d_and_3d(spatial):
+    check(**spatial)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS[:2] + [("NHWC", "HWIO", "NCHW")],
+                         ids=lambda x: "-".join(x))
+@pytest.mark.parametrize("mode", [dict(), dict(c=8, o=8, fgc=8)], ids=["gemm", "depthwise"])
+def test_bias_relu_epilogue_is_fused(layout, mode):
+    from oxla_backend_cpu.plan import LoopKernel
+
+    lhs, rhs, out = layout
+    kw = dict(lhs=lhs, rhs=rhs, out=out, bias=True, relu=True, stride=(2, 1),
+              pad=((1, 1), (1, 1)), **mode)
+    text, _ = conv_case(**kw)
+    plan = plan_of(text)
+    (k,) = [k for k in plan.kernels if hasattr(k, "epilogue")]
+    assert k.epilogue is not None and k.out is plan.results[0]
+    assert not any(isinstance(x, LoopKernel) for x in plan.kernels)
+    _, (got,) = check(**kw)
+    assert (got >= 0).all() and (got == 0).any()
+
+
+def test_f64_and_large_parallel_gemm():
+    check(t="f64", c=5, o=7, stride=(2, 1), pad=((1, 1), (2, 0)), fgc=1)
+    # enough work for several parallel GEMM items and im2col rows
+    check(lhs="NHWC", rhs="HWIO", out="NHWC", n=4, c=32, o=48, sp=(24, 24),
+          pad=((1, 1), (1, 1)), relu=True)
+    check(n=1, c=32, o=40, sp=(40, 36), pad=((1, 1), (1, 1)), bias=True)
+    check(t="f64", lhs="NHWC", rhs="HWIO", out="NHWC", n=1, c=24, o=24, fgc=24,
+          sp=(64, 48), pad=((1, 1), (1, 1)))
+
+
+def test_epilogue_not_fused_when_read_at_another_index():
+    text, args = conv_case(relu=True)
+    t = "tensor<2x6x5x4xf32>"
+    text = text.replace(f"return %3 : {t}",
+                        f"%4 = stablehlo.reverse %0, dims = [3] : {t}\n"
+                        f"  %5 = stablehlo.add %3, %4 : {t}\n  return %5 : {t}")
+    assert "%5" in text
+    (k,) = conv_kernels_of(text)
+    assert k.epilogue is None
+    run_both(text, args, rtol=1e-4, atol=1e-4)
+
+
+def test_non_float_convolution_keeps_the_generic_kernel():
+    text, _ = conv_case(t="f32")
+    text = text.replace("f32", "i32")
+    assert conv_kernels_of(text) == []
+    x = RNG.integers(-5, 5, (2, 4, 7, 6)).astype(np.int32)
+    w = RNG.integers(-5, 5, (6, 4, 3, 3)).astype(np.int32)
+    run_both(text, [x, w])
+
+
+def test_im2col_buffer_is_a_counted_temporary():
+    text, args = conv_case(lhs="NHWC", rhs="HWIO", out="NHWC", c=4, o=6, sp=(7, 6))
+    (k,) = conv_kernels_of(text)
+    assert k.col is not None and k.col.nbytes == 2 * 5 * 4 * 4 * 9 * 4  # P x K floats
+    exe = compile_cpu(text)
+    assert exe.stats["temp_bytes"] >= k.col.nbytes
+    np.testing.assert_allclose(exe(*args)[0], run_both(text, args, 1e-4, 1e-4)[1][0])
