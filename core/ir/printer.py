@@ -260,6 +260,7 @@ class Printer:
         self.generic = generic
         self.print_locations = print_locations
         self.elide_constants_over = elide_constants_over
+        self.elided: list = []  # the arrays of elided constants, in print order
         self.out: list[str] = []
         self.indent = 0
         self._names: dict[Value, str] = {}
@@ -406,10 +407,20 @@ def print_module(module: Module, generic: bool = False, print_locations: bool = 
             summaries of programs whose weights are stored elsewhere; such text does not
             parse back.
     """
+    return print_module_elided(module, elide_constants_over, generic, print_locations)[0]
+
+
+def print_module_elided(module: Module, elide_constants_over: int | None,
+                        generic: bool = False,
+                        print_locations: bool = False) -> tuple[str, list]:
+    """:func:`print_module` with constants over ``elide_constants_over`` bytes elided,
+    and the numpy arrays of the elided constants in the order they were printed: the
+    text and those arrays' bytes together say everything about the module (the compile
+    cache hashes them instead of printing the weights)."""
     p = Printer(generic=generic, print_locations=print_locations,
                 elide_constants_over=elide_constants_over)
     p.print_op(module.op)
-    return p.text() + "\n"
+    return p.text() + "\n", p.elided
 
 
 def print_op(op: Operation, generic: bool = False) -> str:

@@ -323,6 +323,7 @@ class Constant(Syntax):
         if limit is not None and isinstance(value, A.DenseElementsAttr) and \
                 value.array.nbytes > limit:
             pr.emit(f"{op.name}{extra} dense_resource<__elided__> : {value.type}")
+            pr.elided.append(value.array)
         else:
             pr.emit(f"{op.name}{extra} {format_attribute(value)}")
         if isinstance(value, A.DenseElementsAttr) and value.type != op.results[0].type:

@@ -104,8 +104,9 @@ class CPUBackend:
         key = None
         if options.cache and not options.dump_dir:
             # An entry's text was verified when it was compiled: a hit skips verify.
-            key = cache.cache_key(print_module(module), options, CPUTarget.host())
-            hit = cache.lookup(key)
+            # Weights are hashed from their bytes, never printed (see cache.module_key).
+            key, known = cache.module_key(module, options, CPUTarget.host())
+            hit = cache.lookup(key, known)
             if hit is not None:
                 hit.stats.update(cache="hit", compile_seconds=time.perf_counter() - t0)
                 return hit
@@ -114,14 +115,14 @@ class CPUBackend:
         _inline_composites(module)
         module, note = _core_pipeline(module, options)
         absorbed = absorb_transposes(module)
-        dump("1-core-pipeline.mlir", print_module(module))
+        dump("1-core-pipeline.mlir", lambda: print_module(module))
         plan = fuse(module)
         plan.notes.insert(0, note)
         plan.notes.insert(1, f"dot layout: {absorbed} transposed dot operands read in place")
         program_order = list(plan.kernels)
         plan = schedule(plan)
         plan = assign_best(plan, program_order)
-        dump("2-4-plan.txt", plan.describe())
+        dump("2-4-plan.txt", plan.describe)
         target = CPUTarget.host()
         labels: list[str] | None = [] if enabled(options.extra) else None
         ir_text, constants = emit_program(plan, target, options.fast_math, labels)
@@ -169,6 +170,7 @@ class _Dumper:
             os.makedirs(where, exist_ok=True)
 
     def __call__(self, name: str, text: Any) -> None:
+        """Writes ``text`` (or what it returns when callable: made only when dumping)."""
         if self.where:
             with open(os.path.join(self.where, name), "w") as f:
-                f.write(str(text))
+                f.write(str(text() if callable(text) else text))

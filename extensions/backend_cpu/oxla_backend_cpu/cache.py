@@ -4,12 +4,16 @@ An entry is a ``.oxla`` artifact (the same zip as ``exe.save``: manifest with SH
 of every member, optimized StableHLO, LLVM IR, object code), named by a key that hashes
 everything the machine code depends on:
 
-* the module's text as given to ``compile`` (printed by ``oxla.ir``);
+* the module as given to ``compile``: its text printed by ``oxla.ir`` with constants
+  over :data:`ELIDE_BYTES` elided, and the SHA-256 of each elided constant's raw bytes
+  (hashed from the arrays in memory, on threads: weights are never printed);
 * the options that change code (``pipeline``, ``fast_math``, ``extra``);
 * the versions of oxla, oxla-backend-cpu, oxla-codegen-llvm, llvmlite and LLVM;
 * the host's target triple, CPU name and CPU features.
 
-A hit loads the stored object code (no pass pipeline, no LLVM). Entries live in
+A hit loads the stored object code (no pass pipeline, no LLVM); run-time constants
+(weights) equal to a constant of the module being compiled are taken from the module
+instead of being read back from the entry. Entries live in
 ``$OXLA_CACHE_DIR`` when set, else ``$XDG_CACHE_HOME/oxla/cpu`` (``~/.cache/oxla/cpu``).
 ``CompileOptions(cache=False)`` neither reads nor writes it. An entry that cannot be
 read (corrupt, truncated, foreign) is a miss: it is deleted and rewritten. Writes go to
@@ -28,6 +32,9 @@ from typing import Any
 
 ENV = "OXLA_CACHE_DIR"
 SUFFIX = ".oxla"
+ELIDE_BYTES = 256
+"""Constants larger than this are hashed from their bytes, not printed into the key."""
+_THREADED_HASH_BYTES = 1 << 24
 
 
 def cache_dir() -> str:
@@ -73,9 +80,37 @@ def _source_stamp() -> str:
     return h.hexdigest()
 
 
-def cache_key(module_text: str, options: Any, target: Any) -> str:
+def digests(arrays: Any) -> list[str]:
+    """The hex SHA-256 of each array's raw bytes (C order); many megabytes are hashed on
+    threads (``hashlib`` releases the GIL), about 2 GB/s per core."""
+    import numpy as np
+
+    flat = [np.ascontiguousarray(a).reshape(-1).view(np.uint8) for a in arrays]
+    if sum(a.nbytes for a in flat) < _THREADED_HASH_BYTES or len(flat) < 2:
+        return [hashlib.sha256(a).hexdigest() for a in flat]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
+        return list(pool.map(lambda a: hashlib.sha256(a).hexdigest(), flat))
+
+
+def module_key(module: Any, options: Any, target: Any) -> tuple[str, dict[str, Any]]:
+    """The key of ``module`` (see :func:`cache_key`) and its elided constants by digest.
+
+    Cost: printing the module without its large constants plus hashing their bytes; the
+    module is not changed.
+    """
+    from oxla.ir.printer import print_module_elided
+
+    text, arrays = print_module_elided(module, ELIDE_BYTES)
+    sums = digests(arrays)
+    return cache_key(text, options, target, sums), dict(zip(sums, arrays))
+
+
+def cache_key(module_text: str, options: Any, target: Any, constants: Any = ()) -> str:
     """The hex SHA-256 naming the entry of ``module_text`` compiled with ``options`` for
-    ``target`` (see the module doc for what it covers)."""
+    ``target`` (see the module doc for what it covers); ``constants``: the digests of
+    the constants elided from ``module_text``, in print order."""
     meta = {
         "pipeline": options.pipeline,
         "fast_math": options.fast_math,
@@ -89,6 +124,8 @@ def cache_key(module_text: str, options: Any, target: Any) -> str:
     h = hashlib.sha256(json.dumps(meta, sort_keys=True).encode())
     h.update(b"\0")
     h.update(module_text.encode())
+    for d in constants:
+        h.update(b"\0" + d.encode())
     return h.hexdigest()
 
 
@@ -96,8 +133,11 @@ def entry_path(key: str) -> str:
     return os.path.join(cache_dir(), key + SUFFIX)
 
 
-def lookup(key: str) -> Any | None:
-    """The executable stored under ``key``, or None (absent or unreadable: deleted)."""
+def lookup(key: str, constants: dict[str, Any] | None = None) -> Any | None:
+    """The executable stored under ``key``, or None (absent or unreadable: deleted).
+
+    ``constants``: arrays by the digest of their bytes (:func:`module_key`); a stored
+    run-time constant with one of these digests is taken from here, not read back."""
     from oxla.errors import OxlaError
     from oxla_backend_cpu.executable import load_artifact
 
@@ -105,7 +145,7 @@ def lookup(key: str) -> Any | None:
     if not os.path.exists(path):
         return None
     try:
-        return load_artifact(path)
+        return load_artifact(path, constants)
     except OxlaError:
         with contextlib.suppress(OSError):
             os.remove(path)

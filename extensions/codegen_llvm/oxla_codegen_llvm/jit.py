@@ -25,11 +25,14 @@ class JitModule:
         engine: the llvmlite execution engine owning the code.
         ir_text: the optimized LLVM IR (``""`` when loaded from an object only).
         object_code: the object file the engine loaded (ELF on Linux).
+        runtime_code: the parallel runtime's object loaded next to it (``b""`` when the
+            program does not call it), see :func:`runtime_object`.
     """
 
     engine: llvm.ExecutionEngine
     ir_text: str
     object_code: bytes = b""
+    runtime_code: bytes = b""
 
     def address(self, name: str) -> int:
         """The address of function ``name`` (0 when absent)."""
@@ -111,12 +114,46 @@ def compile_ir(ir_text: str, target: Target, symbols: dict[str, int] | None = No
     """
     mod = optimize(ir_text, target, opt)
     obj = target.target_machine(opt).emit_object(mod)
-    return load_object(obj, target, symbols, str(mod))
+    runtime = runtime_object(target) if _calls_runtime(mod) else b""
+    return load_object(obj, target, symbols, str(mod), runtime)
+
+
+def _calls_runtime(mod: llvm.ModuleRef) -> bool:
+    """True when the module declares a symbol of the parallel runtime."""
+    from oxla_codegen_llvm.parallel import NUM_THREADS, PARALLEL_FOR
+
+    for get, name in ((mod.get_function, PARALLEL_FOR),
+                      (mod.get_global_variable, NUM_THREADS)):
+        try:
+            if get(name).is_declaration:
+                return True
+        except NameError:
+            pass
+    return False
+
+
+_RUNTIME: dict[tuple[str, str, str], bytes] = {}
+
+
+def runtime_object(target: Target) -> bytes:
+    """The object code of the parallel runtime
+    (:func:`oxla_codegen_llvm.parallel.runtime_module`) for ``target``, compiled at
+    ``-O3`` once per process and target: programs only declare its symbols, so the ~30 ms
+    of optimizing and generating it are not paid again by every compile."""
+    key = (target.triple, target.cpu, target.features)
+    obj = _RUNTIME.get(key)
+    if obj is None:
+        from oxla_codegen_llvm.parallel import runtime_module
+
+        mod = optimize(runtime_module(target.triple), target)
+        obj = _RUNTIME[key] = target.target_machine().emit_object(mod)
+    return obj
 
 
 def load_object(obj: bytes, target: Target, symbols: dict[str, int] | None = None,
-                ir_text: str = "") -> JitModule:
-    """Loads object code made by :func:`compile_ir` for this host.
+                ir_text: str = "", runtime: bytes = b"") -> JitModule:
+    """Loads object code made by :func:`compile_ir` for this host, with the parallel
+    runtime's object ``runtime`` (its :attr:`JitModule.runtime_code`) when not empty.
 
     Raises:
         LoweringError: the bytes are not an object file for this target.
@@ -124,11 +161,13 @@ def load_object(obj: bytes, target: Target, symbols: dict[str, int] | None = Non
     _register(symbols)
     engine = _engine(target)
     try:
+        if runtime:  # each engine has its own copy: its own pool and thread count
+            engine.add_object_file(llvm.ObjectFileRef.from_data(runtime))
         engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
         engine.finalize_object()
     except RuntimeError as exc:
         raise LoweringError(f"object code does not load: {exc}") from exc
-    return JitModule(engine, ir_text, obj)
+    return JitModule(engine, ir_text, obj, runtime)
 
 
 def emit_object(ir_text: str, target: Target) -> bytes:

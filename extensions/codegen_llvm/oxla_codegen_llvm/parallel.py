@@ -1,6 +1,8 @@
 """Parallel loops on the CPU: a pthread-based parallel-for written in LLVM IR.
 
-llvmlite cannot create threads, but generated code can: the module declares libc's
+llvmlite cannot create threads, but generated code can: the runtime module
+(:func:`runtime_module`, compiled to an object once per process and loaded into every
+program's engine next to the program's object) declares libc's
 ``pthread_create``/``pthread_join`` and defines
 
     void oxla_parallel_for(ptr task, ptr ctx, i64 n, i64 grain)
@@ -60,11 +62,31 @@ def _declare(module: ir.Module, name: str, fty: ir.FunctionType) -> ir.Function:
     return existing if existing is not None else ir.Function(module, fty, name)
 
 
+PARALLEL_FOR_TYPE = ir.FunctionType(VOID, [TASK_PTR, PTR, I64, I64])
+
+
 def runtime(module: ir.Module) -> ir.Function:
-    """Defines (once per module) ``oxla_num_threads`` and ``oxla_parallel_for``."""
+    """Declares (once per module) ``oxla_num_threads`` and ``oxla_parallel_for``; they
+    are defined by :func:`runtime_module`, compiled once per process and loaded next to
+    every program that declares them (:func:`oxla_codegen_llvm.jit.runtime_object`)."""
     existing = module.globals.get(PARALLEL_FOR)
     if existing is not None:
         return existing
+    ir.GlobalVariable(module, I64, NUM_THREADS)  # no initializer: an external declaration
+    return ir.Function(module, PARALLEL_FOR_TYPE, PARALLEL_FOR)
+
+
+def runtime_module(triple: str = "") -> str:
+    """The LLVM IR of the parallel runtime: ``oxla_num_threads`` (i64, 1 until the
+    executable sets it), ``oxla_parallel_for``, the worker pool and
+    ``oxla_pool_shutdown``, all external symbols (see the module doc)."""
+    module = ir.Module("oxla_runtime")
+    module.triple = triple
+    _define_runtime(module)
+    return str(module)
+
+
+def _define_runtime(module: ir.Module) -> ir.Function:
     nthreads = ir.GlobalVariable(module, I64, NUM_THREADS)
     nthreads.initializer = ir.Constant(I64, 1)
     # default (external) linkage: the executable finds it by name and writes it
@@ -82,8 +104,7 @@ def runtime(module: ir.Module) -> ir.Function:
     b.call(fields[0], fields[1:])  # indirect call through the task pointer
     b.ret(ir.Constant(PTR, None))
 
-    fn = ir.Function(module, ir.FunctionType(VOID, [TASK_PTR, PTR, I64, I64]), PARALLEL_FOR)
-    fn.linkage = "internal"
+    fn = ir.Function(module, PARALLEL_FOR_TYPE, PARALLEL_FOR)  # external: programs call it
     task, ctx, n, grain = fn.args
     entry = fn.append_basic_block("entry")
     serial = fn.append_basic_block("serial")
