@@ -472,7 +472,9 @@ class Runtime:
             if call.error is not None:
                 raise call.error
             in_ptrs = ctypes.cast(ins, ctypes.POINTER(ctypes.c_void_p))
-            xs = [_view(in_ptrs[i], s, dt) for i, (s, dt) in enumerate(d.ins)]
+            # copies: other processes read them after this one moved on (and its
+            # buffers may be overwritten in place)
+            xs = [_view(in_ptrs[i], s, dt).copy() for i, (s, dt) in enumerate(d.ins)]
             results = OPS[d.kind](d, call, xs)
             for v, r in zip(views, results):
                 if r is None:
