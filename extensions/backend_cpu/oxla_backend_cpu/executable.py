@@ -178,6 +178,9 @@ class CPUExecutable:
             "program.ll": self.llvm_ir.encode(),
             "program.o": obj,
         }
+        runtime = getattr(self._jit, "runtime_code", b"")
+        if runtime:  # the parallel runtime's object, loaded next to program.o
+            files["runtime.o"] = runtime
         for j, c in enumerate(self.constants):
             files[f"constants/{j}.npy"] = _npy_bytes(c)
         meta = {
@@ -189,6 +192,8 @@ class CPUExecutable:
             "stats": {k: v for k, v in self.stats.items() if k not in ("compile_seconds", "cache")},
             "stages": self.stages,
             "constants": len(self.constants),
+            # raw bytes' SHA-256: a cache hit takes equal constants from the module
+            "constant_digests": _digests(self.constants),
             # re-resolved through the oxla_custom_calls hook by oxla.load
             "custom_calls": self._custom_calls.targets if self._custom_calls else [],
             "sha256": {n: hashlib.sha256(d).hexdigest() for n, d in files.items()},
@@ -196,8 +201,19 @@ class CPUExecutable:
         write_artifact(path, BACKEND, files, meta)
 
 
-def load_artifact(path: str | os.PathLike[str]) -> CPUExecutable:
+def _digests(arrays: list[np.ndarray]) -> list[str]:
+    from oxla_backend_cpu.cache import digests
+
+    return digests(arrays)
+
+
+def load_artifact(path: str | os.PathLike[str],
+                  known_constants: dict[str, np.ndarray] | None = None) -> CPUExecutable:
     """Reads a cpu artifact and loads its object code (no recompilation).
+
+    ``known_constants``: arrays by the SHA-256 of their raw bytes (the compile cache
+    passes the module's weights); a constant whose recorded digest is there is taken
+    from it instead of being read, checked and copied from the file.
 
     Checks first that this CPU has every feature the code was compiled for. MCJIT's
     runtime linker resolves libm, libc and the BLAS symbols in this process. The LLVM IR
@@ -232,11 +248,15 @@ def load_artifact(path: str | os.PathLike[str]) -> CPUExecutable:
     if not isinstance(sums, dict):
         raise OxlaError(f"'{p}' is not a valid cpu artifact: manifest has no checksums")
     data: dict[str, bytes] = {}
+    n_const = int(manifest.get("constants", 0))
+    known = known_constants or {}
+    recorded = manifest.get("constant_digests") or [None] * n_const
+    reuse = {j: known[d] for j, d in enumerate(recorded) if isinstance(d, str) and d in known}
     try:
         with zipfile.ZipFile(p) as zf:
-            n_const = int(manifest.get("constants", 0))
             for name in ("module.mlir", "program.ll", "program.o",
-                         *(f"constants/{j}.npy" for j in range(n_const))):
+                         *(["runtime.o"] if "runtime.o" in sums else []),
+                         *(f"constants/{j}.npy" for j in range(n_const) if j not in reuse)):
                 data[name] = zf.read(name)
     except (KeyError, zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
         raise OxlaError(f"'{p}' is corrupt: {exc}") from exc
@@ -249,12 +269,13 @@ def load_artifact(path: str | os.PathLike[str]) -> CPUExecutable:
     signature = _manifest_signature(p, manifest)
     try:
         jit = load_object(data["program.o"], host, blas_symbols(),
-                          data["program.ll"].decode())
+                          data["program.ll"].decode(), data.get("runtime.o", b""))
     except OxlaError as exc:
         raise OxlaError(f"'{p}' is corrupt: {exc}") from exc
     stats = dict(manifest.get("stats", {}))
     stats["compile_seconds"] = time.perf_counter() - t0
-    constants = [_npy_array(p, data[f"constants/{j}.npy"]) for j in range(n_const)]
+    constants = [reuse[j] if j in reuse else _npy_array(p, data[f"constants/{j}.npy"])
+                 for j in range(n_const)]
     return CPUExecutable(data["module.mlir"].decode(), jit.ir_text, jit, host, stats,
                          list(manifest.get("stages", [])), signature, constants)
 
