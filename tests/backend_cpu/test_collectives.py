@@ -302,22 +302,29 @@ func.func @p(%x: tensor<2xi32>) -> tensor<2xi32> {{
 
 
 def test_artifact_round_trip_keeps_the_runtime(tmp_path):
-    """Descriptors come back from the stored StableHLO; combiners from the object code."""
+    """Descriptors and combiners travel in the object code: a loaded artifact whose
+    stored StableHLO elides a large constant still runs its all_reduce."""
     import oxla
 
+    w = np.arange(1024, dtype=np.int64) * 7 % 1000
     text = f"""
-func.func @main(%x: tensor<3xi64>) -> tensor<3xi64> {{
-  %s = "stablehlo.all_reduce"(%x) {region("stablehlo.maximum", "i64")} {{
-      replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>}} : (tensor<3xi64>) -> tensor<3xi64>
-  func.return %s : tensor<3xi64>
+func.func @main(%x: tensor<1024xi64>) -> tensor<1024xi64> {{
+  %w = stablehlo.constant dense<{w.tolist()}> : tensor<1024xi64>
+  %y = stablehlo.add %x, %w : tensor<1024xi64>
+  %s = "stablehlo.all_reduce"(%y) {region("stablehlo.maximum", "i64")} {{
+      replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>}}
+      : (tensor<1024xi64>) -> tensor<1024xi64>
+  func.return %s : tensor<1024xi64>
 }}"""
     path = tmp_path / "ar.oxla"
     compile_cpu(text).save(path)
     exe = oxla.load(path)
-    a, b = np.array([1, 9, -3]), np.array([4, 2, -1])
+    assert "__elided__" in exe.module_text
+    rng = np.random.default_rng(1)
+    a, b = rng.integers(-500, 500, 1024), rng.integers(-500, 500, 1024)
     got, _ = run_parallel([[exe], [exe]], [a, b], timeout=20)
-    np.testing.assert_array_equal(got[0], np.maximum(a, b))
-    np.testing.assert_array_equal(got[1], np.maximum(a, b))
+    np.testing.assert_array_equal(got[0], np.maximum(a + w, b + w))
+    np.testing.assert_array_equal(got[1], got[0])
 
 
 @pytest.mark.skipif(not INTERPRET_DIR.is_dir(), reason="conformance files not available")

@@ -11,9 +11,9 @@ communication", "Streaming communication"):
       void oxla_collective_callback(i64 op_index, ptr inputs, ptr outputs)
 
   through the module global of that name (:data:`CALLBACK`); ``op_index`` numbers the
-  runtime ops of ``main`` in walk order (:func:`runtime_ops`), so the runtime finds the
-  op's attributes and types again in the executable's stored StableHLO (also after a
-  cache hit or an artifact load);
+  runtime ops of ``main`` in walk order (:func:`runtime_ops`), and the op's attributes
+  and types travel in the code as a JSON constant (:data:`DESCRIPTOR`, :func:`describe`),
+  so a cached or loaded executable needs no IR;
 * a reducing op (``all_reduce``, ``reduce_scatter``, ``collective_reduce``) also gets an
   exported native combiner ``void oxla_combine_<op_index>(ptr acc, ptr x, i64 n)``
   computing ``acc[i] = computation(acc[i], x[i])``: the reduction body runs as machine
@@ -44,7 +44,7 @@ from oxla_backend_cpu.plan import ControlKernel, Kernel, OpKernel
 
 PTR = ir.PointerType()
 VOID = ir.VoidType()
-I64 = ir.IntType(64)
+I8, I64 = ir.IntType(8), ir.IntType(64)
 
 CALLBACK = "oxla_collective_callback"
 """Name of the module global holding the runtime's callback address (set on load)."""
@@ -68,6 +68,64 @@ ORDERED_OPS = RUNTIME_OPS - {"stablehlo.replica_id", "stablehlo.partition_id"}
 REDUCING_OPS = frozenset({"stablehlo.all_reduce", "stablehlo.reduce_scatter",
                           "stablehlo.collective_reduce"})
 """Ops whose ``computation`` region becomes a native combiner."""
+
+
+DESCRIPTOR = "oxla_collective_op_"
+"""Prefix of the constant global holding runtime op ``i``'s descriptor (JSON, from
+:func:`describe`) in the code, so that a cached or loaded executable needs no IR."""
+
+
+def describe(op: Operation) -> dict:
+    """What the runtime needs of ``op``, as JSON-able data: kind, location, tensor types
+    of its operands and results (tokens left out), channel id, ``use_global_device_ids``,
+    ``replica_groups`` (``-1`` padding dropped), ``source_target_pairs``, flags, the
+    dimension attributes, and the ``computation`` region's argument type."""
+    import numpy as np
+
+    from oxla.ir import attributes as A
+
+    def ids(name: str) -> np.ndarray:
+        a = op.attributes.get(name)
+        if a is None:
+            return np.zeros((0, 0), np.int64)
+        arr = a.array if isinstance(a, A.DenseElementsAttr) else A.to_python(a)
+        arr = np.asarray(arr, np.int64)
+        if not arr.size:
+            return np.zeros((0, 0), np.int64)
+        return arr if arr.ndim == 2 else arr.reshape(1, -1)
+
+    def flag(name: str) -> bool:
+        a = op.attributes.get(name)
+        return a is not None and bool(A.to_python(a))
+
+    h = op.attributes.get("channel_handle")
+    groups, pairs = ids("replica_groups"), ids("source_target_pairs")
+    return {
+        "kind": op.name.split(".", 1)[1],
+        "loc": str(op.loc),
+        "ins": [str(v.type) for v in op.operands if not is_token(v.type)],
+        "outs": [str(r.type) for r in op.results if not is_token(r.type)],
+        "channel": int(h.get("handle", 0)) if isinstance(h, A.StructAttr) else 0,
+        "global_ids": "use_global_device_ids" in op.attributes,
+        "groups": [[int(i) for i in row if i >= 0] for row in groups] if groups.size else [],
+        "pairs": [[int(s), int(t)] for s, t in pairs.reshape(-1, 2)] if pairs.size else [],
+        "host_transfer": flag("is_host_transfer"),
+        "dynamic_root": flag("has_dynamic_root"),
+        "attrs": {k: int(A.to_python(v)) for k, v in op.attributes.items()
+                  if k in ("all_gather_dim", "split_dimension", "concat_dimension",
+                           "split_count", "scatter_dimension")},
+        "region": str(op.regions[0].blocks[0].args[0].type) if op.name in REDUCING_OPS
+        else None,
+    }
+
+
+def _emit_descriptor(module: ir.Module, op: Operation, index: int) -> None:
+    import json
+
+    data = bytearray(json.dumps(describe(op)).encode()) + b"\0"
+    g = ir.GlobalVariable(module, ir.ArrayType(I8, len(data)), f"{DESCRIPTOR}{index}")
+    g.initializer = ir.Constant(ir.ArrayType(I8, len(data)), data)
+    g.global_constant = True  # default (external) linkage: read by name on load
 
 
 def combiner_name(index: int) -> str:
@@ -148,6 +206,7 @@ def emit_runtime_call(s: Scalar, k: OpKernel, buffers: dict, outs: list) -> None
     """A runtime op: its tensors' addresses to :data:`CALLBACK` (tokens carry none)."""
     b, op = s.b, k.op
     index = _op_index(s.module, op)
+    _emit_descriptor(s.module, op, index)
     if op.name in REDUCING_OPS:
         _emit_combiner(s, op, index)
     ins = [buffers[v] for v in op.operands if not is_token(v.type)]

@@ -24,6 +24,7 @@ executable call then raises the first error.
 from __future__ import annotations
 
 import ctypes
+import json
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -32,9 +33,8 @@ from typing import Any
 import numpy as np
 
 from oxla.errors import OxlaError, RuntimeInputError
-from oxla.ir import attributes as A
 from oxla.ir import types as T
-from oxla_backend_cpu.collectives import CALLBACK, combiner_name, is_token, runtime_ops
+from oxla_backend_cpu.collectives import CALLBACK, DESCRIPTOR, combiner_name
 
 ProcessId = tuple[int, int]
 
@@ -146,49 +146,39 @@ def _dtype(t: T.Type) -> np.dtype:
     return np.dtype(et.storage_type.dtype if isinstance(et, T.QuantizedType) else et.dtype)
 
 
-def _ids_2d(op, name: str) -> np.ndarray | None:
-    a = op.attributes.get(name)
-    if a is None:
-        return None
-    arr = a.array if isinstance(a, A.DenseElementsAttr) else np.asarray(A.to_python(a))
-    return np.asarray(arr, np.int64)
+def _spec(type_text: str) -> tuple[tuple[int, ...], np.dtype]:
+    from oxla.ir import parse_type
+
+    t = parse_type(type_text)
+    return tuple(t.shape), _dtype(t)
 
 
 class Desc:
-    """What the runtime needs of one runtime op: its kind, attributes, tensor types and
-    (reducing ops) its combiner."""
+    """What the runtime needs of one runtime op (from the JSON that
+    :func:`~oxla_backend_cpu.collectives.describe` stored in the code): its kind,
+    attributes, tensor shapes and dtypes, and (reducing ops) its native combiner."""
 
-    def __init__(self, op, index: int, jit: Any):
+    def __init__(self, info: dict, index: int, jit: Any):
         self.index = index
-        self.kind = op.name.split(".", 1)[1]
-        self.loc = op.loc
-        self.ins = [(tuple(v.type.shape), _dtype(v.type)) for v in op.operands
-                    if not is_token(v.type)]
-        self.outs = [(tuple(r.type.shape), _dtype(r.type)) for r in op.results
-                     if not is_token(r.type)]
-        h = op.attributes.get("channel_handle")
-        self.channel = int(h.get("handle", 0)) if isinstance(h, A.StructAttr) else 0
-        self.global_ids = op.attributes.get("use_global_device_ids") is not None
-        g = _ids_2d(op, "replica_groups")
-        self.groups = ([] if g is None or g.size == 0 else
-                       [[int(i) for i in row if i >= 0] for row in g.reshape(g.shape[0], -1)])
-        pairs = _ids_2d(op, "source_target_pairs")
-        self.pairs = ([] if pairs is None else
-                      [(int(s), int(t)) for s, t in pairs.reshape(-1, 2)])
-        self.host_transfer = bool(A.to_python(op.attributes["is_host_transfer"])) \
-            if "is_host_transfer" in op.attributes else False
-        self.dynamic_root = bool(A.to_python(op.attributes["has_dynamic_root"])) \
-            if "has_dynamic_root" in op.attributes else False
-        self.attrs = {k: A.to_python(v) for k, v in op.attributes.items()
-                      if k in ("all_gather_dim", "split_dimension", "concat_dimension",
-                               "split_count", "scatter_dimension")}
+        self.kind = info["kind"]
+        self.loc = info["loc"]
+        self.ins = [_spec(t) for t in info["ins"]]
+        self.outs = [_spec(t) for t in info["outs"]]
+        self.channel = int(info["channel"])
+        self.global_ids = bool(info["global_ids"])
+        self.groups = [list(g) for g in info["groups"]]
+        self.pairs = [tuple(p) for p in info["pairs"]]
+        self.host_transfer = bool(info["host_transfer"])
+        self.dynamic_root = bool(info["dynamic_root"])
+        self.attrs = dict(info["attrs"])
         self.combine = None
         self.region_dtype = None
-        if op.regions and op.regions[0].blocks:
+        if info.get("region"):
             addr = jit.address(combiner_name(index))
-            if addr:
-                self.combine = _COMBINE(addr)
-                self.region_dtype = _dtype(op.regions[0].blocks[0].args[0].type)
+            if not addr:
+                raise OxlaError(f"the code has no combiner for runtime op {index}")
+            self.combine = _COMBINE(addr)
+            self.region_dtype = _spec(info["region"])[1]
 
     def error(self, msg: str) -> OxlaError:
         return OxlaError(f"'stablehlo.{self.kind}' at {self.loc}: {msg}")
@@ -446,16 +436,15 @@ class Runtime:
     generated code calls (installed by :func:`install`).
 
     Attributes:
-        descs: one :class:`Desc` per runtime op, by ``op_index``.
+        descs: :class:`Desc` of the runtime ops run so far, by ``op_index``.
         infeed: ``fn() -> list of arrays`` for ``infeed`` in calls outside a grid.
         outfeed_log: ``outfeed`` values of calls outside a grid, one list per op run.
     """
 
-    def __init__(self, module_text: str, jit: Any, entry: Callable):
-        from oxla.ir import parse_module
-
-        ops = runtime_ops(parse_module(module_text).main)
-        self.descs = [Desc(op, i, jit) for i, op in enumerate(ops)]
+    def __init__(self, jit: Any, entry: Callable):
+        self.descs: dict[int, Desc] = {}
+        self._jit = jit
+        self._lock = threading.Lock()
         self.infeed: Callable[[], Sequence] | None = None
         self.outfeed_log: list[list[np.ndarray]] = []
         self._entry = entry
@@ -463,10 +452,11 @@ class Runtime:
 
     def _on_op(self, index: int, ins: int, outs: int) -> None:
         call: _Call | None = getattr(_local, "call", None)
-        d = self.descs[index]
-        out_ptrs = ctypes.cast(outs, ctypes.POINTER(ctypes.c_void_p))
-        views = [_view(out_ptrs[i], s, dt) for i, (s, dt) in enumerate(d.outs)]
+        views: list[np.ndarray] = []
         try:
+            d = self.descs.get(index) or self._describe(index)
+            out_ptrs = ctypes.cast(outs, ctypes.POINTER(ctypes.c_void_p))
+            views = [_view(out_ptrs[i], s, dt) for i, (s, dt) in enumerate(d.outs)]
             if call is None:
                 raise d.error("runtime op called outside an executable call")
             if call.error is not None:
@@ -487,6 +477,17 @@ class Runtime:
             if call is not None and call.error is None:
                 call.error = e
                 call.grid.abort(e)
+
+    def _describe(self, index: int) -> Desc:
+        """Reads runtime op ``index``'s descriptor from the code (first use only)."""
+        with self._lock:
+            if index not in self.descs:
+                address = self._jit.global_address(f"{DESCRIPTOR}{index}")
+                if not address:
+                    raise OxlaError(f"the code has no descriptor for runtime op {index}")
+                info = json.loads(ctypes.string_at(address).decode())
+                self.descs[index] = Desc(info, index, self._jit)
+            return self.descs[index]
 
     def run(self, ins: Any, outs: Any, arena: Any) -> None:
         """Runs the entry as the process ``run_parallel`` assigned to this thread, else
@@ -516,7 +517,7 @@ def install(exe: Any, jit: Any) -> None:
     if not address:
         exe.runtime = None
         return
-    rt = Runtime(exe.module_text, jit, exe._entry)
+    rt = Runtime(jit, exe._entry)
     ctypes.c_void_p.from_address(address).value = ctypes.cast(rt._callback,
                                                               ctypes.c_void_p).value
     exe.runtime = rt
