@@ -301,6 +301,33 @@ func.func @p(%x: tensor<2xi32>) -> tensor<2xi32> {{
         run_parallel([[exe], [exe]], [x], timeout=20)
 
 
+def test_a_failing_process_wakes_the_others_and_its_error_is_raised():
+    """Process 1 reads an empty infeed while process 0 waits for it at an all_reduce:
+    the run raises the infeed error, not the waiting process's."""
+    text = f"""
+func.func @reader(%x: tensor<2xi32>, %t: !stablehlo.token) -> tensor<2xi32> {{
+  %i:2 = "stablehlo.infeed"(%t) : (!stablehlo.token) -> (tensor<2xi32>, !stablehlo.token)
+  %y = stablehlo.add %x, %i#0 : tensor<2xi32>
+  %s = "stablehlo.all_reduce"(%y) {region("stablehlo.add", "i32")} {{
+      replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>}} : (tensor<2xi32>) -> tensor<2xi32>
+  func.return %s : tensor<2xi32>
+}}
+func.func @waiter(%x: tensor<2xi32>, %t: !stablehlo.token) -> tensor<2xi32> {{
+  %s = "stablehlo.all_reduce"(%x) {region("stablehlo.add", "i32")} {{
+      replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>}} : (tensor<2xi32>) -> tensor<2xi32>
+  func.return %s : tensor<2xi32>
+}}"""
+    grid = [[program(text, "waiter")], [program(text, "reader")]]
+    x = np.array([1, 2], np.int32)
+    with pytest.raises(OxlaError, match="infeed") as info:
+        run_parallel(grid, [x, TOKEN, x, TOKEN], timeout=60)
+    assert "another process failed" not in str(info.value)
+    got, _ = run_parallel(grid, [x, TOKEN, x, TOKEN], infeed=[[np.array([10, 20], np.int32)]],
+                          timeout=20)
+    np.testing.assert_array_equal(got[0], [12, 24])
+    np.testing.assert_array_equal(got[1], [12, 24])
+
+
 def test_artifact_round_trip_keeps_the_runtime(tmp_path):
     """Descriptors and combiners travel in the object code: a loaded artifact whose
     stored StableHLO elides a large constant still runs its all_reduce."""

@@ -18,7 +18,9 @@ that call: collectives see one process, ``recv`` of what that call sent works, a
 
 A failing op (a deadlock timeout, a process outside every group, an empty infeed) makes
 its process skip the rest of its runtime ops (results zero) and wakes the others; the
-executable call then raises the first error.
+executable call then raises the first error. The native code cannot be interrupted: a
+process looping on the zeros of a failed collective is left running (``run_parallel``
+gives the processes ``timeout`` seconds after a failure, then raises).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from __future__ import annotations
 import ctypes
 import json
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -585,9 +588,20 @@ def run_parallel(programs: Sequence[Sequence[Any]], args: Sequence[Any],
     threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(len(jobs))]
     for t in threads:
         t.start()
-    for t in threads:
-        t.join()
+    deadline = None
+    for t in threads:  # after a failure, the others get ``timeout`` seconds to stop
+        while t.is_alive() and (deadline is None or time.monotonic() < deadline):
+            t.join(0.05)
+            if deadline is None and grid.failed is not None:
+                deadline = time.monotonic() + timeout
     failed = [e for e in errors if e is not None]
+    if not failed and grid.failed is not None:
+        failed = [grid.failed]
     if failed:
-        raise next((e for e in failed if not isinstance(e, _PeerFailed)), failed[0])
+        first = next((e for e in failed if not isinstance(e, _PeerFailed)), failed[0])
+        stuck = sum(t.is_alive() for t in threads)
+        if stuck:  # e.g. a loop whose condition reads the zeros of a failed collective
+            raise OxlaError(f"{first} ({stuck} process(es) did not stop and were left "
+                            "running)") from first
+        raise first
     return [v for o in outs for v in o], list(grid.outfeed_log)
