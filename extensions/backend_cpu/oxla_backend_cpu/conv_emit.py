@@ -197,19 +197,20 @@ def emit_im2col(s: Scalar, k, lhs: ir.Value, col: ir.Value) -> None:
 
 # --- epilogue ---------------------------------------------------------------------------
 
-def _epilogue(s: Scalar, k, out: ir.Value, extras: list[ir.Value], lo: ir.Value,
-              count: ir.Value) -> None:
-    """Applies the fused loop kernel to output elements ``[lo, lo + count)`` (row-major
-    offsets), reading the convolution's value there and overwriting it."""
+def _epilogue(s: Scalar, k, out: ir.Value, extras: list[ir.Value], prefix: list,
+              base: ir.Value, n: int) -> None:
+    """Applies the fused loop kernel to one output row: index ``prefix + [j]``, element
+    ``base + j``, for ``j < n``, reading the convolution's value there and overwriting
+    it (the innermost loop is plain, so LLVM vectorizes it)."""
     ep = k.epilogue
     if ep is None:
         return
     b = s.b
     f = FusedEmitter(s, {k.op.results[0]: out, **dict(zip(k.extra, extras))})
     et = ep.root.type.element_type
-    with for_range(b, b.add(lo, count), "e", lo) as flat:
+    with for_range(b, n, "e") as j:
         f.reset()
-        store(s, out, et, flat, f.value_at(ep.root, delinearize(b, flat, k.geom.os)))
+        store(s, out, et, b.add(base, j), f.value_at(ep.root, list(prefix) + [j]))
     f.reset()
 
 
@@ -242,7 +243,10 @@ def emit_conv_gemms(s: Scalar, k, src: ir.Value, w: ir.Value, out: ir.Value,
         items, outer_n, inner = nblk, 1, 1
     else:
         outer_n, inner = math.prod(g.os[:g.of]), math.prod(g.os[g.of + 1:])
+        n_last = g.os[-1]
         nblk, size = _blocks(outer_n, inner, flops)
+        size = -(-size // n_last) * n_last
+        nblk = -(-inner // size)
         items = outer_n * nblk
     n_ptr = 3 + len(extras)
     fn, b = _task(module, f"{k.name}.gemm", n_ptr, (2,))
@@ -289,7 +293,10 @@ def emit_conv_gemms(s: Scalar, k, src: ir.Value, w: ir.Value, out: ir.Value,
                     wt, ldw = False, o_tot
                 cm = _gep(b, ty, c_p, b.add(b.mul(r0, _c(o_tot)), b.mul(gi, _c(og))))
                 call(cnt, _c(og), a, False, G * kk, wm, wt, ldw, cm, o_tot)
-            _epilogue(ts, k, c_p, ex_p, b.mul(r0, _c(o_tot)), b.mul(cnt, _c(o_tot)))
+            if k.epilogue is not None:
+                with for_range(b, b.add(r0, cnt), "ep", r0) as pi:
+                    _epilogue(ts, k, c_p, ex_p, delinearize(b, pi, g.os[:-1]),
+                              b.mul(pi, _c(o_tot)), o_tot)
         else:
             o = b.udiv(it, _c(nblk))
             c0 = b.mul(b.urem(it, _c(nblk)), _c(size))
@@ -306,10 +313,16 @@ def emit_conv_gemms(s: Scalar, k, src: ir.Value, w: ir.Value, out: ir.Value,
                 cm = _gep(b, ty, c_p, b.add(b.add(b.mul(o, _c(o_tot * inner)),
                                                   b.mul(gi, _c(og * inner))), c0))
                 call(_c(og), cnt, wm, wt, ldw, bm, False, inner, cm, inner)
-            if k.epilogue is not None:
-                with for_range(b, o_tot, "ef") as fi:
-                    lo = b.add(b.add(b.mul(o, _c(o_tot * inner)), b.mul(fi, _c(inner))), c0)
-                    _epilogue(ts, k, c_p, ex_p, lo, cnt)
+            if k.epilogue is not None:  # blocks hold whole rows of the innermost dim
+                oidx = delinearize(b, o, g.os[:g.of])
+                with for_range(b, o_tot, "ef") as fi, \
+                        for_range(b, b.udiv(b.add(c0, cnt), _c(n_last)), "er",
+                                  b.udiv(c0, _c(n_last))) as ri:
+                    base = b.add(b.add(b.mul(o, _c(o_tot * inner)), b.mul(fi, _c(inner))),
+                                 b.mul(ri, _c(n_last)))
+                    _epilogue(ts, k, c_p, ex_p,
+                              oidx + [fi] + delinearize(b, ri, g.os[g.of + 1:-1]), base,
+                              n_last)
     b.ret_void()
     old = set_gemm_threads(s.b, module, 1.0)
     ptrs = [src, w, out] + list(extras)
@@ -347,7 +360,8 @@ def emit_direct(s: Scalar, k, lhs: ir.Value, w: ir.Value, out: ir.Value,
     lrole = "g" if last == "f" else last  # og == 1: the group is the output feature
     wstep = kst[g.kof] if last == "f" else 0
     with for_range(b, end, "r", start) as r:
-        fixed = dict(zip(out_roles[:-1], delinearize(b, r, g.os[:-1])))
+        prefix = delinearize(b, r, g.os[:-1])
+        fixed = dict(zip(out_roles[:-1], prefix))
         row0 = b.mul(r, _c(n))
         _fill_zero(b, ty, dst, row0, _c(0), _c(n))
         feat = fixed.get("f", _c(0))
@@ -368,7 +382,7 @@ def emit_direct(s: Scalar, k, lhs: ir.Value, w: ir.Value, out: ir.Value,
                 pa = _gep(b, ty, dst, b.add(row0, j))
                 b.store(b.fadd(b.load(pa, typ=ty), b.fmul(x, y, flags=flags), flags=flags), pa)
         if k.epilogue is not None:
-            _epilogue(ts, k, dst, ex_p, row0, _c(n))
+            _epilogue(ts, k, dst, ex_p, prefix, row0, n)
     b.ret_void()
     _run(s.b, s.module, fn, [lhs, w, out] + list(extras), rows,
          n * math.prod(win_ext))
