@@ -112,6 +112,36 @@ func.func @p(%x: tensor<2x3xf32>, %y: tensor<5xi32>) -> (tensor<2x3xf32>, tensor
     np.testing.assert_array_equal(got[2], xs[0] + xs[3])  # flat ids 0 and 3
 
 
+@pytest.mark.parametrize("t,body", [("bf16", "add"), ("f16", "multiply"),
+                                    ("complex<f32>", "add"), ("ui8", "add"), ("i1", "or")])
+def test_all_reduce_element_types(t, body):
+    """Small floats (f32 compute, rounded to storage), complex, wrapping ui8, and i1 bytes
+    through the combiner; cross-replica-sum on the same operand."""
+    tt = f"tensor<3x{t}>"
+    sum_ = ("" if t == "i1" else
+            f"""%c = "stablehlo.cross-replica-sum"(%x) {{replica_groups = dense<[[0, 1, 2]]>
+      : tensor<1x3xi64>}} : ({tt}) -> {tt}""")
+    text = f"""
+func.func @p(%x: {tt}) -> ({tt}{"" if t == "i1" else ", " + tt}) {{
+  %s = "stablehlo.all_reduce"(%x) {region("stablehlo." + body, t)} {{
+      replica_groups = dense<[[0, 1, 2]]> : tensor<1x3xi64>}} : ({tt}) -> {tt}
+  {sum_}
+  func.return %s{"" if t == "i1" else ", %c"} : {tt}{"" if t == "i1" else ", " + tt}
+}}"""
+    from oxla.ir import parse_type
+
+    dt = parse_type(tt).element_type.dtype
+    rng = np.random.default_rng(2)
+    if t == "i1":
+        args = [rng.integers(0, 2, 3).astype(bool) for _ in range(3)]
+    elif t == "ui8":
+        args = [rng.integers(100, 256, 3).astype(dt) for _ in range(3)]
+    else:
+        args = [(rng.standard_normal(3) + (1j * rng.standard_normal(3) if "complex" in t
+                                           else 0)).astype(dt) for _ in range(3)]
+    check_grid(text, [["p"], ["p"], ["p"]], args)
+
+
 def test_all_gather_reduce_scatter_all_to_all():
     text = f"""
 func.func @p(%x: tensor<4x2xi64>) -> (tensor<4x4xi64>, tensor<2x2xi64>, tensor<8x1xi64>) {{
@@ -326,6 +356,29 @@ func.func @waiter(%x: tensor<2xi32>, %t: !stablehlo.token) -> tensor<2xi32> {{
                           timeout=20)
     np.testing.assert_array_equal(got[0], [12, 24])
     np.testing.assert_array_equal(got[1], [12, 24])
+
+
+def test_outfeed_in_a_grid_is_logged_per_process_in_program_order():
+    text = """
+func.func @p(%x: tensor<2xf32>, %t: !stablehlo.token) -> !stablehlo.token {
+  %r = stablehlo.replica_id : tensor<ui32>
+  %o1 = "stablehlo.outfeed"(%x, %r, %t)
+      : (tensor<2xf32>, tensor<ui32>, !stablehlo.token) -> !stablehlo.token
+  %y = stablehlo.negate %x : tensor<2xf32>
+  %o2 = "stablehlo.outfeed"(%y, %t) : (tensor<2xf32>, !stablehlo.token) -> !stablehlo.token
+  %o = stablehlo.after_all %o1, %o2 : !stablehlo.token
+  func.return %o : !stablehlo.token
+}"""
+    exe = program(text, "p")
+    xs = [np.array([1.0, 2.0], np.float32), np.array([3.0, 4.0], np.float32)]
+    got, log = run_parallel([[exe], [exe]], [xs[0], TOKEN, xs[1], TOKEN], timeout=20)
+    assert got == [TOKEN, TOKEN]
+    for r in range(2):
+        mine = [v for p, v in log if p == (r, 0)]
+        assert len(mine) == 2
+        np.testing.assert_array_equal(mine[0][0], xs[r])
+        assert mine[0][1] == r
+        np.testing.assert_array_equal(mine[1][0], -xs[r])
 
 
 def test_artifact_round_trip_keeps_the_runtime(tmp_path):
