@@ -153,8 +153,51 @@ def _broadcast(f: FusedEmitter, op: Operation, idx: list) -> ir.Value:
 @index_rule("stablehlo.reshape")
 def _reshape(f: FusedEmitter, op: Operation, idx: list) -> ir.Value:
     src = op.operands[0]
-    flat = linearize(f.s.b, idx, shape_of(op.results[0]))
-    return f.value_at(src, delinearize(f.s.b, flat, shape_of(src)))
+    src_shape, out_shape = shape_of(src), shape_of(op.results[0])
+    groups = reshape_groups(src_shape, out_shape)
+    if groups is None:
+        flat = linearize(f.s.b, idx, out_shape)
+        return f.value_at(src, delinearize(f.s.b, flat, src_shape))
+    sidx: list = [_i64(0)] * len(src_shape)  # unit dims of the source
+    for outs, srcs in groups:
+        if len(outs) == 1 and len(srcs) == 1:
+            sidx[srcs[0]] = idx[outs[0]]
+            continue
+        flat = linearize(f.s.b, [idx[k] for k in outs], [out_shape[k] for k in outs])
+        for k, x in zip(srcs, delinearize(f.s.b, flat, [src_shape[k] for k in srcs])):
+            sidx[k] = x
+    return f.value_at(src, sidx)
+
+
+def reshape_groups(src: Sequence[int], out: Sequence[int]
+                   ) -> list[tuple[list[int], list[int]]] | None:
+    """The dimension groups of a reshape: pairs (result dims, source dims) of equal
+    element count, in order, unit dims left out (a source unit dim's index is 0). A
+    result index maps to the source group by group: one dim to one dim directly, else
+    through the group's own flat offset, so no division spans the whole shape (a
+    reshape that only adds or drops unit dims divides nothing, and vectorizes). None
+    when a dimension is 0."""
+    if 0 in src or 0 in out:
+        return None
+    groups: list[tuple[list[int], list[int]]] = []
+    so = [k for k, d in enumerate(out) if d != 1]
+    ss = [k for k, d in enumerate(src) if d != 1]
+    i = j = 0
+    while i < len(so) and j < len(ss):
+        gi, gj = [so[i]], [ss[j]]
+        po, ps = out[so[i]], src[ss[j]]
+        i, j = i + 1, j + 1
+        while po != ps:
+            if po < ps and i < len(so):
+                gi.append(so[i])
+                po, i = po * out[so[i]], i + 1
+            elif ps < po and j < len(ss):
+                gj.append(ss[j])
+                ps, j = ps * src[ss[j]], j + 1
+            else:
+                return None
+        groups.append((gi, gj))
+    return groups if i == len(so) and j == len(ss) else None
 
 
 @index_rule("stablehlo.transpose")
