@@ -74,7 +74,7 @@ def _classify(op: Operation) -> str:
 
     if op.name == "stablehlo.constant":
         return "cheap" if is_fusible(op) else "const"
-    if op.name in CHEAP:
+    if op.name in CHEAP or _splat_broadcast(op):
         return "cheap"
     from oxla_backend_cpu.collectives import RUNTIME_OPS
 
@@ -107,6 +107,16 @@ def _classify(op: Operation) -> str:
     if op.name in OP_EMITTERS:
         return "op"
     raise unsupported(op)
+
+
+def _splat_broadcast(op: Operation) -> bool:
+    """``broadcast_in_dim`` of a splat constant: recomputed by each reader like the
+    constant itself, never stored (a shared bias or layer-norm weight of zeros or ones
+    was materialized once per program and read from memory by every layer)."""
+    from oxla_codegen_llvm.fused import is_splat_constant
+
+    src = op.operands[0].owner_op if op.name == "stablehlo.broadcast_in_dim" else None
+    return src is not None and src.name == "stablehlo.constant" and is_splat_constant(src)
 
 
 def _blas_dot(op: Operation) -> bool:
