@@ -88,13 +88,79 @@ func.func @main(%a: tensor<{n}xf32>, %b: tensor<{n}xf64>)
         np.testing.assert_array_equal(_bits(g), _bits(w))
 
 
-def test_f8e8m0fnu_is_rejected_by_name():
-    from oxla.errors import NotSupportedError
+def _e8m0_all() -> np.ndarray:
+    return np.arange(256, dtype=np.uint8).view(ml_dtypes.float8_e8m0fnu)
 
-    text = """
-func.func @main(%x: tensor<4xf8E8M0FNU>) -> tensor<4xf8E8M0FNU> {
-  %m = stablehlo.multiply %x, %x : tensor<4xf8E8M0FNU>
-  return %m : tensor<4xf8E8M0FNU>
-}"""
-    with pytest.raises(NotSupportedError, match="f8E8M0FNU"):
-        compile_cpu(text)
+
+def test_f8e8m0fnu_every_value_converts_and_computes_as_the_interpreter():
+    """Every E8M0 value (2^-127 .. 2^127, 0xFF NaN) converts exactly; products and
+    quotients that leave f32's range (2^-127 * 2^-127) round as the interpreter's f64
+    arithmetic does."""
+    x = _e8m0_all()
+    y = np.roll(x, 77)
+    n = x.size
+    name = "f8E8M0FNU"
+    text = f"""
+func.func @main(%x: tensor<{n}x{name}>, %y: tensor<{n}x{name}>)
+    -> (tensor<{n}xf32>, tensor<{n}xf64>, tensor<{n}x{name}>, tensor<{n}x{name}>,
+        tensor<{n}x{name}>, tensor<{n}x{name}>, tensor<{n}xi1>) {{
+  %f = stablehlo.convert %x : (tensor<{n}x{name}>) -> tensor<{n}xf32>
+  %d = stablehlo.convert %x : (tensor<{n}x{name}>) -> tensor<{n}xf64>
+  %m = stablehlo.multiply %x, %x : tensor<{n}x{name}>
+  %q = stablehlo.divide %x, %y : tensor<{n}x{name}>
+  %s = stablehlo.add %x, %y : tensor<{n}x{name}>
+  %r = stablehlo.sqrt %x : tensor<{n}x{name}>
+  %c = stablehlo.compare LT, %x, %y, TOTALORDER : (tensor<{n}x{name}>, tensor<{n}x{name}>)
+      -> tensor<{n}xi1>
+  return %f, %d, %m, %q, %s, %r, %c : tensor<{n}xf32>, tensor<{n}xf64>, tensor<{n}x{name}>,
+      tensor<{n}x{name}>, tensor<{n}x{name}>, tensor<{n}x{name}>, tensor<{n}xi1>
+}}"""
+    with np.errstate(all="ignore"):
+        got, want = _both(text, [x, y])
+    np.testing.assert_array_equal(got[0], x.astype(np.float32))
+    assert got[0][0] == np.float32(2.0 ** -127) and np.isnan(got[0][255])
+    np.testing.assert_array_equal(got[1], x.astype(np.float64))
+    for g, w in zip(got[2:6], want[2:6]):
+        assert g.dtype == w.dtype
+        np.testing.assert_array_equal(_bits(g), _bits(w))
+    assert _bits(got[2])[0] == 0  # 2^-254 rounds up to the smallest value, not NaN
+    np.testing.assert_array_equal(got[6], want[6])
+
+
+def _e8m0_probe_values() -> np.ndarray:
+    """f32 patterns around every rounding decision: each exponent (subnormals too)
+    with mantissas 0, 1, just below/at/above half, all ones; both signs; specials."""
+    mants = np.array([0, 1, 0x3FFFFF, 0x400000, 0x400001, 0x7FFFFF, 0x200000, 0x600000],
+                     np.uint32)
+    exps = np.arange(256, dtype=np.uint32)
+    pos = (exps[:, None] << 23 | mants[None, :]).reshape(-1)
+    sub = np.array([1, 2, 0x1FFFFF, 0x200000, 0x3FFFFF, 0x400000, 0x400001, 0x5FFFFF, 0x600000,
+                    0x600001, 0x7FFFFF], np.uint32)
+    bits = np.concatenate([pos, sub, pos | 0x80000000, sub | 0x80000000, [0, 0x80000000]])
+    rng = np.random.default_rng(8)
+    bits = np.concatenate([bits, rng.integers(0, 2 ** 32, 4000, dtype=np.uint64)
+                           .astype(np.uint32)])
+    return bits.astype(np.uint32).view(np.float32)
+
+
+def test_f8e8m0fnu_rounding_matches_ml_dtypes():
+    """f32 -> E8M0 equals ml_dtypes bit for bit (ties round up, below 2^-127 the
+    smallest value, zero/negative/inf/NaN/overflow the NaN 0xFF); f64 -> E8M0 equals
+    the interpreter's."""
+    a32 = _e8m0_probe_values()
+    a64 = np.concatenate([a32.astype(np.float64), [2.0 ** 200, 2.0 ** -200, 1.5 * 2.0 ** -127,
+                                                   np.nextafter(1.5, 0.0), 3 * 2.0 ** 126]])
+    a32 = np.resize(a32, a64.size)
+    n = a64.size
+    text = f"""
+func.func @main(%a: tensor<{n}xf32>, %b: tensor<{n}xf64>)
+    -> (tensor<{n}xf8E8M0FNU>, tensor<{n}xf8E8M0FNU>) {{
+  %x = stablehlo.convert %a : (tensor<{n}xf32>) -> tensor<{n}xf8E8M0FNU>
+  %y = stablehlo.convert %b : (tensor<{n}xf64>) -> tensor<{n}xf8E8M0FNU>
+  return %x, %y : tensor<{n}xf8E8M0FNU>, tensor<{n}xf8E8M0FNU>
+}}"""
+    with np.errstate(all="ignore"):
+        got, want = _both(text, [a32, a64])
+        ref = a32.astype(ml_dtypes.float8_e8m0fnu)
+    np.testing.assert_array_equal(got[0].view(np.uint8), ref.view(np.uint8))
+    np.testing.assert_array_equal(got[1].view(np.uint8), want[1].view(np.uint8))

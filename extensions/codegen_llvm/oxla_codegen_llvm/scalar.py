@@ -28,7 +28,14 @@ import llvmlite.ir as ir
 from oxla.errors import NotSupportedError
 from oxla.ir import Operation
 from oxla.ir import types as T
-from oxla_codegen_llvm.smallfloat import SMALL_FLOATS, f32_to_small, small_to_f32
+from oxla_codegen_llvm.smallfloat import (
+    E8M0,
+    SMALL_FLOATS,
+    e8m0_to_f64,
+    f32_to_e8m0,
+    f32_to_small,
+    small_to_f32,
+)
 from oxla_codegen_llvm.target import Target
 
 Emitter = Callable[["Scalar", Operation, list], ir.Value]
@@ -47,20 +54,22 @@ def emitter(*names: str) -> Callable[[Emitter], Emitter]:
 
 
 HALF_TYPES = ("f16", "bf16")
-NARROW_FLOATS = HALF_TYPES + tuple(SMALL_FLOATS)
+NARROW_FLOATS = HALF_TYPES + tuple(SMALL_FLOATS) + (E8M0,)
 
 
 def llvm_type(et: T.ElementType) -> ir.Type:
     """The LLVM type of a scalar of ``et`` in registers (``i1`` for booleans, ``iN`` for
     every integer width; ``f16``/``bf16`` and the 8/4-bit floats of
-    :mod:`oxla_codegen_llvm.smallfloat` are computed in ``float`` and rounded to their
-    type after every op, see :func:`round_to`).
+    :mod:`oxla_codegen_llvm.smallfloat` are computed in ``float`` (``f8E8M0FNU`` in
+    ``double``) and rounded to their type after every op, see :func:`round_to`).
 
     Raises:
         NotSupportedError: for element types the emitters do not handle yet.
     """
     if isinstance(et, T.IntegerType):
         return ir.IntType(et.width)
+    if isinstance(et, T.FloatType) and et.name == E8M0:
+        return ir.DoubleType()
     if isinstance(et, T.FloatType) and et.name in ("f32",) + NARROW_FLOATS:
         return ir.FloatType()
     if isinstance(et, T.FloatType) and et.name == "f64":
@@ -114,6 +123,8 @@ def to_storage(s: Scalar, et: T.ElementType, v: ir.Value) -> ir.Value:
         return s.b.zext(v, st)
     if et.name == "bf16":
         return _f32_to_bf16(s.b, v)
+    if et.name == E8M0:
+        return f32_to_e8m0(s.b, v if v.type == _F32 else f64_to_f32_odd(s.b, v))
     if et.name in SMALL_FLOATS:
         return f32_to_small(s.b, et.name, v)
     return _f32_to_f16(s.b, v)
@@ -133,6 +144,8 @@ def from_storage(s: Scalar, et: T.ElementType, v: ir.Value) -> ir.Value:
         return b.trunc(v, t)
     if et.name == "bf16":
         return b.bitcast(b.shl(b.zext(v, _I32), _const(_I32, 16)), _F32)
+    if et.name == E8M0:
+        return e8m0_to_f64(b, v)
     if et.name in SMALL_FLOATS:
         return small_to_f32(b, et.name, v)
     # f16: (h & 0x7fff) << 13 as f32 bits, times 2^112 (exact, subnormals too); inf/NaN
@@ -502,7 +515,9 @@ def _total_order_key(s: Scalar, et: T.ElementType, x: ir.Value) -> ir.Value:
     """An integer whose signed order is IEEE-754 totalOrder on ``x`` (-NaN < -inf < ...
     < -0 < +0 < ... < +inf < +NaN): the bits, magnitude bits flipped when negative."""
     b = s.b
-    if is_half(et):
+    if et.name == E8M0:  # unsigned: the bits are the order
+        bits = b.zext(to_storage(s, et, x), _I16)
+    elif is_half(et):
         bits = to_storage(s, et, x)
     else:
         bits = b.bitcast(x, ir.IntType(x.type.width if isinstance(x.type, ir.IntType) else
@@ -611,7 +626,10 @@ def _reduce_precision(s: Scalar, op: Operation, args: list) -> ir.Value:
         u = b.select(b.icmp_unsigned(">", x_exp, _const(ity, (bias + red) << src_m)), inf,
                      b.select(b.icmp_unsigned("<=", x_exp, _const(ity, (bias - red) << src_m)),
                               zero, u))
-    r = from_storage(s, et, u) if is_half(et) else b.bitcast(u, x.type)
+    if et.name == E8M0:  # on its f64 value's bits, as the interpreter
+        r = round_to(s, et, b.bitcast(u, x.type))
+    else:
+        r = from_storage(s, et, u) if is_half(et) else b.bitcast(u, x.type)
     nan_to = x if m > 0 else _const(x.type, float("inf"))
     return b.select(b.fcmp_unordered("uno", x, x), nan_to, r)
 

@@ -13,8 +13,10 @@ Kinds of format:
 * ``finite`` (``f4E2M1FN``, ``f6E2M3FN``, ``f6E3M2FN``): no infinities or NaNs:
   overflow and ±inf saturate to ±max, NaN becomes a zero of the opposite sign.
 
-``f8E8M0FNU`` is not here: its range exceeds f32's (products of tiny values would
-underflow where the interpreter's f64 arithmetic does not), so it stays unsupported.
+``f8E8M0FNU`` (unsigned powers of two ``2^-127 .. 2^127``, ``0xFF`` NaN, no zero) is
+computed in f64 instead (:func:`e8m0_to_f64`, :func:`f32_to_e8m0`): every value is
+exact in f32 too (``2^-127`` as a subnormal), but products and quotients of its values
+leave f32's range, and the interpreter computes them in f64.
 """
 
 from __future__ import annotations
@@ -36,6 +38,9 @@ SMALL_FLOATS: dict[str, tuple[int, int, int, str]] = {
 }
 
 _I8, _I32, _F32 = ir.IntType(8), ir.IntType(32), ir.FloatType()
+_I64, _F64 = ir.IntType(64), ir.DoubleType()
+
+E8M0 = "f8E8M0FNU"
 
 
 def _c(v: int) -> ir.Constant:
@@ -101,3 +106,32 @@ def small_to_f32(b: ir.IRBuilder, name: str, h: ir.Value) -> ir.Value:
     sign = b.shl(b.and_(b.lshr(hz, _c(width)), _c(1)), _c(31))
     return b.bitcast(b.or_(out, sign), _F32)
 
+
+
+def f32_to_e8m0(b: ir.IRBuilder, v: ir.Value) -> ir.Value:
+    """f32 register ``v`` rounded to ``f8E8M0FNU`` bits (an ``i8``) exactly as ml_dtypes
+    rounds: a normal f32 gives its exponent, plus one when the mantissa is at least
+    half (ties round up), NaN ``0xFF`` past ``2^127``; an f32 subnormal gives ``0x00``
+    (``2^-127``) up to ``2^-127`` and ``0x01`` above it; zero, negatives, infinities
+    and NaN give ``0xFF``. (f64 values reach here rounded to odd f32, as the
+    interpreter rounds them.)"""
+    x = b.bitcast(v, _I32)
+    a = b.and_(x, _c(0x7FFFFFFF))
+    e = b.lshr(a, _c(23))
+    up = b.zext(b.icmp_unsigned(">=", b.and_(a, _c(0x7FFFFF)), _c(0x400000)), _I32)
+    r = b.add(e, up)
+    r = b.select(b.icmp_unsigned(">", r, _c(254)), _c(255), r)
+    sub = b.zext(b.icmp_unsigned(">", a, _c(0x400000)), _I32)
+    r = b.select(b.icmp_unsigned("==", e, _c(0)), sub, r)
+    bad = b.or_(b.icmp_signed("<", x, _c(0)),
+                b.or_(b.icmp_unsigned("==", a, _c(0)), b.icmp_unsigned(">=", a, _c(0x7F800000))))
+    return b.trunc(b.select(bad, _c(255), r), _I8)
+
+
+def e8m0_to_f64(b: ir.IRBuilder, h: ir.Value) -> ir.Value:
+    """The exact f64 value ``2^(h - 127)`` of ``f8E8M0FNU`` bits ``h`` (``i8``); NaN for
+    ``0xFF``."""
+    hz = b.zext(h, _I64)
+    bits = b.shl(b.add(hz, ir.Constant(_I64, 1023 - 127)), ir.Constant(_I64, 52))
+    return b.select(b.icmp_unsigned("==", hz, ir.Constant(_I64, 255)),
+                    ir.Constant(_F64, float("nan")), b.bitcast(bits, _F64))
