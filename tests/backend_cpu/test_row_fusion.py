@@ -214,3 +214,35 @@ def test_not_fused_when_the_row_value_has_another_reader():
     exe, (y, w) = run_both(text, [x])
     assert exe.stats["kernel_count"] == 3
     np.testing.assert_allclose(w, x * x.sum(1)[None, :], rtol=1e-5)
+
+
+def _row_kernel(text: str):
+    from oxla_backend_cpu.fusion import fuse
+    from oxla_backend_cpu.rowfusion import RowKernel
+
+    from oxla.ir import parse_module
+
+    (k,) = [k for k in fuse(parse_module(text)).kernels if isinstance(k, RowKernel)]
+    return k
+
+
+def test_softmax_keeps_exp_in_the_output_row():
+    """exp(x - max) is computed once per element: the sum's loop stores it in the output
+    row and the division loads it back (RowKernel.stash)."""
+    k = _row_kernel(_softmax((8, 16), "f32"))
+    assert k.stash is not None and k.stash.owner_op.name == "stablehlo.exponential"
+    assert k.stash_reduce is k.reduces[1]
+    assert _row_kernel(_layer_norm((8, 16), "f32")).stash is None  # nothing expensive
+
+
+def test_no_stash_when_the_consumer_reads_another_column():
+    """``reverse(exp(x - max)) / sum``: column j reads element C-1-j, which the consumer
+    may already have overwritten, so exp is recomputed."""
+    text = _softmax((9, 33), "f32").replace(
+        "%y = stablehlo.divide %e, %sb",
+        "%er = stablehlo.reverse %e, dims = [1] : tensor<9x33xf32>\n"
+        "  %y = stablehlo.divide %er, %sb")
+    assert _row_kernel(text).stash is None
+    x = _special_rows((RNG.standard_normal((9, 33)) * 3).astype(np.float32))
+    exe, _ = run_both(text, [x], rtol=1e-5, atol=1e-7)
+    assert exe.stats["kernel_count"] == 1

@@ -22,8 +22,14 @@ A group is a loop kernel ``L`` and the ``reduce`` kernels whose results it reads
   still interleave a product and its row sum);
 * every read of a reduce result inside the group is at the row's own index: the path
   from the reading expression's root goes through elementwise ops, ``broadcast_in_dim``,
-  ``transpose`` and unit-dimension ``reshape`` only (checked symbolically, see
+  ``transpose``, unit-dimension ``reshape`` and ``reverse``/``slice`` of other
+  dimensions only (checked symbolically, see
   :func:`_row_local`), so the value is the register computed for the current row.
+
+An expensive value that both a reduction and the consumer compute at the same index
+(softmax's ``exp(x - max)``) is computed once: the reduction's loop stores it in the
+output row, the consumer's loop loads it back before overwriting the element
+(:attr:`RowKernel.stash`).
 
 Semantics are kept exactly: each reduction applies its body to the row's elements in
 the same order as the standalone ``reduce`` kernel (index order, except a one-op
@@ -40,7 +46,7 @@ from dataclasses import dataclass, field
 from oxla.ir import Operation, Value
 from oxla_backend_cpu.plan import Kernel, LoopKernel, OpKernel, kernel_reads, kernel_writes
 
-Sym = tuple  # symbolic index: one entry per dimension, ("d", k) root dim k, ("c", 0), None
+Sym = tuple  # symbolic index, per dimension: ("d", k) root dim k, ("c", 0), None unknown
 
 
 @dataclass(eq=False)
@@ -55,11 +61,17 @@ class RowKernel(OpKernel):
         reduces: the reduce ops, in program order.
         root: the consumer's root value (shape ``R + S`` or ``R``).
         extra: reduce results written out besides the consumer's output.
+        stash: an expensive value of the consumer's shape that a reduction also computes
+            (softmax's ``exp(x - max)``): the reduction's loop stores it into the
+            output row and the consumer's loop loads it back instead of recomputing it
+            (:func:`_stash`); ``stash_reduce`` is that reduction.
     """
 
     reduces: list[Operation] = field(default_factory=list)
     root: Value | None = None
     extra: list[Value] = field(default_factory=list)
+    stash: Value | None = None
+    stash_reduce: Operation | None = None
 
 
 def _rows_of(k: Kernel) -> tuple[int, ...] | None:
@@ -183,7 +195,7 @@ def _row_local(root: Value, idx: Sym, stops: set[Value], targets: set[Value],
         shape = shape_of(v)
         if v in targets:
             if ix is None or any(
-                    not (e == ("d", i) or (shape[i] == 1 and e == ("c", 0)))
+                    not (e == ("d", i) or shape[i] == 1)
                     for i, e in enumerate(ix)):
                 return False
             continue
@@ -216,6 +228,13 @@ def _operand_index(op: Operation, ix, rules, emitters) -> list[tuple[Value, Sym 
         for i, p in enumerate(perm):
             sidx[p] = ix[i]
         return [(op.operands[0], tuple(sidx))]
+    if op.name == "stablehlo.reverse":  # reversed dimensions: unknown positions
+        dims = set(op.attr("dimensions").values)
+        return [(op.operands[0], tuple(None if d in dims else e for d, e in enumerate(ix)))]
+    if op.name == "stablehlo.slice":
+        same = [st == 0 and sd == 1 for st, sd in zip(op.attr("start_indices").values,
+                                                       op.attr("strides").values)]
+        return [(op.operands[0], tuple(e if ok else None for e, ok in zip(ix, same)))]
     if op.name == "stablehlo.reshape":
         src = op.operands[0]
         ss = shape_of(src)
@@ -243,7 +262,74 @@ def _row_kernel(L: LoopKernel, group: list[OpKernel], vbuf) -> RowKernel:
     fused = [op for k in group for op in k.fused_ops] + list(L.fused_ops)
     return RowKernel(L.name.replace("loop", "rows", 1) if L.name.startswith("loop") else
                      f"{L.name}_rows", group[0].op, inputs, [L.out] + [vbuf[v] for v in extra],
-                     fused, [k.op for k in group], L.root, extra)
+                     fused, [k.op for k in group], L.root, extra, *_stash(L, group, outs))
+
+
+EXPENSIVE = frozenset("stablehlo." + n for n in (
+    "exponential", "exponential_minus_one", "log", "log_plus_one", "logistic", "tanh",
+    "power", "sine", "cosine", "tan", "atan2", "cbrt", "erf"))
+
+
+def _stash(L: LoopKernel, group: list[OpKernel],
+           outs: set[Value]) -> tuple[Value | None, Operation | None]:
+    """The value the row kernel keeps in its output row between a reduction's loop and
+    the consumer's loop and the reduction computing it, or Nones: a value of the consumer's shape and element type whose
+    expression holds an :data:`EXPENSIVE` op, read by the consumer only at the output's
+    own index (so element ``j`` is loaded before it is overwritten) and computed by a
+    reduction over the same shape at that index; the largest such expression."""
+    from oxla_codegen_llvm import shape_of
+
+    shape = shape_of(L.root)
+    full = tuple(("d", i) for i in range(len(shape)))
+    stops = set(L.inputs) | outs
+    mine = _reached(L.root, full, stops)
+    theirs: dict[Value, Operation] = {}  # the last reduction computing each value
+    for k in group:
+        x = k.op.operands[0]
+        if shape_of(x) == shape:
+            theirs.update({v: k.op for v, ixs in
+                           _reached(x, full, set(k.inputs) | outs).items() if full in ixs})
+    best, best_cost = None, 0
+    for v, ixs in mine.items():
+        if ixs != {full} or v not in theirs or v is L.root or shape_of(v) != shape or \
+                v.type.element_type != L.root.type.element_type:
+            continue
+        ops = _expression(v, stops)
+        if any(op.name in EXPENSIVE for op in ops) and len(ops) > best_cost:
+            best, best_cost = v, len(ops)
+    return best, theirs.get(best)
+
+
+def _reached(root: Value, idx: Sym, stops: set[Value]) -> dict[Value, set]:
+    """Every computed value of ``root``'s expression -> the symbolic indices it is read
+    at (None: unknown)."""
+    from oxla_codegen_llvm.fused import INDEX_RULES
+    from oxla_codegen_llvm.scalar import EMITTERS
+
+    out: dict[Value, set] = {}
+    stack = [(root, idx)]
+    while stack:
+        v, ix = stack.pop()
+        if v in stops or v.owner_op is None or ix in out.get(v, ()):
+            continue
+        out.setdefault(v, set()).add(ix)
+        stack.extend(_operand_index(v.owner_op, ix, INDEX_RULES, EMITTERS))
+    return out
+
+
+def _expression(v: Value, stops: set[Value]) -> list[Operation]:
+    """The ops computing ``v`` from ``stops``."""
+    seen: set[Value] = set()
+    ops: list[Operation] = []
+    stack = [v]
+    while stack:
+        x = stack.pop()
+        if x in seen or x in stops or x.owner_op is None:
+            continue
+        seen.add(x)
+        ops.append(x.owner_op)
+        stack.extend(x.owner_op.operands)
+    return ops
 
 
 def emit_rows(s, k: RowKernel, buffers: dict, outs: list) -> None:
@@ -280,9 +366,14 @@ def emit_rows(s, k: RowKernel, buffers: dict, outs: list) -> None:
             for r, init in zip(op.results, inits):
                 b.store(f.value_at(init, []), accs[r])
             vec = _vector_reduce(op, list(range(nr, len(in_shape))), len(in_shape))
+            keep = k.stash is not None and op is k.stash_reduce
             with loop_nest(b, in_shape[nr:], "red", vectorize_inner=vec) as cidx:
                 f.reset()
                 xs = [f.value_at(x, list(ridx) + list(cidx)) for x in operands]
+                if keep:  # the consumer loads it back (see RowKernel.stash)
+                    idx = list(ridx) + list(cidx)
+                    store_elem(s, outs[0], k.stash.type.element_type,
+                               linearize(b, idx, in_shape), f.value_at(k.stash, idx))
                 cur = [b.load(accs[r], typ=llvm_type(et)) for r, et in zip(op.results, ets)]
                 for r, v in zip(op.results, emit_region(s, op.regions[0], cur + xs)):
                     b.store(v, accs[r])
@@ -291,11 +382,15 @@ def emit_rows(s, k: RowKernel, buffers: dict, outs: list) -> None:
                 f.scalars[r] = b.load(accs[r], typ=llvm_type(et))
         shape = shape_of(k.root)
         et = k.root.type.element_type
+        if k.stash is not None:
+            f.buffers[k.stash] = outs[0]
         with loop_nest(b, shape[nr:], "col") as cidx:
             f.reset()
             idx = list(ridx) + list(cidx)
             store_elem(s, outs[0], et, linearize(b, idx, shape), f.value_at(k.root, idx))
+        f.buffers.pop(k.stash, None)
         f.reset()
         flat = linearize(b, ridx, rows)
         for out, v in zip(outs[1:], k.extra):
             store_elem(s, out, v.type.element_type, flat, f.scalars[v])
+
