@@ -28,7 +28,7 @@ import numpy as np
 _CHECK_KINDS = {
     "check.expect_eq": "eq", "check.expect_eq_const": "eq",
     "check.expect_almost_eq": "almost_eq", "check.expect_almost_eq_const": "almost_eq",
-    "check.expect_close": "close",
+    "check.expect_close": "close", "check.expect_serialized_eq": "serialized",
 }
 
 _CUSTOM_CHECK_KINDS = {"check.expect_eq": "eq", "check.eq": "eq",
@@ -161,8 +161,9 @@ def split_checks(module, name: str, host: dict | None = None):
     A ``check.eq`` result that the function returns becomes a ``true`` constant.
 
     Raises:
-        NotSupportedError: checks inside regions, probes, or a check result used other
-            than by the function's return.
+        NotSupportedError: checks inside regions, or a check result used other than by
+            the function's return. (``interpreter.probe`` ops stay: the backend runs
+            them and :func:`evaluate_checks` reads what they recorded.)
     """
     from oxla.errors import NotSupportedError
     from oxla.ir import attributes as A
@@ -178,7 +179,7 @@ def split_checks(module, name: str, host: dict | None = None):
     checks: list[SplitCheck] = []
     for op in list(fn.walk()):
         kind = check_kind(op)
-        if kind is None and (op.name.startswith("check.") or op.name == "interpreter.probe"):
+        if kind is None and op.name.startswith("check."):
             raise NotSupportedError(f"'{op.name}' cannot be split out of a compiled test",
                                     op.loc)
         if kind is None:
@@ -225,12 +226,16 @@ def split_checks(module, name: str, host: dict | None = None):
     return m, checks
 
 
-def evaluate_checks(module, checks: list[SplitCheck], values: list) -> list[str]:
-    """Runs the split-out ``checks`` on host over the backend's ``values``; returns the
-    failure messages (empty when all pass)."""
+def evaluate_checks(module, checks: list[SplitCheck], values: list,
+                    probes: dict | None = None) -> list[str]:
+    """Runs the split-out ``checks`` on host over the backend's ``values`` (and the
+    ``interpreter.probe`` records ``probes`` of the run, ``probe_id -> [array, ...]``,
+    for ``check.expect_serialized_eq``); returns the failure messages (empty when all
+    pass)."""
     from oxla.interpreter import Context
 
     ctx = Context(module=module)
+    ctx.probes.update(probes or {})
     for c in checks:
         args = [values[s] if isinstance(s, int) else s for s in c.sources]
         ctx.eval(c.op, args)
@@ -250,7 +255,7 @@ def backend_runner(backend: str) -> Callable:
         m, checks = split_checks(m, name, host)
         exe = be.compile(m)
         vals = exe(*args)
-        return evaluate_checks(m, checks, vals)
+        return evaluate_checks(m, checks, vals, getattr(exe, "probes", None))
 
     return run
 

@@ -94,6 +94,7 @@ class CPUBackend:
         from oxla_backend_cpu.codegen import emit_program
         from oxla_backend_cpu.dot_layout import absorb_transposes
         from oxla_backend_cpu.fusion import fuse
+        from oxla_backend_cpu.probe import probes_to_custom_calls
         from oxla_backend_cpu.profile import enabled
         from oxla_backend_cpu.schedule import schedule
 
@@ -113,6 +114,7 @@ class CPUBackend:
         verify(module)
         dump = _Dumper(options.dump_dir)
         _inline_composites(module)
+        probes_to_custom_calls(module)  # interpreter.probe: identity that records
         module, note = _core_pipeline(module, options)
         absorbed = absorb_transposes(module)
         dump("1-core-pipeline.mlir", lambda: print_module(module))

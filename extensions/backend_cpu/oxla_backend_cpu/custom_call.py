@@ -126,7 +126,10 @@ def lookup(target: str, loc: Any = None, what: str = "") -> Any:
             message names the target, ``loc`` and how to supply one).
     """
     from oxla.plugins import get_registry
+    from oxla_backend_cpu.probe import PROBE_INFO, PROBE_TARGET
 
+    if target == PROBE_TARGET:  # interpreter.probe, built in (see oxla_backend_cpu.probe)
+        return PROBE_INFO
     table = get_registry().custom_calls()
     info = table.get((target, BACKEND))
     if info is not None:
@@ -290,20 +293,24 @@ class CustomCallBindings:
     """
 
     def __init__(self, sites: list[tuple[str, str, list[str], list[str]]], jit: Any):
+        from oxla_backend_cpu.probe import PROBE_TARGET, ProbeRecorder
+
         self._pending = threading.local()
+        self.probes = ProbeRecorder()  # this program's interpreter.probe records
         self._keep: list[Any] = []  # ctypes callbacks must outlive the machine code
         self.targets = sorted({t for _, t, _, _ in sites})
         python: set[str] = set()
         for sym, target, ins, outs in sites:
             info = lookup(target, what=f"{OP} in this compiled program (a loaded artifact, "
                                        "a cache entry)")
-            if is_native(info.fn):
-                addr = native_address(info.fn)
+            fn = self.probes if target == PROBE_TARGET else info.fn
+            if is_native(fn):
+                addr = native_address(fn)
                 if not addr:
                     raise LoweringError(f"custom call target '{target}' for the {BACKEND} "
                                         "backend is a NULL function pointer")
             else:
-                cb = self._python_kernel(target, info.fn, ins, outs)
+                cb = self._python_kernel(target, fn, ins, outs)
                 self._keep.append(cb)
                 addr = ctypes.cast(cb, ctypes.c_void_p).value
                 python.add(target)

@@ -156,10 +156,18 @@ class CPUExecutable:
         in_ptrs = self._in_array(*[v.ctypes.data for v in vals], *self._const_ptrs)
         out_ptrs = self._out_array(*[o.ctypes.data if s else 0
                                      for o, s in zip(outs, self._out_specs)])
+        if self._custom_calls is not None:
+            self._custom_calls.probes.begin_call()
         self._entry(ctypes.addressof(in_ptrs), ctypes.addressof(out_ptrs), self._arena())
         if self._custom_calls is not None:
             self._custom_calls.raise_pending()
         return outs
+
+    @property
+    def probes(self) -> dict[str, list[np.ndarray]]:
+        """``interpreter.probe`` records of the last call on this thread: probe id ->
+        the values it saw, in order (see :mod:`oxla_backend_cpu.probe`)."""
+        return self._custom_calls.probes.records if self._custom_calls is not None else {}
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Writes a ``.oxla`` artifact: manifest, optimized StableHLO, LLVM IR and object
