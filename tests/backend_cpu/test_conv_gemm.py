@@ -226,3 +226,33 @@ def test_im2col_buffer_is_a_counted_temporary():
     exe = compile_cpu(text)
     assert exe.stats["temp_bytes"] >= k.col.nbytes
     np.testing.assert_allclose(exe(*args)[0], run_both(text, args, 1e-4, 1e-4)[1][0])
+
+
+@pytest.mark.parametrize("case", [
+    dict(),  # NCHW: chunks of rows of one image
+    dict(n=3, sp=(5, 4), k=(2, 2)),  # NCHW: chunks of whole images
+    dict(lhs="NHWC", rhs="HWIO", out="NHWC"),  # chunks of output pixels
+    dict(lhs="NHWC", rhs="OIHW", out="NHWC", fgc=2, relu=True, bias=True),
+    dict(c=6, o=4, fgc=2, relu=True, bias=True, stride=(2, 1), pad=((1, 1), (2, 1))),
+    dict(lhs="NCHW", rhs="OIHW", out="NHWC", bgc=2, ld=(2, 1)),
+], ids=["nchw-rows", "nchw-images", "nhwc", "nhwc-groups-epilogue", "nchw-groups-epilogue",
+        "batch-groups"])
+def test_small_chunks(monkeypatch, case):
+    """A tiny chunk budget: many chunks, partial last chunks, every layout's offsets."""
+    import oxla_backend_cpu.conv as conv
+
+    kw = dict(n=2, c=4, o=6, sp=(9, 11), pad=((1, 1), (1, 1)))
+    kw.update(case)
+    text, args = conv_case(**kw)
+    monkeypatch.setattr(conv, "CHUNK_BYTES", 700)
+    (k,) = conv_kernels_of(text)
+    ch = conv.chunks(k.geom)
+    g = k.geom
+    full = g.G * g.k_size * (np.prod(g.os) // g.o_tot)  # the whole im2col matrix
+    assert ch.n >= 3 and k.col.nbytes == ch.col_elems * 4 and 3 * ch.col_elems <= full
+    exe = compile_cpu(text, cache=False)
+    from oxla.interpreter import InterpreterBackend
+    from oxla.ir import parse_module
+
+    want = InterpreterBackend().compile(parse_module(text, "test.mlir"))(*args)[0]
+    np.testing.assert_allclose(exe(*args)[0], want, rtol=1e-4, atol=1e-4)

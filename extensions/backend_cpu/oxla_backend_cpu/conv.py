@@ -2,9 +2,10 @@
 
 Planning (this module) picks, per op, one of three forms (:func:`conv_kernels`):
 
-* **GEMM**: an im2col packing kernel (parallel loop nest) writes a temporary ``col``
-  buffer (counted by buffer assignment), then one GEMM per feature/batch group through
-  BLAS writes the output in its own layout (:mod:`oxla_backend_cpu.conv_emit`). A 1x1,
+* **GEMM**: chunk by chunk of the output, an im2col packing task (parallel loop nest)
+  writes a temporary ``col`` buffer (one chunk, :data:`CHUNK_BYTES`, counted by buffer
+  assignment), then one GEMM per feature/batch group through BLAS writes the output in
+  its own layout (:mod:`oxla_backend_cpu.conv_gemm`). A 1x1,
   stride-1, unpadded convolution whose input and output dimension orders agree reads the
   input directly (no packing). The kernel is used in place when its output feature
   dimension is outermost or innermost, else copied once to ``[O, rest]`` (a
@@ -19,10 +20,11 @@ Layouts. With ``G = feature_group_count * batch_group_count`` groups, ``K`` = in
 features per group times the window size (in the kernel's memory order without its
 output feature dimension) and ``og`` output features per group:
 
-* output feature dimension innermost (NHWC): ``col[P][G][K]`` with ``P`` the other
-  output dimensions in memory order; ``out[P, g*og:(g+1)*og] = col_g[P,K] @ W_g[K,og]``;
+* output feature dimension innermost (NHWC): ``col[P][G][K]`` (rows of one chunk) with
+  ``P`` the other output dimensions in memory order; ``out[P, g*og:(g+1)*og] = col_g[P,K] @ W_g[K,og]``;
 * otherwise (NCHW): ``col[outer][G][K][inner]`` (``outer``/``inner``: output dimensions
-  before/after the feature dimension); ``out[outer, g*og:(g+1)*og, inner] =
+  before/after the feature dimension; a chunk holds some outer indices, or some rows of
+  ``inner`` of one); ``out[outer, g*og:(g+1)*og, inner] =
   W_g^T[og,K] @ col[outer, g][K, inner]``.
 
 Epilogue: an elementwise loop kernel that is the only reader of the convolution's
@@ -253,6 +255,52 @@ def _float_conv(op: Operation) -> bool:
         ets[0].name in ("f32", "f64")
 
 
+CHUNK_BYTES = 1 << 21
+"""Target size of the im2col buffer: the GEMM mode packs and multiplies one chunk of the
+output at a time (2 MiB: an L2/L3-sized block, still tens of MFLOP per chunk)."""
+
+
+@dataclass(frozen=True)
+class Chunks:
+    """How a GEMM-mode convolution is split (see :mod:`oxla_backend_cpu.conv_gemm`).
+
+    Attributes:
+        n: chunks, run one after the other.
+        rows: feature-innermost output: rows of ``P`` per chunk; otherwise rows of the
+            innermost output dimension per chunk (``CR``).
+        outer: otherwise-layout only: outer indices per chunk (1 unless a chunk holds
+            every row of several outer indices).
+        col_elems: elements of the im2col buffer (0 when the GEMM reads the input).
+    """
+
+    n: int
+    rows: int
+    outer: int
+    col_elems: int
+
+
+def chunks(g: ConvGeom) -> Chunks:
+    """The chunking of ``g``'s output (one chunk when the input is read in place)."""
+    gk = g.G * g.k_size
+    budget = max(1, CHUNK_BYTES // g.itemsize)
+    if g.feature_last:
+        p = math.prod(g.os[:-1])
+        if g.no_packing():
+            return Chunks(1, p, 1, 0)
+        cp = max(1, min(p, budget // gk))
+        return Chunks(-(-p // cp), cp, 1, cp * gk)
+    outer_n, n_last = math.prod(g.os[:g.of]), g.os[-1]
+    r_all = math.prod(g.os[g.of + 1:-1])
+    per_outer = gk * r_all * n_last
+    if g.no_packing():
+        return Chunks(1, r_all, outer_n, 0)
+    if per_outer <= budget:
+        co = max(1, min(outer_n, budget // per_outer))
+        return Chunks(-(-outer_n // co), r_all, co, co * per_outer)
+    cr = max(1, min(r_all, budget // (gk * n_last)))
+    return Chunks(outer_n * -(-r_all // cr), cr, 1, gk * cr * n_last)
+
+
 def direct_ok(g: ConvGeom) -> bool:
     """True when the direct kernel handles ``g``: one batch group, and the output's
     innermost dimension is the batch, a spatial dimension without input dilation, or
@@ -303,9 +351,9 @@ def conv_kernels(op: Operation, vbuf: dict[Value, Buf], n: int, counter) -> list
         wbuf = Buf(f"pack{next(counter)}", nbytes(rhs), "temp")
         kernels.append(PackKernel(f"pack{n}", rhs, vbuf[rhs], perm, wbuf))
     col = None
-    if not g.no_packing():
-        size = math.prod(g.extent(r) for r in g.col_roles()) * g.itemsize
-        col = Buf(f"col{next(counter)}", size, "temp")
+    elems = chunks(g).col_elems
+    if elems:
+        col = Buf(f"col{next(counter)}", elems * g.itemsize, "temp")
     kernels.append(ConvKernel(f"{name}_{len(kernels)}", op, g, "gemm", vbuf[lhs], wbuf, out,
                               col, w_major))
     return kernels

@@ -1,6 +1,6 @@
-"""LLVM IR for :class:`~oxla_backend_cpu.conv.ConvKernel`: im2col packing, per-group
-BLAS GEMMs and the direct (depthwise) kernel, each a task run by oxla's parallel-for,
-with the fused elementwise epilogue applied to every block of output just written.
+"""LLVM IR for :class:`~oxla_backend_cpu.conv.ConvKernel`: input addressing, the fused
+epilogue and the direct (depthwise) kernel (the GEMM mode is
+:mod:`oxla_backend_cpu.conv_gemm`), each a task run by oxla's parallel-for.
 
 Row trick (im2col and direct): along the innermost index ``j`` of a row, the input
 element read is affine (``base + j * step``) and, when ``j`` moves along a spatial
@@ -19,12 +19,9 @@ from oxla_codegen_llvm import FusedEmitter, Scalar, for_range, loop_nest, store
 from oxla_codegen_llvm.loops import delinearize
 from oxla_codegen_llvm.parallel import call_parallel, grain_for, worth_parallel
 
-from oxla_backend_cpu.blas import _set_one_thread, restore_threads, set_gemm_threads
-
 PTR = ir.PointerType()
 I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
 VOID = ir.VoidType()
-ITEM_FLOPS = 1 << 22  # GEMM work per parallel item (~0.1 ms of one core)
 
 
 def _c(n: int) -> ir.Constant:
@@ -158,43 +155,6 @@ def _fill_zero(b: ir.IRBuilder, ty: ir.Type, p: ir.Value, row: ir.Value, lo, hi)
         b.store(ir.Constant(ty, 0.0), _gep(b, ty, p, b.add(row, j)))
 
 
-# --- im2col -----------------------------------------------------------------------------
-
-def emit_im2col(s: Scalar, k, lhs: ir.Value, col: ir.Value) -> None:
-    """Fills ``col`` (layout :meth:`ConvGeom.col_roles`) from the input, zeros for
-    padding and holes, in parallel over its rows (all dimensions but the innermost)."""
-    g = k.geom
-    roles = g.col_roles()
-    ext = [g.extent(r) for r in roles]
-    n, rows = ext[-1], math.prod(ext[:-1])
-    ty = _ftype(g)
-    fn, b = _task(s.module, f"{k.name}.im2col", 2, (0, 1))
-    start, end = fn.args[2], fn.args[3]
-    src, dst = fn.args[0], fn.args[1]
-    with for_range(b, end, "r", start) as r:
-        idx = dict(zip(roles[:-1], delinearize(b, r, ext[:-1])))
-        base_row = b.mul(r, _c(n))
-        row = _row(b, g, idx, roles[-1], n)
-        if row is not None:
-            off, step, ja, jb = row
-            _fill_zero(b, ty, dst, base_row, _c(0), ja)
-            with for_range(b, jb, "j", ja) as j:
-                x = b.load(_gep(b, ty, src, b.add(off, b.mul(j, _c(step)))), typ=ty)
-                b.store(x, _gep(b, ty, dst, b.add(base_row, j)))
-            _fill_zero(b, ty, dst, base_row, jb, _c(n))
-        else:
-            with for_range(b, n, "j") as j:
-                off, dims = _lhs_at(b, g, {**idx, roles[-1]: j})
-                ok = ir.Constant(I1, 1)
-                for _, d_ok in dims:
-                    ok = b.and_(ok, d_ok)
-                x = b.load(_gep(b, ty, src, b.select(ok, off, _c(0))), typ=ty)
-                b.store(b.select(ok, x, ir.Constant(ty, 0.0)),
-                        _gep(b, ty, dst, b.add(base_row, j)))
-    b.ret_void()
-    _run(s.b, s.module, fn, [lhs, col], rows, n)
-
-
 # --- epilogue ---------------------------------------------------------------------------
 
 def _epilogue(s: Scalar, k, out: ir.Value, extras: list[ir.Value], prefix: list,
@@ -212,125 +172,6 @@ def _epilogue(s: Scalar, k, out: ir.Value, extras: list[ir.Value], prefix: list,
         f.reset()
         store(s, out, et, b.add(base, j), f.value_at(ep.root, list(prefix) + [j]))
     f.reset()
-
-
-# --- GEMM -------------------------------------------------------------------------------
-
-def _blocks(items_outer: int, extent: int, flops: float) -> tuple[int, int]:
-    """(blocks, size): split ``extent`` so that ``items_outer * blocks`` items hold
-    about :data:`ITEM_FLOPS` each, blocks no thinner than 16, at most 64."""
-    want = max(1, int(flops // ITEM_FLOPS))
-    if items_outer >= want:
-        return 1, extent
-    blocks = max(1, min(-(-want // items_outer), extent // 16, 64))
-    size = -(-extent // blocks)
-    return -(-extent // size), size
-
-
-def emit_conv_gemms(s: Scalar, k, src: ir.Value, w: ir.Value, out: ir.Value,
-                    extras: list[ir.Value]) -> None:
-    """One GEMM per group and work item (see :mod:`oxla_backend_cpu.conv`'s layouts)
-    through single-threaded BLAS calls on oxla's threads, then the epilogue on the
-    item's output."""
-    g = k.geom
-    module = s.module
-    ty = _ftype(g)
-    kk, og, o_tot, G = g.k_size, g.og, g.o_tot, g.G
-    flops = 2.0 * math.prod(g.os) * kk
-    if g.feature_last:
-        p = math.prod(g.os[:-1])
-        nblk, size = _blocks(1, p, flops)
-        items, outer_n, inner = nblk, 1, 1
-    else:
-        outer_n, inner = math.prod(g.os[:g.of]), math.prod(g.os[g.of + 1:])
-        n_last = g.os[-1]
-        nblk, size = _blocks(outer_n, inner, flops)
-        size = -(-size // n_last) * n_last
-        nblk = -(-inner // size)
-        items = outer_n * nblk
-    n_ptr = 3 + len(extras)
-    fn, b = _task(module, f"{k.name}.gemm", n_ptr, (2,))
-    ts = Scalar(b, module, s.target, s.fast_math)
-    a_p, w_p, c_p = fn.args[:3]
-    ex_p = list(fn.args[3:n_ptr])
-    start, end = fn.args[n_ptr], fn.args[n_ptr + 1]
-    _set_one_thread(b, module)
-    name = "oxla_sgemm" if g.dtype == "f32" else "oxla_dgemm"
-    gemm = module.globals.get(name) or ir.Function(
-        module, ir.FunctionType(VOID, [PTR] * 13), name)
-    with b.goto_entry_block():
-        slots = {nm: b.alloca(t, name=nm) for nm, t in (
-            ("ta", I8), ("tb", I8), ("m", I32), ("n", I32), ("k", I32), ("lda", I32),
-            ("ldb", I32), ("ldc", I32), ("alpha", ty), ("beta", ty))}
-    b.store(ir.Constant(ty, 1.0), slots["alpha"])
-    b.store(ir.Constant(ty, 0.0), slots["beta"])
-    b.store(ir.Constant(I32, kk), slots["k"])
-
-    def call(m, n, a, ta: bool, lda: int, bm, tb: bool, ldb: int, cm, ldc: int) -> None:
-        """Row-major ``C[m,n] = op(A) op(B)`` as Fortran ``C^T = op(B)^T op(A)^T``."""
-        b.store(ir.Constant(I8, ord("T" if tb else "N")), slots["ta"])
-        b.store(ir.Constant(I8, ord("T" if ta else "N")), slots["tb"])
-        b.store(b.trunc(n, I32), slots["m"])
-        b.store(b.trunc(m, I32), slots["n"])
-        b.store(ir.Constant(I32, max(1, ldb)), slots["lda"])
-        b.store(ir.Constant(I32, max(1, lda)), slots["ldb"])
-        b.store(ir.Constant(I32, max(1, ldc)), slots["ldc"])
-        b.call(gemm, [slots["ta"], slots["tb"], slots["m"], slots["n"], slots["k"],
-                      slots["alpha"], bm, slots["lda"], a, slots["ldb"], slots["beta"], cm,
-                      slots["ldc"]])
-
-    with for_range(b, end, "it", start) as it:
-        if g.feature_last:
-            r0 = b.mul(it, _c(size))
-            cnt = b.sub(_smin(b, b.add(r0, _c(size)), _c(p)), r0)
-            with for_range(b, G, "grp") as gi:
-                a = _gep(b, ty, a_p, b.add(b.mul(r0, _c(G * kk)), b.mul(gi, _c(kk))))
-                if k.w_major:  # stored [og, K]
-                    wm = _gep(b, ty, w_p, b.mul(gi, _c(og * kk)))
-                    wt, ldw = True, kk
-                else:  # stored [K, O]
-                    wm = _gep(b, ty, w_p, b.mul(gi, _c(og)))
-                    wt, ldw = False, o_tot
-                cm = _gep(b, ty, c_p, b.add(b.mul(r0, _c(o_tot)), b.mul(gi, _c(og))))
-                call(cnt, _c(og), a, False, G * kk, wm, wt, ldw, cm, o_tot)
-            if k.epilogue is not None:
-                with for_range(b, b.add(r0, cnt), "ep", r0) as pi:
-                    _epilogue(ts, k, c_p, ex_p, delinearize(b, pi, g.os[:-1]),
-                              b.mul(pi, _c(o_tot)), o_tot)
-        else:
-            o = b.udiv(it, _c(nblk))
-            c0 = b.mul(b.urem(it, _c(nblk)), _c(size))
-            cnt = b.sub(_smin(b, b.add(c0, _c(size)), _c(inner)), c0)
-            with for_range(b, G, "grp") as gi:
-                if k.w_major:  # A = W_g [og, K]
-                    wm = _gep(b, ty, w_p, b.mul(gi, _c(og * kk)))
-                    wt, ldw = False, kk
-                else:  # stored [K, O]: A = W_g^T
-                    wm = _gep(b, ty, w_p, b.mul(gi, _c(og)))
-                    wt, ldw = True, o_tot
-                bm = _gep(b, ty, a_p, b.add(b.mul(b.add(b.mul(o, _c(G)), gi),
-                                                  _c(kk * inner)), c0))
-                cm = _gep(b, ty, c_p, b.add(b.add(b.mul(o, _c(o_tot * inner)),
-                                                  b.mul(gi, _c(og * inner))), c0))
-                call(_c(og), cnt, wm, wt, ldw, bm, False, inner, cm, inner)
-            if k.epilogue is not None:  # blocks hold whole rows of the innermost dim
-                oidx = delinearize(b, o, g.os[:g.of])
-                with for_range(b, o_tot, "ef") as fi, \
-                        for_range(b, b.udiv(b.add(c0, cnt), _c(n_last)), "er",
-                                  b.udiv(c0, _c(n_last))) as ri:
-                    base = b.add(b.add(b.mul(o, _c(o_tot * inner)), b.mul(fi, _c(inner))),
-                                 b.mul(ri, _c(n_last)))
-                    _epilogue(ts, k, c_p, ex_p,
-                              oidx + [fi] + delinearize(b, ri, g.os[g.of + 1:-1]), base,
-                              n_last)
-    b.ret_void()
-    old = set_gemm_threads(s.b, module, 1.0)
-    ptrs = [src, w, out] + list(extras)
-    if items >= 2 and flops >= 2 * ITEM_FLOPS:
-        call_parallel(s.b, module, fn, ptrs, items, 1)
-    else:
-        s.b.call(fn, ptrs + [_c(0), _c(items)])
-    restore_threads(s.b, module, old)
 
 
 # --- direct -----------------------------------------------------------------------------
@@ -396,8 +237,6 @@ def emit_conv_kernel(s: Scalar, k, ins: list[ir.Value], outs: list[ir.Value]) ->
     if k.mode == "direct":
         emit_direct(s, k, lhs, w, out, extras)
         return
-    src = lhs
-    if k.col is not None:
-        emit_im2col(s, k, lhs, outs[1])
-        src = outs[1]
-    emit_conv_gemms(s, k, src, w, out, extras)
+    from oxla_backend_cpu.conv_gemm import emit_gemm_mode
+
+    emit_gemm_mode(s, k, lhs, w, out, outs[1] if k.col is not None else None, extras)

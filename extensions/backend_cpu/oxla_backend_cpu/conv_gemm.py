@@ -1,0 +1,287 @@
+"""LLVM IR for a GEMM-mode :class:`~oxla_backend_cpu.conv.ConvKernel`, in chunks.
+
+The output is computed chunk by chunk (:func:`oxla_backend_cpu.conv.chunks`): for each
+chunk, a parallel im2col task packs the chunk's columns into the ``col`` temporary, then
+a parallel GEMM task runs single-threaded BLAS calls (one per group and block of output
+rows or columns) and applies the fused epilogue to each block it wrote. The ``col``
+buffer holds one chunk (about :data:`~oxla_backend_cpu.conv.CHUNK_BYTES`), so the
+temporary stays small and the packed block is still in cache when BLAS reads it.
+
+Chunk parameters travel to the tasks through a 4-word array: feature-innermost output
+(layout A) ``[p0, cp, 0, 0]`` (rows ``[p0, p0 + cp)`` of ``P``); otherwise (layout B)
+``[o0, co, r0, nr]`` (outer indices ``[o0, o0 + co)``, rows of the innermost dimension
+``[r0, r0 + nr)``); ``col`` is then ``[co][G][K][CR * L]``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import llvmlite.ir as ir
+from oxla_codegen_llvm import Scalar, for_range
+from oxla_codegen_llvm.loops import delinearize
+from oxla_codegen_llvm.parallel import MIN_ELEMENTS_PER_CHUNK, runtime, task_wrapper
+
+from oxla_backend_cpu.blas import _set_one_thread, restore_threads, set_gemm_threads
+from oxla_backend_cpu.conv_emit import (
+    I1,
+    I8,
+    I32,
+    I64,
+    PTR,
+    VOID,
+    _c,
+    _epilogue,
+    _fill_zero,
+    _ftype,
+    _gep,
+    _lhs_at,
+    _row,
+    _smin,
+    _task,
+)
+
+ITEM_FLOPS = 1 << 22  # GEMM work per parallel item (~0.1 ms of one core)
+
+
+def _pfor(b: ir.IRBuilder, module: ir.Module, fn: ir.Function, ptrs: list, n: ir.Value,
+          grain: int) -> None:
+    """``oxla_parallel_for`` over a run-time count ``n`` (it runs on the calling thread
+    when ``n < 2 * grain``)."""
+    pfor = runtime(module)
+    task = task_wrapper(module, fn, len(ptrs))
+    with b.goto_entry_block():
+        ctx = b.alloca(PTR, len(ptrs), name=f"{fn.name}.ctx")
+    for i, p in enumerate(ptrs):
+        b.store(p, b.gep(ctx, [_c(i)], source_etype=PTR))
+    b.call(pfor, [task, ctx, n, _c(grain)])
+
+
+def _params(b: ir.IRBuilder, p: ir.Value) -> list[ir.Value]:
+    return [b.load(b.gep(p, [_c(i)], source_etype=I64), typ=I64) for i in range(4)]
+
+
+def _pack_row(b: ir.IRBuilder, g, ty: ir.Type, src: ir.Value, dst: ir.Value,
+              idx: dict, last: str, n: int, row0: ir.Value) -> None:
+    """Writes one im2col row ``dst[row0 : row0 + n]`` (index variables ``idx``, the
+    row's own index of role ``last``): zeros, a copy, zeros; or, when the row is not
+    affine, an element-by-element test."""
+    row = _row(b, g, idx, last, n)
+    if row is not None:
+        off, step, ja, jb = row
+        _fill_zero(b, ty, dst, row0, _c(0), ja)
+        with for_range(b, jb, "j", ja) as j:
+            x = b.load(_gep(b, ty, src, b.add(off, b.mul(j, _c(step)))), typ=ty)
+            b.store(x, _gep(b, ty, dst, b.add(row0, j)))
+        _fill_zero(b, ty, dst, row0, jb, _c(n))
+        return
+    with for_range(b, n, "j") as j:
+        off, dims = _lhs_at(b, g, {**idx, last: j})
+        ok = ir.Constant(I1, 1)
+        for _, d_ok in dims:
+            ok = b.and_(ok, d_ok)
+        x = b.load(_gep(b, ty, src, b.select(ok, off, _c(0))), typ=ty)
+        b.store(b.select(ok, x, ir.Constant(ty, 0.0)), _gep(b, ty, dst, b.add(row0, j)))
+
+
+def _out_roles(g, dims: range | list) -> list[str]:
+    return [g.out_role(d) for d in dims]
+
+
+def _im2col_task(s: Scalar, k, ch) -> ir.Function:
+    """``task(lhs, col, params, start, end)``: im2col rows ``[start, end)`` of one chunk."""
+    g = k.geom
+    ty = _ftype(g)
+    kroles = g.k_roles
+    kext = [g.extent(r) for r in kroles]
+    fn, b = _task(s.module, f"{k.name}.im2col", 3, (0, 1))
+    src, dst, prm = fn.args[:3]
+    start, end = fn.args[3], fn.args[4]
+    p0, _, r0, nr = _params(b, prm)
+    if g.feature_last:  # rows (p, g, k[:-1]), each of the last window role
+        n = kext[-1]
+        inner = [g.G] + kext[:-1]
+        per = math.prod(inner)
+        with for_range(b, end, "t", start) as t:
+            idx = dict(zip(["g"] + kroles[:-1], delinearize(b, b.urem(t, _c(per)), inner)))
+            p = b.add(p0, b.udiv(t, _c(per)))
+            idx.update(zip(_out_roles(g, range(len(g.os) - 1)),
+                           delinearize(b, p, g.os[:-1])))
+            _pack_row(b, g, ty, src, dst, idx, kroles[-1], n, b.mul(t, _c(n)))
+    else:  # rows (oo, g, k, rr), each of the innermost output dimension
+        n = g.os[-1]
+        gk = [g.G] + kext
+        per = math.prod(gk)
+        with for_range(b, end, "t", start) as t:
+            rr = b.urem(t, nr)
+            rest = b.udiv(t, nr)
+            idx = dict(zip(["g"] + kroles, delinearize(b, b.urem(rest, _c(per)), gk)))
+            o = b.add(p0, b.udiv(rest, _c(per)))
+            idx.update(zip(_out_roles(g, range(g.of)), delinearize(b, o, g.os[:g.of])))
+            idx.update(zip(_out_roles(g, range(g.of + 1, len(g.os) - 1)),
+                           delinearize(b, b.add(r0, rr), g.os[g.of + 1:-1])))
+            row0 = b.mul(b.add(b.mul(rest, _c(ch.rows)), rr), _c(n))
+            _pack_row(b, g, ty, src, dst, idx, g.out_role(len(g.os) - 1), n, row0)
+    b.ret_void()
+    return fn
+
+
+class _Blas:
+    """The BLAS call of a task: Fortran-convention argument slots in its entry block."""
+
+    def __init__(self, b: ir.IRBuilder, module: ir.Module, g):
+        self.b = b
+        ty = _ftype(g)
+        name = "oxla_sgemm" if g.dtype == "f32" else "oxla_dgemm"
+        self.fn = module.globals.get(name) or ir.Function(
+            module, ir.FunctionType(VOID, [PTR] * 13), name)
+        with b.goto_entry_block():
+            self.slots = {nm: b.alloca(t, name=nm) for nm, t in (
+                ("ta", I8), ("tb", I8), ("m", I32), ("n", I32), ("k", I32), ("lda", I32),
+                ("ldb", I32), ("ldc", I32), ("alpha", ty), ("beta", ty))}
+        b.store(ir.Constant(ty, 1.0), self.slots["alpha"])
+        b.store(ir.Constant(ty, 0.0), self.slots["beta"])
+        b.store(ir.Constant(I32, g.k_size), self.slots["k"])
+
+    def __call__(self, m, n, a, ta: bool, lda: int, bm, tb: bool, ldb: int, cm,
+                 ldc: int) -> None:
+        """Row-major ``C[m,n] = op(A) op(B)`` as Fortran ``C^T = op(B)^T op(A)^T``."""
+        b, sl = self.b, self.slots
+        b.store(ir.Constant(I8, ord("T" if tb else "N")), sl["ta"])
+        b.store(ir.Constant(I8, ord("T" if ta else "N")), sl["tb"])
+        b.store(b.trunc(n, I32), sl["m"])
+        b.store(b.trunc(m, I32), sl["n"])
+        b.store(ir.Constant(I32, max(1, ldb)), sl["lda"])
+        b.store(ir.Constant(I32, max(1, lda)), sl["ldb"])
+        b.store(ir.Constant(I32, max(1, ldc)), sl["ldc"])
+        b.call(self.fn, [sl["ta"], sl["tb"], sl["m"], sl["n"], sl["k"], sl["alpha"], bm,
+                         sl["lda"], a, sl["ldb"], sl["beta"], cm, sl["ldc"]])
+
+
+def _block(g, ch) -> int:
+    """Rows (layout A) or columns (layout B, a multiple of the innermost dimension) of
+    output per GEMM work item: about :data:`ITEM_FLOPS` of work."""
+    per = max(1, ITEM_FLOPS // (2 * g.o_tot * g.k_size))
+    if g.feature_last:
+        return max(1, min(ch.rows, max(16, per)))
+    n = g.os[-1]
+    return min(ch.rows, max(1, -(-per // n))) * n
+
+
+def _gemm_task(s: Scalar, k, ch, n_extra: int) -> ir.Function:
+    """``task(src, w, out, params, extras..., start, end)``: GEMM items ``[start, end)``
+    of one chunk, each followed by the epilogue on the output it wrote."""
+    g = k.geom
+    module = s.module
+    ty = _ftype(g)
+    kk, og, o_tot, G = g.k_size, g.og, g.o_tot, g.G
+    bs = _block(g, ch)
+    fn, b = _task(module, f"{k.name}.gemm", 4 + n_extra, (2,))
+    ts = Scalar(b, module, s.target, s.fast_math)
+    a_p, w_p, c_p, prm = fn.args[:4]
+    ex_p = list(fn.args[4:4 + n_extra])
+    start, end = fn.args[4 + n_extra], fn.args[5 + n_extra]
+    _set_one_thread(b, module)
+    blas = _Blas(b, module, g)
+    p0, cp, r0, nr = _params(b, prm)
+
+    def weights(gi: ir.Value, a_side: bool) -> tuple[ir.Value, bool, int]:
+        """W_g as the GEMM's B (layout A) or A = W_g^T (layout B): pointer, transposed,
+        leading dimension."""
+        if k.w_major:  # stored [O, K]
+            return _gep(b, ty, w_p, b.mul(gi, _c(og * kk))), not a_side, kk
+        return _gep(b, ty, w_p, b.mul(gi, _c(og))), a_side, o_tot  # stored [K, O]
+
+    with for_range(b, end, "it", start) as it:
+        if g.feature_last:
+            r = b.mul(it, _c(bs))
+            cnt = _smin(b, _c(bs), b.sub(cp, r))
+            with for_range(b, G, "grp") as gi:
+                wm, wt, ldw = weights(gi, False)
+                a = _gep(b, ty, a_p, b.add(b.mul(r, _c(G * kk)), b.mul(gi, _c(kk))))
+                cm = _gep(b, ty, c_p, b.add(b.mul(b.add(p0, r), _c(o_tot)),
+                                            b.mul(gi, _c(og))))
+                blas(cnt, _c(og), a, False, G * kk, wm, wt, ldw, cm, o_tot)
+            if k.epilogue is not None:
+                first = b.add(p0, r)
+                with for_range(b, b.add(first, cnt), "ep", first) as pi:
+                    _epilogue(ts, k, c_p, ex_p, delinearize(b, pi, g.os[:-1]),
+                              b.mul(pi, _c(o_tot)), o_tot)
+        else:
+            n_last = g.os[-1]
+            inner = math.prod(g.os[g.of + 1:])
+            width = b.mul(nr, _c(n_last))
+            nbl = b.udiv(b.add(width, _c(bs - 1)), _c(bs))
+            oo = b.udiv(it, nbl)
+            c0 = b.mul(b.urem(it, nbl), _c(bs))
+            cnt = _smin(b, _c(bs), b.sub(width, c0))
+            o = b.add(p0, oo)
+            col0 = b.add(b.mul(r0, _c(n_last)), c0)  # first output column in ``inner``
+            with for_range(b, G, "grp") as gi:
+                wm, wt, ldw = weights(gi, True)
+                bm = _gep(b, ty, a_p, b.add(b.mul(b.add(b.mul(oo, _c(G)), gi),
+                                                  _c(kk * ch.rows * n_last)), c0))
+                cm = _gep(b, ty, c_p, b.add(b.add(b.mul(o, _c(o_tot * inner)),
+                                                  b.mul(gi, _c(og * inner))), col0))
+                blas(_c(og), cnt, wm, wt, ldw, bm, False, ch.rows * n_last, cm, inner)
+            if k.epilogue is not None:  # blocks hold whole rows of the innermost dim
+                oidx = delinearize(b, o, g.os[:g.of])
+                with for_range(b, o_tot, "ef") as fi, \
+                        for_range(b, b.udiv(b.add(col0, cnt), _c(n_last)), "er",
+                                  b.udiv(col0, _c(n_last))) as ri:
+                    base = b.add(b.add(b.mul(o, _c(o_tot * inner)), b.mul(fi, _c(inner))),
+                                 b.mul(ri, _c(n_last)))
+                    _epilogue(ts, k, c_p, ex_p,
+                              oidx + [fi] + delinearize(b, ri, g.os[g.of + 1:-1]), base,
+                              n_last)
+    b.ret_void()
+    return fn
+
+
+def emit_gemm_mode(s: Scalar, k, lhs: ir.Value, w: ir.Value, out: ir.Value,
+                   col: ir.Value | None, extras: list[ir.Value]) -> None:
+    """The chunk loop: per chunk, parameters, parallel im2col (unless the GEMM reads the
+    input in place), parallel GEMMs."""
+    from oxla_backend_cpu.conv import chunks
+
+    g = k.geom
+    ch = chunks(g)
+    b, module = s.b, s.module
+    pack = _im2col_task(s, k, ch) if col is not None else None
+    gemm = _gemm_task(s, k, ch, len(extras))
+    bs = _block(g, ch)
+    flops = 2.0 * g.o_tot * g.k_size * math.prod(g.os) / ch.n  # per chunk
+    gemm_grain = 1 if flops >= 2 * ITEM_FLOPS else 1 << 40
+    with b.goto_entry_block():
+        prm = b.alloca(I64, 4, name=f"{k.name}.chunk")
+    old = set_gemm_threads(b, module, 1.0)  # the calling thread's items: one BLAS thread
+    with for_range(b, ch.n, "chunk") as c:
+        if g.feature_last:
+            p_all = math.prod(g.os[:-1])
+            p0 = b.mul(c, _c(ch.rows))
+            cnt = _smin(b, _c(ch.rows), b.sub(_c(p_all), p0))
+            vals = [p0, cnt, _c(0), _c(0)]
+            rows = b.mul(cnt, _c(g.G * g.k_size // g.extent(g.k_roles[-1])))
+            n_row = g.extent(g.k_roles[-1])
+            items = b.udiv(b.add(cnt, _c(bs - 1)), _c(bs))
+        else:
+            outer_n = math.prod(g.os[:g.of])
+            r_all = math.prod(g.os[g.of + 1:-1])
+            per_outer = -(-r_all // ch.rows)
+            o0 = b.mul(b.udiv(c, _c(per_outer)), _c(ch.outer))
+            r0 = b.mul(b.urem(c, _c(per_outer)), _c(ch.rows))
+            co = _smin(b, _c(ch.outer), b.sub(_c(outer_n), o0))
+            nr = _smin(b, _c(ch.rows), b.sub(_c(r_all), r0))
+            vals = [o0, co, r0, nr]
+            n_row = g.os[-1]
+            rows = b.mul(b.mul(co, nr), _c(g.G * g.k_size))
+            width = b.mul(nr, _c(n_row))
+            items = b.mul(co, b.udiv(b.add(width, _c(bs - 1)), _c(bs)))
+        for i, v in enumerate(vals):
+            b.store(v, b.gep(prm, [_c(i)], source_etype=I64))
+        if pack is not None:
+            _pfor(b, module, pack, [lhs, col, prm], rows,
+                  max(1, -(-MIN_ELEMENTS_PER_CHUNK // n_row)))
+        _pfor(b, module, gemm, [col if col is not None else lhs, w, out, prm] + extras,
+              items, gemm_grain)
+    restore_threads(b, module, old)
