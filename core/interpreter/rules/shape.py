@@ -168,10 +168,37 @@ def strided_slice(x: np.ndarray, starts, limits, strides) -> np.ndarray:
     return np.array(np.asarray(x)[index])
 
 
+def clamped_slice_bounds(dim: int, start: int, limit: int, stride: int) -> tuple[int, int]:
+    """``(start, count)`` of a ``real_dynamic_slice`` along one axis of size ``dim``:
+    ``count = ceil((limit - start) / stride)`` (the spec's result size) and ``start``
+    clamped so that the slice stays inside the axis, as ``dynamic_slice`` clamps (XLA
+    compiles ``real_dynamic_slice`` with ``limit = start + constant`` as a
+    ``dynamic_slice``, StableHLO's canonicalize-dynamism pattern).
+
+    Raises:
+        InterpreterError: a non-positive stride, or a slice longer than the axis.
+    """
+    if stride <= 0:
+        raise InterpreterError(f"real_dynamic_slice: stride {stride} must be positive")
+    count = max(0, -(-(limit - start) // stride))
+    span = (count - 1) * stride + 1 if count else 0
+    if span > dim:
+        raise InterpreterError(f"real_dynamic_slice: {count} elements with stride {stride} "
+                               f"do not fit in a dimension of size {dim}")
+    return min(max(start, 0), dim - span), count
+
+
 @interpreter_rule("stablehlo.real_dynamic_slice")
 def real_dynamic_slice(ctx, op, args):
-    """Deprecated ``real_dynamic_slice``: ``slice`` with operand-given bounds."""
-    return [strided_slice(*args)]
+    """Deprecated ``real_dynamic_slice``: ``slice`` with operand-given bounds; the result
+    has ``ceil((limit - start) / stride)`` elements per axis and out-of-bounds starts
+    are clamped (:func:`clamped_slice_bounds`)."""
+    x = np.asarray(args[0])
+    index = []
+    for d, (a, b, st) in enumerate(zip(*(np.asarray(v).reshape(-1) for v in args[1:4]))):
+        start, count = clamped_slice_bounds(x.shape[d], int(a), int(b), int(st))
+        index.append(slice(start, start + count * int(st), int(st)))
+    return [np.array(x[tuple(index)])]
 
 
 @interpreter_rule("stablehlo.torch_index_select")

@@ -20,7 +20,7 @@ from __future__ import annotations
 import llvmlite.ir as ir
 import numpy as np
 from oxla_codegen_llvm import FusedEmitter, Scalar, linearize, llvm_type, loop_nest, shape_of
-from oxla_codegen_llvm.fused import emit_region, to_index
+from oxla_codegen_llvm.fused import clamp, emit_region, to_index
 from oxla_codegen_llvm.fused import load as load_elem
 from oxla_codegen_llvm.fused import store as store_elem
 from oxla_codegen_llvm.loops import for_range
@@ -196,16 +196,24 @@ def emit_map(s: Scalar, k: OpKernel, buffers: dict, outs: list) -> None:
 @op_emitter("stablehlo.real_dynamic_slice")
 def emit_real_dynamic_slice(s: Scalar, k: OpKernel, buffers: dict, outs: list) -> None:
     """Spec ``real_dynamic_slice`` with a static result shape: ``out[i] = x[start +
-    i * stride]`` (start and strides read from their operands)."""
+    i * stride]`` (start and strides read from their operands), ``start`` clamped into
+    ``[0, dim - ((n - 1) * stride + 1)]`` as ``dynamic_slice`` clamps (what XLA compiles
+    it to, and the interpreter's rule); an index is never read outside ``x``."""
     b, op = s.b, k.op
     x, starts, _, strides = op.operands
-    shape = shape_of(op.results[0])
+    shape, xs = shape_of(op.results[0]), shape_of(x)
     et = op.results[0].type.element_type
     f = FusedEmitter(s, buffers)
     with loop_nest(b, shape, "r") as idx:
         f.reset()
-        sidx = [b.add(to_index(f, starts, [_i64(d)]),
-                      b.mul(i, to_index(f, strides, [_i64(d)]))) for d, i in enumerate(idx)]
+        sidx = []
+        for d, i in enumerate(idx):
+            st = to_index(f, strides, [_i64(d)])
+            hi = b.sub(_i64(xs[d] - 1), b.mul(_i64(shape[d] - 1), st))
+            start = to_index(f, starts, [_i64(d)])
+            start = b.select(b.icmp_signed(">", start, hi), hi, start)
+            start = b.select(b.icmp_signed("<", start, _i64(0)), _i64(0), start)
+            sidx.append(clamp(b, b.add(start, b.mul(i, st)), 0, xs[d] - 1))
         store_elem(s, outs[0], et, linearize(b, idx, shape), f.value_at(x, sidx))
 
 
