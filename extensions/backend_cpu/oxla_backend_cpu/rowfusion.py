@@ -31,11 +31,13 @@ An expensive value that both a reduction and the consumer compute at the same in
 output row, the consumer's loop loads it back before overwriting the element
 (:attr:`RowKernel.stash`).
 
-Semantics are kept exactly: each reduction applies its body to the row's elements in
-the same order as the standalone ``reduce`` kernel (index order, except a one-op
-associative body over the innermost dimension, which gets partial accumulators as in
-:func:`oxla_backend_cpu.opkernels.emit_reduce`; the spec leaves that order unspecified);
-elementwise ops are emitted by the same scalar emitters (no FMA contraction unless
+Semantics are kept exactly, up to the order of a reduction, which the spec leaves
+unspecified: a reduction applies its body to the row's elements in index order, except
+a one-op associative body over the innermost dimension, which gets partial vector
+accumulators as in :func:`oxla_backend_cpu.opkernels.emit_reduce` and, here, a tree
+across the vector's lanes at the end (``reassoc`` on that one ``fadd``/``fmul``: the
+standalone kernel's 16 dependent lane additions per row made layer norm latency-bound).
+Elementwise ops are emitted by the same scalar emitters (no FMA contraction unless
 ``fast_math``).
 """
 
@@ -376,6 +378,8 @@ def emit_rows(s, k: RowKernel, buffers: dict, outs: list) -> None:
                                linearize(b, idx, in_shape), f.value_at(k.stash, idx))
                 cur = [b.load(accs[r], typ=llvm_type(et)) for r, et in zip(op.results, ets)]
                 for r, v in zip(op.results, emit_region(s, op.regions[0], cur + xs)):
+                    if vec and getattr(v, "opname", "") in ("fadd", "fmul"):
+                        v.flags.append("reassoc")  # lanes summed as a tree, not a chain
                     b.store(v, accs[r])
             f.reset()
             for r, et in zip(op.results, ets):
