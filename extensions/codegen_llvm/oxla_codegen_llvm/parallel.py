@@ -129,7 +129,7 @@ def _define_runtime(module: ir.Module) -> ir.Function:
     pool, pool_worker = define_pool(module, TASK_TYPE, create, join, MAX_THREADS)
     fallback = fn.append_basic_block("spawn")
     emit_pool_run(b, pool, pool_worker, create, task, ctx, n, t, b.load(nthreads, typ=I64),
-                  fallback)
+                  fallback, _smax(b, grain, ir.Constant(I64, 1)))
     b.position_at_end(fallback)
     # chunk c covers [c*n/t, (c+1)*n/t)
     def bound(c: ir.Value) -> ir.Value:

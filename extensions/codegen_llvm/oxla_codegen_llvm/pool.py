@@ -11,9 +11,17 @@ Protocol (one mutex, two condition variables, all in module globals):
 * a call takes the pool with an atomic compare-and-swap on ``busy``; a second thread
   calling the same executable meanwhile falls back to starting threads for its loop
   (still correct, as before);
-* the caller publishes ``task, ctx, n, t``, sets ``pending = t - 1``, bumps ``gen`` and
-  broadcasts; worker ``w`` runs chunk ``w + 1`` when ``w + 1 < t``, decrements
-  ``pending`` and signals the caller, which runs chunk 0 and waits for ``pending == 0``;
+* the caller publishes ``task, ctx, n, t``, the chunk size and ``next = 0``, bumps
+  ``gen`` and broadcasts; then it and every worker ``w`` with ``w + 1 < t`` that wakes
+  take chunks ``[i, i + chunk)`` with an atomic fetch-add on ``next`` until ``i >= n``
+  (dynamic scheduling: a worker that is late, e.g. because another process holds its
+  core, gets fewer chunks, or none, instead of holding up the loop). A worker joins a
+  loop by incrementing ``running`` under the mutex when it reads the loop's fields, and
+  leaves by decrementing it and signalling ``done``; the caller, once ``next >= n``,
+  waits for ``running == 0`` only (not for workers that never woke). A worker that
+  wakes after its loop ended finds ``next >= n`` and runs nothing; since the next loop
+  waits for ``running == 0`` before it publishes, such a late worker never takes a
+  chunk of a newer loop with an older task;
 * ``oxla_pool_shutdown()`` (external symbol) sets ``quit``, wakes and joins the
   workers; the executable calls it before its machine code is freed.
 
@@ -30,7 +38,8 @@ I8, I32, I64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
 VOID = ir.VoidType()
 SHUTDOWN = "oxla_pool_shutdown"
 # words of the state array
-INIT, BUSY, GEN, PENDING, TASK, CTX, N, T, NWORKERS, QUIT = range(10)
+INIT, BUSY, GEN, RUNNING, TASK, CTX, N, T, NWORKERS, QUIT, CHUNK = range(11)
+NEXT = 16  # the chunk counter, on a cache line of its own
 
 
 def _c(n: int) -> ir.Constant:
@@ -51,7 +60,7 @@ class _Pool:
             g.align = 64
             return g
 
-        self.state = glob("oxla_pool.state", ir.ArrayType(I64, 16))
+        self.state = glob("oxla_pool.state", ir.ArrayType(I64, 24))
         self.mutex = glob("oxla_pool.mutex", ir.ArrayType(I8, 128))
         self.work = glob("oxla_pool.work", ir.ArrayType(I8, 128))
         self.done = glob("oxla_pool.done", ir.ArrayType(I8, 128))
@@ -110,16 +119,16 @@ def define_pool(module: ir.Module, task_type: ir.FunctionType, create: ir.Functi
     b.position_at_end(got)
     task = b.inttoptr(p.load(b, TASK), task_type.as_pointer())
     ctx = b.inttoptr(p.load(b, CTX), PTR)
-    n, t = p.load(b, N), p.load(b, T)
+    n, t, chunk = p.load(b, N), p.load(b, T), p.load(b, CHUNK)
+    joins = b.icmp_signed("<", b.add(idx, _c(1)), t)
+    p.store(b, RUNNING, b.add(p.load(b, RUNNING), b.zext(joins, I64)))
     b.call(p.unlock, [p.mutex])
-    c = b.add(idx, _c(1))
-    b.cbranch(b.icmp_signed("<", c, t), run, after)
+    b.cbranch(joins, run, after)
     b.position_at_end(run)
-    b.call(task, [ctx, b.sdiv(b.mul(c, n), t), b.sdiv(b.mul(b.add(c, _c(1)), n), t)])
+    emit_take_chunks(b, p, task, ctx, n, chunk)
     b.call(p.lock, [p.mutex])
-    left = b.sub(p.load(b, PENDING), _c(1))
-    p.store(b, PENDING, left)
-    b.call(p.signal, [p.done])
+    p.store(b, RUNNING, b.sub(p.load(b, RUNNING), _c(1)))
+    b.call(p.broadcast, [p.done])
     b.call(p.unlock, [p.mutex])
     b.branch(after)
     b.position_at_end(after)
@@ -153,11 +162,31 @@ def define_pool(module: ir.Module, task_type: ir.FunctionType, create: ir.Functi
     return p, worker
 
 
+def emit_take_chunks(b: ir.IRBuilder, p: _Pool, task: ir.Value, ctx: ir.Value,
+                     n: ir.Value, chunk: ir.Value) -> None:
+    """At ``b``: ``while (i = fetch_add(next, chunk)) < n: task(ctx, i, min(i + chunk,
+    n))``; leaves ``b`` after the loop."""
+    fn = b.function
+    head = fn.append_basic_block("chunks.head")
+    body = fn.append_basic_block("chunks.body")
+    out = fn.append_basic_block("chunks.done")
+    b.branch(head)
+    b.position_at_end(head)
+    i = b.atomic_rmw("add", p.word(b, NEXT), chunk, "monotonic")
+    b.cbranch(b.icmp_signed("<", i, n), body, out)
+    b.position_at_end(body)
+    end = b.add(i, chunk)
+    b.call(task, [ctx, i, b.select(b.icmp_signed("<", end, n), end, n)])
+    b.branch(head)
+    b.position_at_end(out)
+
+
 def emit_pool_run(b: ir.IRBuilder, p: _Pool, worker: ir.Function, create: ir.Function,
                   task: ir.Value, ctx: ir.Value, n: ir.Value, t: ir.Value,
-                  nthreads: ir.Value, fallback: ir.Block) -> None:
-    """At ``b``: runs ``task`` over ``[0, n)`` in ``t`` chunks on the pool, or branches
-    to ``fallback`` when another call holds the pool or no worker could start. Ends the
+                  nthreads: ir.Value, fallback: ir.Block, grain: ir.Value) -> None:
+    """At ``b``: runs ``task`` over ``[0, n)`` on the pool, up to ``t`` threads taking
+    chunks of at least ``grain`` iterations (about four per thread), or branches to
+    ``fallback`` when another call holds the pool or no worker could start. Ends the
     current function (``ret void``) on the pool path."""
     fn = b.function
     word = p.word(b, BUSY)
@@ -215,26 +244,36 @@ def emit_pool_run(b: ir.IRBuilder, p: _Pool, worker: ir.Function, create: ir.Fun
 
     b.position_at_end(go)
     b.call(p.lock, [p.mutex])
+    _wait_idle(b, p, "pool.settle")  # a late worker of the previous loop leaves first
     p.store(b, TASK, b.ptrtoint(task, I64))
     p.store(b, CTX, b.ptrtoint(ctx, I64))
     p.store(b, N, n)
     p.store(b, T, t)
-    p.store(b, PENDING, b.sub(t, _c(1)))
+    per = b.sdiv(b.add(n, b.sub(b.mul(t, _c(4)), _c(1))), b.mul(t, _c(4)))
+    p.store(b, CHUNK, b.select(b.icmp_signed(">", grain, per), grain, per))
+    b.store_atomic(_c(0), p.word(b, NEXT), "monotonic", 8)
     p.store(b, GEN, b.add(p.load(b, GEN), _c(1)))
     b.call(p.broadcast, [p.work])
+    chunk = p.load(b, CHUNK)
     b.call(p.unlock, [p.mutex])
-    b.call(task, [ctx, _c(0), b.sdiv(n, t)])
+    emit_take_chunks(b, p, task, ctx, n, chunk)
     b.call(p.lock, [p.mutex])
-    wait_head = fn.append_basic_block("pool.wait")
-    wait_body = fn.append_basic_block("pool.wait.body")
-    finished = fn.append_basic_block("pool.finished")
-    b.branch(wait_head)
-    b.position_at_end(wait_head)
-    b.cbranch(b.icmp_signed("!=", p.load(b, PENDING), _c(0)), wait_body, finished)
-    b.position_at_end(wait_body)
-    b.call(p.wait, [p.done, p.mutex])
-    b.branch(wait_head)
-    b.position_at_end(finished)
+    _wait_idle(b, p, "pool.wait")
     b.call(p.unlock, [p.mutex])
     b.store_atomic(_c(0), word, "release", 8)
     b.ret_void()
+
+
+def _wait_idle(b: ir.IRBuilder, p: _Pool, name: str) -> None:
+    """At ``b``, holding the mutex: waits on ``done`` until ``running == 0``."""
+    fn = b.function
+    head = fn.append_basic_block(name)
+    body = fn.append_basic_block(f"{name}.body")
+    out = fn.append_basic_block(f"{name}.out")
+    b.branch(head)
+    b.position_at_end(head)
+    b.cbranch(b.icmp_signed("!=", p.load(b, RUNNING), _c(0)), body, out)
+    b.position_at_end(body)
+    b.call(p.wait, [p.done, p.mutex])
+    b.branch(head)
+    b.position_at_end(out)
