@@ -256,3 +256,32 @@ def test_small_chunks(monkeypatch, case):
 
     want = InterpreterBackend().compile(parse_module(text, "test.mlir"))(*args)[0]
     np.testing.assert_allclose(exe(*args)[0], want, rtol=1e-4, atol=1e-4)
+
+
+def test_conv_with_epilogue_in_a_while_body():
+    """Conv kernels in a region's plan: im2col scratch inside the region's arena, the
+    loop-carried image overwritten each iteration (3 iterations of conv + tanh)."""
+    t = "tensor<1x4x6x6xf32>"
+    text = f"""
+func.func @main(%x: {t}, %w: tensor<4x4x3x3xf32>) -> {t} {{
+  %c0 = stablehlo.constant dense<0> : tensor<i32>
+  %one = stablehlo.constant dense<1> : tensor<i32>
+  %n = stablehlo.constant dense<3> : tensor<i32>
+  %r:2 = stablehlo.while(%i = %c0, %a = %x) : tensor<i32>, {t}
+    cond {{
+      %lt = stablehlo.compare LT, %i, %n, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+      stablehlo.return %lt : tensor<i1>
+    }} do {{
+      %i1 = stablehlo.add %i, %one : tensor<i32>
+      %c = stablehlo.convolution(%a, %w) dim_numbers = [b, f, 0, 1]x[o, i, 0, 1]->[b, f, 0, 1],
+          window = {{pad = [[1, 1], [1, 1]]}}
+          {{batch_group_count = 1 : i64, feature_group_count = 1 : i64}}
+          : ({t}, tensor<4x4x3x3xf32>) -> {t}
+      %h = stablehlo.tanh %c : {t}
+      stablehlo.return %i1, %h : tensor<i32>, {t}
+    }}
+  return %r#1 : {t}
+}}"""
+    x = RNG.standard_normal((1, 4, 6, 6)).astype(np.float32)
+    w = (RNG.standard_normal((4, 4, 3, 3)) * 0.3).astype(np.float32)
+    run_both(text, [x, w], rtol=1e-4, atol=1e-5)
