@@ -12,6 +12,17 @@ RNG = np.random.default_rng(11)
 SPATIAL = "DHW"
 
 
+@pytest.fixture(autouse=True)
+def _gemm_at_every_size(monkeypatch, tmp_path):
+    """These small cases test the GEMM/direct kernels: keep tiny f32 convolutions off
+    the exact f64 loop (``linalg.SMALL_CONV_MACS``, covered in test_small_products),
+    with a compile cache of their own (the threshold is not part of its key)."""
+    from oxla_backend_cpu import linalg
+
+    monkeypatch.setattr(linalg, "SMALL_CONV_MACS", 0)
+    monkeypatch.setenv("OXLA_CACHE_DIR", str(tmp_path / "cache"))
+
+
 def _dn(layout: str, batch: str, feat: str) -> str:
     sp = [c for c in layout if c in SPATIAL]
     names = {batch: "b" if batch == "N" else "o", feat: "f" if feat == "C" else "i"}

@@ -336,6 +336,10 @@ def conv_kernels(op: Operation, vbuf: dict[Value, Buf], n: int, counter) -> list
         return None
     if 0 in g.ls or 0 in g.ks or 0 in g.os or g.og * g.G != g.o_tot:
         return None
+    from oxla_backend_cpu.linalg import small_f32_conv
+
+    if small_f32_conv(op, math.prod(g.os), g.k_size):  # f64 loop, as the interpreter
+        return None
     lhs, rhs = op.operands[:2]
     out = vbuf[op.results[0]]
     mode = choose(g)

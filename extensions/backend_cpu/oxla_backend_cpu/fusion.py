@@ -120,10 +120,13 @@ def _splat_broadcast(op: Operation) -> bool:
 
 
 def _blas_dot(op: Operation) -> bool:
-    """True when BLAS computes the dot: f32 x f32 -> f32 or f64 x f64 -> f64."""
+    """True when BLAS computes the dot: f32 x f32 -> f32 or f64 x f64 -> f64, except
+    tiny f32 dots (:func:`oxla_backend_cpu.linalg.small_f32_dot`)."""
+    from oxla_backend_cpu.linalg import small_f32_dot
+
     et = op.operands[0].type.element_type
     return et == op.operands[1].type.element_type == op.results[0].type.element_type and \
-        isinstance(et, T.FloatType) and et.name in ("f32", "f64")
+        isinstance(et, T.FloatType) and et.name in ("f32", "f64") and not small_f32_dot(op)
 
 
 def fuse(module: Module) -> Plan:

@@ -9,8 +9,15 @@
   BLAS or a direct depthwise kernel instead (:mod:`oxla_backend_cpu.conv`).
 
 Accumulation follows the interpreter (``oxla.interpreter.rules.linalg``): integers in
-64 bits (wrapping, then truncated to the result), f64 results in f64, every other float
-result in f32, rounded once at the end. No FMA contraction (separate ``fmul``/``fadd``).
+64 bits (wrapping, then truncated to the result); dots of f64 results in f64, every other
+float result in f32 (a fold in contraction order); convolutions of real floats in f64
+(the interpreter's ``tensordot`` in f64); each rounded once at the end. No FMA
+contraction (separate ``fmul``/``fadd``).
+
+Small f32 products come here instead of BLAS (:func:`small_f32_dot`,
+:func:`small_f32_conv`): their results then equal the interpreter's (a BLAS kernel sums
+in its own blocked order, some ULP apart where terms cancel) at a cost that is
+negligible at those sizes.
 """
 
 from __future__ import annotations
@@ -46,6 +53,40 @@ def acc_type(et: T.ElementType) -> T.ElementType:
         return T.FloatType("f32")
     raise NotSupportedError(f"element type {et} is not supported by the cpu dot/convolution "
                             "kernels yet")
+
+
+SMALL_DOT_MACS = 1024
+"""f32 dots of at most this many multiply-adds use the loop kernel, not BLAS."""
+SMALL_CONV_MACS = 1 << 17
+"""f32 convolutions of at most this many multiply-adds use the loop kernel."""
+
+
+def small_f32_dot(op) -> bool:
+    """True for an f32 ``dot``/``dot_general`` of at most :data:`SMALL_DOT_MACS`
+    multiply-adds (computed by :func:`emit_dot_loop`, as the interpreter folds it)."""
+    lhs, rhs = op.operands[:2]
+    if op.results[0].type.element_type != T.FloatType("f32"):
+        return False
+    _, rb, _, rc = dot_dims(op)
+    rfree = [d for d in range(rhs.type.rank) if d not in rb + rc]
+    macs = int(np.prod(shape_of(lhs), dtype=np.int64)) * \
+        int(np.prod([shape_of(rhs)[d] for d in rfree], dtype=np.int64))
+    return macs <= SMALL_DOT_MACS
+
+
+def small_f32_conv(op, out_elems: int, k_size: int) -> bool:
+    """True for an f32 convolution of at most :data:`SMALL_CONV_MACS` multiply-adds
+    (``out_elems * k_size``; computed by :func:`emit_convolution` in f64)."""
+    return op.results[0].type.element_type == T.FloatType("f32") and \
+        out_elems * k_size <= SMALL_CONV_MACS
+
+
+def conv_acc_type(et: T.ElementType) -> T.ElementType:
+    """The accumulation type of a convolution with result type ``et``: f64 for real
+    floats (the interpreter's), else :func:`acc_type`."""
+    if isinstance(et, T.FloatType):
+        return T.FloatType("f64")
+    return acc_type(et)
 
 
 def _mac(s: Scalar, acc_et: T.ElementType, acc: ir.Value, x: ir.Value, y: ir.Value) -> ir.Value:
@@ -186,7 +227,7 @@ def emit_convolution(s: Scalar, k: OpKernel, buffers: dict, outs: list) -> None:
     lhs, rhs = op.operands[:2]
     dn = op.attr("dimension_numbers")
     et = op.results[0].type.element_type
-    acc_et = acc_type(et)
+    acc_et = conv_acc_type(et)
     aty = llvm_type(acc_et)
     ls, ks, out_shape = shape_of(lhs), shape_of(rhs), shape_of(op.results[0])
     ns = len(ls) - 2
