@@ -31,7 +31,7 @@ def _want(x, w):
     return (h @ w64) * h
 
 
-@pytest.mark.parametrize("threads", ["2", "5"])
+@pytest.mark.parametrize("threads", ["1", "2", "5"])
 def test_dynamic_chunks_match_numpy(monkeypatch, threads):
     monkeypatch.setenv("OXLA_NUM_THREADS", threads)
     exe = compile_cpu(PROGRAM, cache=False)
@@ -55,3 +55,20 @@ def test_dynamic_chunks_match_numpy(monkeypatch, threads):
     for t in pool:
         t.join()
     assert not errors
+
+
+@pytest.mark.parametrize("threads", ["1", "2", "3", "8"])
+@pytest.mark.parametrize("m,n,k", [(1000, 300, 256), (96, 2000, 384)])
+def test_gemm_blocks_chosen_at_run_time(monkeypatch, threads, m, n, k):
+    """Row blocks (m >= n) and column blocks (n > m), their number set by the thread
+    count when the executable loads; the last block is shorter."""
+    monkeypatch.setenv("OXLA_NUM_THREADS", threads)
+    a = RNG.standard_normal((m, k)).astype(np.float32)
+    b = RNG.standard_normal((n, k)).astype(np.float32)
+    text = f"""func.func @main(%a: tensor<{m}x{k}xf32>, %b: tensor<{n}x{k}xf32>) -> tensor<{m}x{n}xf32> {{
+  %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [1] : (tensor<{m}x{k}xf32>, tensor<{n}x{k}xf32>) -> tensor<{m}x{n}xf32>
+  return %0 : tensor<{m}x{n}xf32>
+}}"""
+    exe = compile_cpu(text, cache=False)
+    want = a.astype(np.float64) @ b.astype(np.float64).T
+    np.testing.assert_allclose(exe(a, b)[0], want, rtol=1e-4, atol=1e-3 * np.sqrt(k))

@@ -217,8 +217,9 @@ def task_wrapper(module: ir.Module, kernel: ir.Function, n_ptrs: int) -> ir.Func
 
 
 def call_parallel(b: ir.IRBuilder, module: ir.Module, kernel: ir.Function,
-                  ptrs: Sequence[ir.Value], n: int, grain: int) -> None:
-    """Emits, at ``b``, a parallel run of ``kernel(ptrs..., start, end)`` over ``[0, n)``.
+                  ptrs: Sequence[ir.Value], n: int | ir.Value, grain: int) -> None:
+    """Emits, at ``b``, a parallel run of ``kernel(ptrs..., start, end)`` over ``[0, n)``
+    (``n``: a constant or an i64 computed at run time).
 
     ``kernel`` must take ``len(ptrs)`` pointers and then ``i64 start, i64 end`` and run
     its outermost loop over that range only.
@@ -229,4 +230,5 @@ def call_parallel(b: ir.IRBuilder, module: ir.Module, kernel: ir.Function,
         ctx = b.alloca(PTR, max(1, len(ptrs)), name=f"{kernel.name}.ctx")
     for i, p in enumerate(ptrs):
         b.store(p, b.gep(ctx, [ir.Constant(I64, i)], source_etype=PTR))
-    b.call(pfor, [task, ctx, ir.Constant(I64, n), ir.Constant(I64, grain)])
+    count = n if isinstance(n, ir.Value) else ir.Constant(I64, n)
+    b.call(pfor, [task, ctx, count, ir.Constant(I64, grain)])
