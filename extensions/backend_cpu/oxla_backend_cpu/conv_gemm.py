@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 
 import llvmlite.ir as ir
-from oxla_codegen_llvm import Scalar, for_range
+from oxla_codegen_llvm import Scalar, for_range, linearize, loop_nest
 from oxla_codegen_llvm.loops import delinearize
 from oxla_codegen_llvm.parallel import MIN_ELEMENTS_PER_CHUNK, runtime, task_wrapper
 
@@ -89,7 +89,8 @@ def _out_roles(g, dims: range | list) -> list[str]:
 
 
 def _im2col_task(s: Scalar, k, ch) -> ir.Function:
-    """``task(lhs, col, params, start, end)``: im2col rows ``[start, end)`` of one chunk."""
+    """``task(lhs, col, params, start, end)``: im2col items ``[start, end)`` of one
+    chunk (output pixels, or rows of ``K``), each a nest of rows without divisions."""
     g = k.geom
     ty = _ftype(g)
     kroles = g.k_roles
@@ -98,30 +99,31 @@ def _im2col_task(s: Scalar, k, ch) -> ir.Function:
     src, dst, prm = fn.args[:3]
     start, end = fn.args[3], fn.args[4]
     p0, _, r0, nr = _params(b, prm)
-    if g.feature_last:  # rows (p, g, k[:-1]), each of the last window role
+    if g.feature_last:  # items: output pixels p; rows (g, k[:-1]) of the last window role
         n = kext[-1]
         inner = [g.G] + kext[:-1]
         per = math.prod(inner)
         with for_range(b, end, "t", start) as t:
-            idx = dict(zip(["g"] + kroles[:-1], delinearize(b, b.urem(t, _c(per)), inner)))
-            p = b.add(p0, b.udiv(t, _c(per)))
-            idx.update(zip(_out_roles(g, range(len(g.os) - 1)),
-                           delinearize(b, p, g.os[:-1])))
-            _pack_row(b, g, ty, src, dst, idx, kroles[-1], n, b.mul(t, _c(n)))
-    else:  # rows (oo, g, k, rr), each of the innermost output dimension
+            p = b.add(p0, t)
+            out_idx = dict(zip(_out_roles(g, range(len(g.os) - 1)),
+                               delinearize(b, p, g.os[:-1])))
+            with loop_nest(b, inner, "gk") as gk:
+                idx = {**out_idx, **dict(zip(["g"] + kroles[:-1], gk))}
+                row = b.add(b.mul(t, _c(per)), linearize(b, gk, inner))
+                _pack_row(b, g, ty, src, dst, idx, kroles[-1], n, b.mul(row, _c(n)))
+    else:  # items: (oo, g, k); rows rr of the innermost output dimension
         n = g.os[-1]
         gk = [g.G] + kext
         per = math.prod(gk)
         with for_range(b, end, "t", start) as t:
-            rr = b.urem(t, nr)
-            rest = b.udiv(t, nr)
-            idx = dict(zip(["g"] + kroles, delinearize(b, b.urem(rest, _c(per)), gk)))
-            o = b.add(p0, b.udiv(rest, _c(per)))
+            idx = dict(zip(["g"] + kroles, delinearize(b, b.urem(t, _c(per)), gk)))
+            o = b.add(p0, b.udiv(t, _c(per)))
             idx.update(zip(_out_roles(g, range(g.of)), delinearize(b, o, g.os[:g.of])))
-            idx.update(zip(_out_roles(g, range(g.of + 1, len(g.os) - 1)),
-                           delinearize(b, b.add(r0, rr), g.os[g.of + 1:-1])))
-            row0 = b.mul(b.add(b.mul(rest, _c(ch.rows)), rr), _c(n))
-            _pack_row(b, g, ty, src, dst, idx, g.out_role(len(g.os) - 1), n, row0)
+            with for_range(b, nr, "rr") as rr:
+                idx.update(zip(_out_roles(g, range(g.of + 1, len(g.os) - 1)),
+                               delinearize(b, b.add(r0, rr), g.os[g.of + 1:-1])))
+                row0 = b.mul(b.add(b.mul(t, _c(ch.rows)), rr), _c(n))
+                _pack_row(b, g, ty, src, dst, idx, g.out_role(len(g.os) - 1), n, row0)
     b.ret_void()
     return fn
 
@@ -261,8 +263,8 @@ def emit_gemm_mode(s: Scalar, k, lhs: ir.Value, w: ir.Value, out: ir.Value,
             p0 = b.mul(c, _c(ch.rows))
             cnt = _smin(b, _c(ch.rows), b.sub(_c(p_all), p0))
             vals = [p0, cnt, _c(0), _c(0)]
-            rows = b.mul(cnt, _c(g.G * g.k_size // g.extent(g.k_roles[-1])))
-            n_row = g.extent(g.k_roles[-1])
+            rows = cnt  # im2col items: output pixels of G*K elements
+            per_item = g.G * g.k_size
             items = b.udiv(b.add(cnt, _c(bs - 1)), _c(bs))
         else:
             outer_n = math.prod(g.os[:g.of])
@@ -273,15 +275,15 @@ def emit_gemm_mode(s: Scalar, k, lhs: ir.Value, w: ir.Value, out: ir.Value,
             co = _smin(b, _c(ch.outer), b.sub(_c(outer_n), o0))
             nr = _smin(b, _c(ch.rows), b.sub(_c(r_all), r0))
             vals = [o0, co, r0, nr]
-            n_row = g.os[-1]
-            rows = b.mul(b.mul(co, nr), _c(g.G * g.k_size))
-            width = b.mul(nr, _c(n_row))
+            rows = b.mul(co, _c(g.G * g.k_size))  # im2col items: nr rows each
+            per_item = ch.rows * g.os[-1]
+            width = b.mul(nr, _c(g.os[-1]))
             items = b.mul(co, b.udiv(b.add(width, _c(bs - 1)), _c(bs)))
         for i, v in enumerate(vals):
             b.store(v, b.gep(prm, [_c(i)], source_etype=I64))
         if pack is not None:
             _pfor(b, module, pack, [lhs, col, prm], rows,
-                  max(1, -(-MIN_ELEMENTS_PER_CHUNK // n_row)))
+                  max(1, -(-MIN_ELEMENTS_PER_CHUNK // per_item)))
         _pfor(b, module, gemm, [col if col is not None else lhs, w, out, prm] + extras,
               items, gemm_grain)
     restore_threads(b, module, old)
