@@ -246,3 +246,46 @@ def test_no_stash_when_the_consumer_reads_another_column():
     x = _special_rows((RNG.standard_normal((9, 33)) * 3).astype(np.float32))
     exe, _ = run_both(text, [x], rtol=1e-5, atol=1e-7)
     assert exe.stats["kernel_count"] == 1
+
+
+def _attention(n: int, consumer: str) -> str:
+    """``softmax(a @ b) @ c`` (``c`` a vector) with the row kernel's consumer replaced by
+    ``consumer`` (reads %s, the scores, %e = exp(%s - max) and %sb, the broadcast row
+    sums); the small result cannot hold the temporaries."""
+    t = f"tensor<{n}x{n}xf32>"
+    r = f"tensor<{n}xf32>"
+    return f"""func.func @main(%a: {t}, %b: {t}, %c: {r}) -> {r} {{
+  %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %zero = stablehlo.constant dense<0.0> : tensor<f32>
+  %s = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : ({t}, {t}) -> {t}
+  %m = stablehlo.reduce(%s init: %ninf) applies stablehlo.maximum across dimensions = [1]
+    : ({t}, tensor<f32>) -> {r}
+  %mb = stablehlo.broadcast_in_dim %m, dims = [0] : ({r}) -> {t}
+  %d = stablehlo.subtract %s, %mb : {t}
+  %e = stablehlo.exponential %d : {t}
+  %sum = stablehlo.reduce(%e init: %zero) applies stablehlo.add across dimensions = [1]
+    : ({t}, tensor<f32>) -> {r}
+  %sb = stablehlo.broadcast_in_dim %sum, dims = [0] : ({r}) -> {t}
+{consumer}
+  %y = stablehlo.dot_general %p, %c, contracting_dims = [1] x [0] : ({t}, {r}) -> {r}
+  return %y : {r}
+}}"""
+
+
+@pytest.mark.parametrize("consumer,in_place", [
+    ("  %p = stablehlo.divide %e, %sb : {t}", True),  # softmax: over the scores
+    # reads the scores besides the stashed exp, which overwrites them: not in place
+    ("  %q = stablehlo.divide %e, %sb : {t}\n  %p = stablehlo.multiply %q, %s : {t}", False),
+    # reads other columns of the scores: not in place
+    ("  %sr = stablehlo.reverse %s, dims = [1] : {t}\n"
+     "  %p = stablehlo.subtract %sr, %mb : {t}", False),
+])
+def test_row_kernel_output_over_its_input(consumer, in_place):
+    n = 96
+    t = f"tensor<{n}x{n}xf32>"
+    text = _attention(n, consumer.format(t=t))
+    a, b = (RNG.standard_normal((n, n)).astype(np.float32) for _ in range(2))
+    c = RNG.standard_normal(n).astype(np.float32)
+    exe, _ = run_both(text, [a, b, c], rtol=2e-4, atol=2e-4)
+    assert exe.stats["temp_bytes"] == (1 if in_place else 2) * n * n * 4
+    assert ("1 in place" in "\n".join(exe.stages)) == in_place

@@ -156,10 +156,16 @@ def _replace(live: list[tuple[int, int, Buf]], old: Buf, new: Buf) -> None:
 
 def _in_place_candidates(k, plan: Plan, last_use: dict[int, int], t: int) -> list[Buf]:
     """Input temporaries of loop kernel ``k`` (at schedule position ``t``) whose bytes
-    its output may take (see the module doc)."""
-    if not isinstance(k, LoopKernel):
+    its output may take (see the module doc; a row kernel's rule is
+    :func:`oxla_backend_cpu.rowfusion.in_place_inputs`)."""
+    from oxla_backend_cpu.rowfusion import RowKernel, in_place_inputs
+
+    if isinstance(k, RowKernel):
+        same = in_place_inputs(k)
+    elif isinstance(k, LoopKernel):
+        same = same_index_inputs(k)
+    else:
         return []
-    same = same_index_inputs(k)
     by_buf: dict[int, tuple[Buf, bool]] = {}
     for v in k.inputs:
         b = plan.vbuf[v]

@@ -74,6 +74,7 @@ class RowKernel(OpKernel):
     extra: list[Value] = field(default_factory=list)
     stash: Value | None = None
     stash_reduce: Operation | None = None
+    in_bufs: dict = field(default_factory=dict)  # input value -> its Buf (for in-place)
 
 
 def _rows_of(k: Kernel) -> tuple[int, ...] | None:
@@ -264,7 +265,8 @@ def _row_kernel(L: LoopKernel, group: list[OpKernel], vbuf) -> RowKernel:
     fused = [op for k in group for op in k.fused_ops] + list(L.fused_ops)
     return RowKernel(L.name.replace("loop", "rows", 1) if L.name.startswith("loop") else
                      f"{L.name}_rows", group[0].op, inputs, [L.out] + [vbuf[v] for v in extra],
-                     fused, [k.op for k in group], L.root, extra, *_stash(L, group, outs))
+                     fused, [k.op for k in group], L.root, extra, *_stash(L, group, outs),
+                     {v: vbuf[v] for v in inputs})
 
 
 EXPENSIVE = frozenset("stablehlo." + n for n in (
@@ -302,21 +304,61 @@ def _stash(L: LoopKernel, group: list[OpKernel],
     return best, theirs.get(best)
 
 
-def _reached(root: Value, idx: Sym, stops: set[Value]) -> dict[Value, set]:
-    """Every computed value of ``root``'s expression -> the symbolic indices it is read
-    at (None: unknown)."""
+def _reached(root: Value, idx: Sym, stops: set[Value],
+             leaves: bool = False) -> dict[Value, set]:
+    """Every computed value of ``root``'s expression (``leaves``: every value of
+    ``stops`` it reads instead) -> the symbolic indices it is read at (None: unknown)."""
     from oxla_codegen_llvm.fused import INDEX_RULES
     from oxla_codegen_llvm.scalar import EMITTERS
 
     out: dict[Value, set] = {}
+    seen: set[tuple] = set()
     stack = [(root, idx)]
     while stack:
         v, ix = stack.pop()
-        if v in stops or v.owner_op is None or ix in out.get(v, ()):
+        if (v, ix) in seen:
             continue
-        out.setdefault(v, set()).add(ix)
-        stack.extend(_operand_index(v.owner_op, ix, INDEX_RULES, EMITTERS))
+        seen.add((v, ix))
+        stop = v in stops or v.owner_op is None
+        if stop == leaves:
+            out.setdefault(v, set()).add(ix)
+        if not stop:
+            stack.extend(_operand_index(v.owner_op, ix, INDEX_RULES, EMITTERS))
     return out
+
+
+def in_place_inputs(k: RowKernel) -> set[Value]:
+    """The inputs whose bytes the row kernel's output may take (buffer assignment
+    checks sizes and last uses): of the output's shape and element type, read by each
+    reduction only within the current row (a row's output is written after its
+    reductions), by the stash's reduction only at the output's own index and not at all
+    after it (the stash overwrites the row), and by the consumer only at the output's
+    own index (or not at all, with a stash)."""
+    from oxla_codegen_llvm import shape_of
+
+    shape = shape_of(k.root)
+    nr = len(shape_of(k.op.results[0]))
+    outs = {r for op in k.reduces for r in op.results}
+    stops = set(k.inputs) | outs
+    full = tuple(("d", i) for i in range(len(shape)))
+    rows = full[:nr]
+    good = {v for v in k.inputs if shape_of(v) == shape
+            and v.type.element_type == k.root.type.element_type}
+    stashed = False
+    for op in k.reduces:
+        for x in op.operands[:len(op.results)]:
+            rank = len(shape_of(x))
+            reads = _reached(x, tuple(("d", i) for i in range(rank)), stops, leaves=True)
+            for v, ixs in reads.items():
+                if stashed or (op is k.stash_reduce and ixs != {full}) or \
+                        any(ix is None or ix[:nr] != rows for ix in ixs):
+                    good.discard(v)
+        stashed = stashed or op is k.stash_reduce
+    l_stops = stops | ({k.stash} if k.stash is not None else set())
+    for v, ixs in _reached(k.root, full, l_stops, leaves=True).items():
+        if k.stash is not None or ixs != {full}:
+            good.discard(v)
+    return good
 
 
 def _expression(v: Value, stops: set[Value]) -> list[Operation]:
@@ -348,6 +390,7 @@ def emit_rows(s, k: RowKernel, buffers: dict, outs: list) -> None:
     b = s.b
     rows = shape_of(k.op.results[0])
     nr = len(rows)
+    buffers = _in_place(b.function, k, buffers, outs)
     f = FusedEmitter(s, buffers)
     accs: dict[Value, ir.Value] = {}
     with b.goto_entry_block():
@@ -398,3 +441,26 @@ def emit_rows(s, k: RowKernel, buffers: dict, outs: list) -> None:
         for out, v in zip(outs[1:], k.extra):
             store_elem(s, out, v.type.element_type, flat, f.scalars[v])
 
+
+
+def _in_place(fn, k: RowKernel, buffers: dict, outs: list) -> dict:
+    """When buffer assignment put the output over an input (:func:`in_place_inputs`),
+    that input is read through the output's pointer, so the function's pointers are
+    distinct again and get ``noalias`` (codegen left them without it)."""
+    import llvmlite.ir as ir
+
+    from oxla_backend_cpu.buffers import distinct_locations, location
+
+    if not k.in_bufs or not k.outs:
+        return buffers
+    here = location(k.outs[0])
+    donors = [v for v in k.inputs if location(k.in_bufs[v]) == here]
+    if not donors:
+        return buffers
+    buffers = {v: outs[0] if v in donors else p for v, p in buffers.items()}
+    rest = [k.in_bufs[v] for v in k.inputs if v not in donors] + list(k.outs)
+    if distinct_locations(rest):
+        for a in fn.args:
+            if isinstance(a.type, ir.PointerType):
+                a.add_attribute("noalias")
+    return buffers
