@@ -38,24 +38,28 @@ class OutputPool:
     """
 
     def __init__(self, specs: list[tuple[tuple[int, ...], np.dtype] | None]):
-        self._specs = specs
-        self._blocks: list[list[list]] = [[] for _ in specs]  # [raw uint8, offset]
+        # per result: None (no data), (shape, dtype) for np.empty, or
+        # (shape, dtype, nbytes, blocks) for a pooled one; blocks: [raw uint8, offset]
+        self._slots: list[tuple | None] = []
+        for spec in specs:
+            if spec is not None:
+                n = int(np.prod(spec[0], dtype=np.int64)) * np.dtype(spec[1]).itemsize
+                if n >= MIN_BYTES:
+                    spec = (spec[0], np.dtype(spec[1]), n, [])
+            self._slots.append(spec)
         self._lock = threading.Lock()
 
     def arrays(self, no_data: object) -> list:
         """One array per result (``no_data`` for a result without data)."""
         out = []
-        for spec, blocks in zip(self._specs, self._blocks):
-            if spec is None:
+        for slot in self._slots:
+            if slot is None:
                 out.append(no_data)
-                continue
-            shape, dtype = spec
-            nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-            if nbytes < MIN_BYTES:
-                out.append(np.empty(shape, dtype))
-                continue
-            with self._lock:
-                out.append(self._take(blocks, shape, dtype, nbytes))
+            elif len(slot) == 2:
+                out.append(np.empty(*slot))
+            else:
+                with self._lock:
+                    out.append(self._take(slot[3], *slot[:3]))
         return out
 
     @staticmethod

@@ -31,6 +31,10 @@ An expensive value that both a reduction and the consumer compute at the same in
 output row, the consumer's loop loads it back before overwriting the element
 (:attr:`RowKernel.stash`).
 
+The output may take the bytes of an input temporary whose last reader the row kernel
+is (buffer assignment's in-place rule, :func:`in_place_inputs`): the reductions read
+only the current row, before the row is written.
+
 Semantics are kept exactly, up to the order of a reduction, which the spec leaves
 unspecified: a reduction applies its body to the row's elements in index order, except
 a one-op associative body over the innermost dimension, which gets partial vector
