@@ -23,8 +23,8 @@ def _gemm_at_every_size(monkeypatch, tmp_path):
     monkeypatch.setenv("OXLA_CACHE_DIR", str(tmp_path / "cache"))
 
 
-def _dn(layout: str, batch: str, feat: str) -> str:
-    sp = [c for c in layout if c in SPATIAL]
+def _dn(layout: str, batch: str, feat: str, sp: list[str]) -> str:
+    """Dimension numbers of one operand; ``sp``: spatial letters in spatial-index order."""
     names = {batch: "b" if batch == "N" else "o", feat: "f" if feat == "C" else "i"}
     return "[" + ", ".join(names.get(c, str(sp.index(c)) if c in sp else c)
                            for c in layout) + "]"
@@ -57,7 +57,8 @@ def conv_case(lhs="NCHW", rhs="OIHW", out="NCHW", n=2, c=4, o=6, sp=(7, 6), k=(3
     def ty(shape):
         return "tensor<" + "x".join(map(str, shape)) + f"x{t}>"
 
-    dn = f"{_dn(lhs, 'N', 'C')}x{_dn(rhs, 'O', 'I')}->{_dn(out, 'N', 'C')}"
+    dn = (f"{_dn(lhs, 'N', 'C', letters)}x{_dn(rhs, 'O', 'I', letters)}->"
+          f"{_dn(out, 'N', 'C', letters)}")
     padtxt = "[" + ", ".join(f"[{a}, {b}]" for a, b in pad) + "]"
     revtxt = str([bool(r) for r in rev]).lower()
     ops = [f"""%0 = stablehlo.convolution(%x, %w) dim_numbers = {dn},
@@ -296,3 +297,17 @@ func.func @main(%x: {t}, %w: tensor<4x4x3x3xf32>) -> {t} {{
     x = RNG.standard_normal((1, 4, 6, 6)).astype(np.float32)
     w = (RNG.standard_normal((4, 4, 3, 3)) * 0.3).astype(np.float32)
     run_both(text, [x, w], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("case", [
+    dict(out="NHCW", o=16),  # feature second-innermost, 2 per group: rows of W only
+    dict(out="NHCW", o=8),  # feature second-innermost, 1 per group: (C, W) blocks
+    dict(out="CHNW", o=8),  # batch second-innermost: (N, W) blocks
+    dict(out="NCWH", o=8, stride=(2, 3)),  # (W, H) blocks, strided
+], ids=["nhcw-multiplier", "nhcw", "chnw", "ncwh-stride"])
+def test_depthwise_block_shapes(case):
+    kw = dict(lhs="NHWC", rhs="HWIO", c=8, fgc=8, n=2, sp=(7, 9), pad=((1, 1), (2, 0)))
+    kw.update(case)
+    text, _ = conv_case(**kw)
+    assert [k.mode for k in conv_kernels_of(text)] == ["direct"]
+    check(**kw, relu=True)

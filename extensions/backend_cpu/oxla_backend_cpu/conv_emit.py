@@ -121,28 +121,41 @@ def _affine(g, last: str) -> tuple[int, int, int] | None:
     return g.rdil[i] * lst[g.isd[i]], i, g.rdil[i]
 
 
-def _row(b: ir.IRBuilder, g, idx: dict[str, ir.Value], last: str, n: int):
-    """``(base, step, ja, jb)``: the row reads input ``base + j * step`` for ``j`` in
-    ``[ja, jb)`` and zeros elsewhere (``idx[last]`` is ignored); None when the row's
-    index is not affine (:func:`_affine`)."""
-    aff = _affine(g, last)
-    if aff is None:
+def _rows(b: ir.IRBuilder, g, idx: dict[str, ir.Value], roles: list[tuple[str, int]]):
+    """``(base, [(step, ja, jb), ...])``: a block of indices ``j_1..j_m`` of roles
+    ``roles`` (``(role, extent)``, the others fixed by ``idx``) reads input
+    ``base + sum(j_i * step_i)`` where every ``j_i`` is in ``[ja_i, jb_i)``, zeros
+    elsewhere (all ranges empty when a fixed index is out of bounds); None when a role
+    is not affine (:func:`_affine`)."""
+    affs = [_affine(g, r) for r, _ in roles]
+    if any(a is None for a in affs):
         return None
-    step, dim, qstep = aff
-    off, dims = _lhs_at(b, g, {**idx, last: _c(0)})
+    off, dims = _lhs_at(b, g, {**idx, **{r: _c(0) for r, _ in roles}})
+    own = {a[1] for a in affs}
     flag = ir.Constant(I1, 1)
     for i, (_, ok) in enumerate(dims):
-        if i != dim:
+        if i not in own:
             flag = b.and_(flag, ok)
-    ja, jb = _c(0), _c(n)
-    if dim >= 0:
-        q0 = dims[dim][0]
-        size = g.ls[g.isd[dim]]
-        ja = _smin(b, _smax(b, b.sub(_c(0), _floor_div(b, q0, qstep)), _c(0)), _c(n))
-        jb = _smin(b, b.add(_floor_div(b, b.sub(_c(size - 1), q0), qstep), _c(1)), _c(n))
-        jb = _smax(b, jb, ja)
-    ja = b.select(flag, ja, _c(0))
-    jb = b.select(flag, jb, _c(0))
+    out = []
+    for (_, n), (step, dim, qstep) in zip(roles, affs):
+        ja, jb = _c(0), _c(n)
+        if dim >= 0:
+            q0 = dims[dim][0]
+            size = g.ls[g.isd[dim]]
+            ja = _smin(b, _smax(b, b.sub(_c(0), _floor_div(b, q0, qstep)), _c(0)), _c(n))
+            jb = _smin(b, b.add(_floor_div(b, b.sub(_c(size - 1), q0), qstep), _c(1)),
+                       _c(n))
+            jb = _smax(b, jb, ja)
+        out.append((step, b.select(flag, ja, _c(0)), b.select(flag, jb, _c(0))))
+    return off, out
+
+
+def _row(b: ir.IRBuilder, g, idx: dict[str, ir.Value], last: str, n: int):
+    """``(base, step, ja, jb)``: :func:`_rows` for one role."""
+    got = _rows(b, g, idx, [(last, n)])
+    if got is None:
+        return None
+    off, [(step, ja, jb)] = got
     return off, step, ja, jb
 
 
@@ -178,19 +191,29 @@ def _epilogue(s: Scalar, k, out: ir.Value, extras: list[ir.Value], prefix: list,
 
 def emit_direct(s: Scalar, k, lhs: ir.Value, w: ir.Value, out: ir.Value,
                 extras: list[ir.Value]) -> None:
-    """Depthwise-like convolution: for each output row (every output dimension but the
-    innermost), zero it, then for each window element ``(ci, k...)`` add
-    ``input[base + j*step] * kernel[wbase + j*wstep]`` over the row's valid ``j``
-    (separate multiply and add), then apply the epilogue to the row. Rows run in
-    parallel."""
+    """Depthwise-like convolution by output blocks: a block spans the two innermost
+    output dimensions (one when the second is not affine, :func:`_rows`), every other
+    index fixed. The block is zeroed, then for each window element ``(ci, k...)``
+    ``input[base + a*sa + j*sj] * kernel[wbase + a*wa + j*wj]`` is added over the
+    valid ``a``/``j`` ranges (separate multiply and add; the innermost loop is
+    contiguous in the output and vectorizes), then the epilogue runs on the block.
+    Blocks run in parallel."""
     g = k.geom
     ty = _ftype(g)
     out_roles = [g.out_role(d) for d in range(len(g.os))]
-    n, rows = g.os[-1], math.prod(g.os[:-1])
-    last = out_roles[-1]
+    kst = g.kst
+
+    def lrole(r: str) -> str:  # og == 1: the group index is the output feature
+        return "g" if r == "f" else r
+
+    nblk = 2 if len(g.os) > 2 and (out_roles[-2] != "f" or g.og == 1) and \
+        _affine(g, lrole(out_roles[-2])) is not None else 1
+    broles = out_roles[-nblk:]
+    bext = list(g.os[-nblk:])
+    bsize = math.prod(bext)
+    nouter = math.prod(g.os[:-nblk])
     win_roles = ["ci"] + [f"k{i}" for i in range(g.ns)]
     win_ext = [g.extent(r) for r in win_roles]
-    kst = g.kst
     n_ptr = 3 + len(extras)
     fn, b = _task(s.module, f"{k.name}.direct", n_ptr, (2,))
     ts = Scalar(b, s.module, s.target, s.fast_math)
@@ -198,35 +221,48 @@ def emit_direct(s: Scalar, k, lhs: ir.Value, w: ir.Value, out: ir.Value,
     ex_p = list(fn.args[3:n_ptr])
     start, end = fn.args[n_ptr], fn.args[n_ptr + 1]
     flags = ts.flags
-    lrole = "g" if last == "f" else last  # og == 1: the group is the output feature
-    wstep = kst[g.kof] if last == "f" else 0
+    wsteps = [kst[g.kof] if r == "f" else 0 for r in broles]
     with for_range(b, end, "r", start) as r:
-        prefix = delinearize(b, r, g.os[:-1])
-        fixed = dict(zip(out_roles[:-1], prefix))
-        row0 = b.mul(r, _c(n))
-        _fill_zero(b, ty, dst, row0, _c(0), _c(n))
+        prefix = delinearize(b, r, g.os[:-nblk])
+        fixed = dict(zip(out_roles[:-nblk], prefix))
+        blk0 = b.mul(r, _c(bsize))
+        _fill_zero(b, ty, dst, blk0, _c(0), _c(bsize))
         feat = fixed.get("f", _c(0))
-        grp = b.udiv(feat, _c(g.og)) if last != "f" else _c(0)
         with loop_nest(b, win_ext, "w") as widx:
             idx = dict(fixed)
             idx.update(zip(win_roles, widx))
-            idx["g"] = grp
-            off, step, ja, jb = _row(b, g, idx, lrole, n)
+            idx["g"] = b.udiv(feat, _c(g.og)) if "f" in fixed else _c(0)
+            off, ranges = _rows(b, g, idx, [(lrole(x), n) for x, n in zip(broles, bext)])
             woff = b.mul(widx[0], _c(kst[g.kif]))
             for i in range(g.ns):
                 woff = b.add(woff, b.mul(widx[1 + i], _c(kst[g.ksd[i]])))
-            if last != "f":
+            if "f" in fixed:
                 woff = b.add(woff, b.mul(feat, _c(kst[g.kof])))
+            (sj, ja, jb) = ranges[-1]
+            if nblk == 2:
+                (sa, aa, ab) = ranges[0]
+                ctx = for_range(b, ab, "a", aa)
+                a = ctx.__enter__()
+                xo = b.add(off, b.mul(a, _c(sa)))
+                wo = b.add(woff, b.mul(a, _c(wsteps[0])))
+                oo = b.add(blk0, b.mul(a, _c(bext[-1])))
+            else:
+                xo, wo, oo = off, woff, blk0
             with for_range(b, jb, "j", ja) as j:
-                x = b.load(_gep(b, ty, src, b.add(off, b.mul(j, _c(step)))), typ=ty)
-                y = b.load(_gep(b, ty, wp, b.add(woff, b.mul(j, _c(wstep)))), typ=ty)
-                pa = _gep(b, ty, dst, b.add(row0, j))
+                x = b.load(_gep(b, ty, src, b.add(xo, b.mul(j, _c(sj)))), typ=ty)
+                y = b.load(_gep(b, ty, wp, b.add(wo, b.mul(j, _c(wsteps[-1])))), typ=ty)
+                pa = _gep(b, ty, dst, b.add(oo, j))
                 b.store(b.fadd(b.load(pa, typ=ty), b.fmul(x, y, flags=flags), flags=flags), pa)
+            if nblk == 2:
+                ctx.__exit__(None, None, None)
         if k.epilogue is not None:
-            _epilogue(ts, k, dst, ex_p, prefix, row0, n)
+            with for_range(b, bext[0] if nblk == 2 else 1, "ea") as a:
+                pre = prefix + [a] if nblk == 2 else prefix
+                _epilogue(ts, k, dst, ex_p, pre, b.add(blk0, b.mul(a, _c(bext[-1]))),
+                          bext[-1])
     b.ret_void()
-    _run(s.b, s.module, fn, [lhs, w, out] + list(extras), rows,
-         n * math.prod(win_ext))
+    _run(s.b, s.module, fn, [lhs, w, out] + list(extras), nouter,
+         bsize * math.prod(win_ext))
 
 
 def emit_conv_kernel(s: Scalar, k, ins: list[ir.Value], outs: list[ir.Value]) -> None:
