@@ -185,7 +185,7 @@ def emit_pool_run(b: ir.IRBuilder, p: _Pool, worker: ir.Function, create: ir.Fun
                   task: ir.Value, ctx: ir.Value, n: ir.Value, t: ir.Value,
                   nthreads: ir.Value, fallback: ir.Block, grain: ir.Value) -> None:
     """At ``b``: runs ``task`` over ``[0, n)`` on the pool, up to ``t`` threads taking
-    chunks of at least ``grain`` iterations (about four per thread), or branches to
+    chunks of about ``grain`` iterations or more (1 to 4 per thread), or branches to
     ``fallback`` when another call holds the pool or no worker could start. Ends the
     current function (``ret void``) on the pool path."""
     fn = b.function
@@ -249,8 +249,13 @@ def emit_pool_run(b: ir.IRBuilder, p: _Pool, worker: ir.Function, create: ir.Fun
     p.store(b, CTX, b.ptrtoint(ctx, I64))
     p.store(b, N, n)
     p.store(b, T, t)
-    per = b.sdiv(b.add(n, b.sub(b.mul(t, _c(4)), _c(1))), b.mul(t, _c(4)))
-    p.store(b, CHUNK, b.select(b.icmp_signed(">", grain, per), grain, per))
+    # chunks: a multiple of t (1 to 4 per thread, each at least ``grain``), so that on
+    # idle cores every thread gets the same share
+    per = b.sdiv(n, b.mul(grain, t))
+    per = b.select(b.icmp_signed(">", per, _c(4)), _c(4), per)
+    per = b.select(b.icmp_signed("<", per, _c(1)), _c(1), per)
+    count = b.mul(per, t)
+    p.store(b, CHUNK, b.sdiv(b.add(n, b.sub(count, _c(1))), count))
     b.store_atomic(_c(0), p.word(b, NEXT), "monotonic", 8)
     p.store(b, GEN, b.add(p.load(b, GEN), _c(1)))
     b.call(p.broadcast, [p.work])
