@@ -137,10 +137,38 @@ def test_hit_takes_weights_from_the_module(cache_dir):
     (w_module,) = known.values()
     assert np.shares_memory(hit.constants[0], w_module)  # not read back from the entry
     np.testing.assert_array_equal(hit(X)[0], first(X)[0])
-    # without the module's arrays the constant is read (and checked) from the entry
-    plain = cache.lookup(key)
+    # an artifact written by save() holds the weights; given the module's arrays, loading
+    # takes them from there, else reads (and checks) them from the file
+    from oxla_backend_cpu.executable import load_artifact
+
+    path = cache_dir.parent / "full.oxla"
+    first.save(path)
+    assert np.shares_memory(load_artifact(path, known).constants[0], w_module)
+    plain = load_artifact(path)
     assert not np.shares_memory(plain.constants[0], w_module)
     np.testing.assert_array_equal(plain(X)[0], first(X)[0])
+
+
+def test_entries_record_module_weights_by_digest_only(cache_dir, tmp_path):
+    import oxla
+    from oxla.errors import OxlaError
+
+    text = _text(W, B)
+    exe = _compile(text)
+    (entry,) = cache_dir.glob("*.oxla")
+    with zipfile.ZipFile(entry) as zf:
+        names = zf.namelist()
+    assert not [n for n in names if n.startswith("constants/")], names
+    assert entry.stat().st_size < W.nbytes  # the weights are not in the entry
+    with pytest.raises(OxlaError, match="by digest only"):
+        oxla.load(entry)  # an entry is read back only with its module
+    hit = _compile(text)
+    assert hit.stats["cache"] == "hit"
+    np.testing.assert_allclose(hit(X)[0], _want(text), rtol=1e-5, atol=1e-5)
+    # exe.save still writes every constant: a saved artifact stands alone
+    path = tmp_path / "alone.oxla"
+    exe.save(path)
+    np.testing.assert_array_equal(oxla.load(path)(X)[0], exe(X)[0])
 
 
 def test_parallel_runtime_is_its_own_object_and_travels_with_artifacts(tmp_path,

@@ -102,7 +102,7 @@ class CPUBackend:
         if "profile" not in options.extra and enabled(options.extra):  # in the cache key
             options = dataclasses.replace(options, extra={**options.extra, "profile": True})
         t0 = time.perf_counter()
-        key = None
+        key, known = None, {}
         if options.cache and not options.dump_dir:
             # An entry's text was verified when it was compiled: a hit skips verify.
             # Weights are hashed from their bytes, never printed (see cache.module_key).
@@ -148,7 +148,7 @@ class CPUBackend:
                             Signature(tuple(ft.inputs), tuple(ft.results)),
                             constants=constants)
         if key:
-            cache.store(key, exe)
+            cache.store(key, exe, known)
         return exe
 
     def load(self, path: str | os.PathLike[str]) -> CPUExecutable:

@@ -11,9 +11,10 @@ everything the machine code depends on:
 * the versions of oxla, oxla-backend-cpu, oxla-codegen-llvm, llvmlite and LLVM;
 * the host's target triple, CPU name and CPU features.
 
-A hit loads the stored object code (no pass pipeline, no LLVM); run-time constants
-(weights) equal to a constant of the module being compiled are taken from the module
-instead of being read back from the entry. Entries live in
+A hit loads the stored object code (no pass pipeline, no LLVM). Run-time constants
+(weights) equal to a constant of the module are recorded in the entry by digest only and
+taken from the module on a hit (an entry is only looked up with its module at hand), so
+weights are neither written nor read back. Entries live in
 ``$OXLA_CACHE_DIR`` when set, else ``$XDG_CACHE_HOME/oxla/cpu`` (``~/.cache/oxla/cpu``).
 ``CompileOptions(cache=False)`` neither reads nor writes it. An entry that cannot be
 read (corrupt, truncated, foreign) is a miss: it is deleted and rewritten. Writes go to
@@ -152,9 +153,13 @@ def lookup(key: str, constants: dict[str, Any] | None = None) -> Any | None:
         return None
 
 
-def store(key: str, exe: Any) -> None:
+def store(key: str, exe: Any, constants: Any = ()) -> None:
     """Writes ``exe`` under ``key`` (best effort: an unwritable directory is skipped;
-    an executable calling Python custom-call kernels is not portable, never stored)."""
+    an executable calling Python custom-call kernels is not portable, never stored).
+
+    ``constants``: digests of the module's elided constants (:func:`module_key`); run-time
+    constants equal to one of them are recorded by digest only (a hit takes them from the
+    module), so weights are neither written nor read back."""
     if not getattr(exe, "portable", True):
         return
     d = cache_dir()
@@ -163,7 +168,7 @@ def store(key: str, exe: Any) -> None:
         fd, tmp = tempfile.mkstemp(dir=d, suffix=".tmp")
         os.close(fd)
         try:
-            exe.save(tmp)
+            exe.save(tmp, omit_constants=set(constants))
             os.replace(tmp, entry_path(key))
         finally:
             with contextlib.suppress(OSError):

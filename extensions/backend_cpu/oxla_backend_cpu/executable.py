@@ -169,9 +169,14 @@ class CPUExecutable:
         the values it saw, in order (see :mod:`oxla_backend_cpu.probe`)."""
         return self._custom_calls.probes.records if self._custom_calls is not None else {}
 
-    def save(self, path: str | os.PathLike[str]) -> None:
+    def save(self, path: str | os.PathLike[str], omit_constants: Any = ()) -> None:
         """Writes a ``.oxla`` artifact: manifest, optimized StableHLO, LLVM IR and object
-        code, each member's SHA-256 in the manifest."""
+        code, each member's SHA-256 in the manifest.
+
+        ``omit_constants``: SHA-256 digests (of raw bytes) of constants to record by
+        digest only, without their data: the compile cache passes the module's weights,
+        as an entry is only read back with that module at hand (see ``load_artifact``).
+        """
         from oxla.artifact import write_artifact
 
         if self._custom_calls is not None:
@@ -189,8 +194,11 @@ class CPUExecutable:
         runtime = getattr(self._jit, "runtime_code", b"")
         if runtime:  # the parallel runtime's object, loaded next to program.o
             files["runtime.o"] = runtime
+        digests = _digests(self.constants)
+        omitted = [j for j, d in enumerate(digests) if d in omit_constants]
         for j, c in enumerate(self.constants):
-            files[f"constants/{j}.npy"] = _npy_bytes(c)
+            if j not in omitted:
+                files[f"constants/{j}.npy"] = _npy_bytes(c)
         meta = {
             "target_triple": self._target.triple,
             "cpu": self._target.cpu,
@@ -201,7 +209,8 @@ class CPUExecutable:
             "stages": self.stages,
             "constants": len(self.constants),
             # raw bytes' SHA-256: a cache hit takes equal constants from the module
-            "constant_digests": _digests(self.constants),
+            "constant_digests": digests,
+            "constants_omitted": omitted,
             # re-resolved through the oxla_custom_calls hook by oxla.load
             "custom_calls": self._custom_calls.targets if self._custom_calls else [],
             "sha256": {n: hashlib.sha256(d).hexdigest() for n, d in files.items()},
@@ -260,6 +269,10 @@ def load_artifact(path: str | os.PathLike[str],
     known = known_constants or {}
     recorded = manifest.get("constant_digests") or [None] * n_const
     reuse = {j: known[d] for j, d in enumerate(recorded) if isinstance(d, str) and d in known}
+    missing = [j for j in manifest.get("constants_omitted", []) if j not in reuse]
+    if missing:
+        raise OxlaError(f"'{p}' records constants {missing} by digest only (a compile-cache "
+                        "entry): it loads only when compiling the module it was made from")
     try:
         with zipfile.ZipFile(p) as zf:
             for name in ("module.mlir", "program.ll", "program.o",
