@@ -88,3 +88,13 @@ def test_bluestein_length_falls_back_to_accurate_dft():
     text = _fft_text("FFT", "complex<f64>", "complex<f64>", [53], (2, 53))
     x = _cplx((2, 53), np.complex128)
     np.testing.assert_allclose(compile_cpu(text)(x)[0], np.fft.fft(x), rtol=1e-12, atol=1e-12)
+
+
+def test_long_lines_compile_in_reasonable_code():
+    """n = 1024 (38150 scalar ops per line) is replayed bit for bit through a shared
+    per-line function, not a DFT; n = 2048 complex exceeds MAX_OPS."""
+    assert P.supported(1024, False) and P.op_count(1024, False) <= P.MAX_OPS
+    assert not P.supported(2048, False) and P.supported(2048, True)
+    text = _fft_text("FFT", "complex<f32>", "complex<f32>", [1024], (3, 1024))
+    x = _cplx((3, 1024), np.complex64)
+    np.testing.assert_array_equal(compile_cpu(text)(x)[0], sfft.fft(x))

@@ -1,6 +1,8 @@
 """``stablehlo.fft`` as XLA's CPU FFT computes it: pocketfft's plans replayed in the
-operand's precision (:mod:`oxla_backend_cpu.pocketfft`), emitted as straight-line
-LLVM code per transformed line inside a loop over the lines.
+operand's precision (:mod:`oxla_backend_cpu.pocketfft`). Each line length and
+direction becomes one straight-line function ``void f(T* line)`` (shared by the
+module's kernels, compiled ``optnone``), called in a loop over the lines; a line is
+gathered into a small buffer first unless it is contiguous.
 
 Working precision ``T``: f64 for f64/complex128 operands, else f32 (f16/bf16 operands
 are widened to f32 exactly, as the interpreter does). The scratch buffer holds the
@@ -18,12 +20,14 @@ complex intermediate in ``T`` (interleaved re/im), as pocketfft's does between a
 from __future__ import annotations
 
 import math
+import struct
 
 import llvmlite.ir as ir
 import numpy as np
 from oxla_codegen_llvm import Scalar, linearize, loop_nest
 from oxla_codegen_llvm.complex import make, parts
 from oxla_codegen_llvm.fused import store as store_elem
+from oxla_codegen_llvm.loops import for_range
 from oxla_codegen_llvm.scalar import convert
 
 from oxla.ir import types as T
@@ -41,23 +45,72 @@ class _IROps:
     """pocketfft's scalar ops as LLVM instructions (no fast-math flags: every
     rounding is kept, nothing is contracted into an FMA)."""
 
-    def __init__(self, b: ir.IRBuilder, ty: ir.Type):
-        self.b, self.ty = b, ty
+    BLOCK_OPS = 128
+    """Arithmetic ops per basic block (code generation is faster on small blocks)."""
+
+    def __init__(self, b: ir.IRBuilder, ty: ir.Type, ptr: ir.Value):
+        self.b, self.ty, self.ptr = b, ty, ptr
+        self._count = 0
+
+    def _tick(self) -> ir.IRBuilder:
+        self._count += 1
+        if self._count % self.BLOCK_OPS == 0:
+            nxt = self.b.function.append_basic_block("fft")
+            self.b.branch(nxt)
+            self.b.position_at_end(nxt)
+        return self.b
 
     def const(self, x: float) -> ir.Constant:
         return ir.Constant(self.ty, x)
 
     def add(self, a, c):
-        return self.b.fadd(a, c)
+        return self._tick().fadd(a, c)
 
     def sub(self, a, c):
-        return self.b.fsub(a, c)
+        return self._tick().fsub(a, c)
 
     def mul(self, a, c):
-        return self.b.fmul(a, c)
+        return self._tick().fmul(a, c)
 
     def neg(self, a):
-        return self.b.fneg(a)
+        return self._tick().fneg(a)
+
+    def at(self, i: int) -> ir.Value:
+        return self.b.gep(self.ptr, [_c(i)], source_etype=self.ty, inbounds=True)
+
+
+def _line_fn(module: ir.Module, kind: str, n: int, fwd: bool, fct: float, ty: ir.Type,
+             dtype) -> ir.Function:
+    """``void f(T* line)``: one in-place transform of a line (``kind`` ``c``: ``n``
+    interleaved complex values; ``r``: ``n`` reals, forward to / backward from
+    FFTPACK's halfcomplex order), shared by every kernel of the module.
+
+    The body is one straight-line block of a few thousand ops for n in the hundreds;
+    LLVM's optimizer and instruction selection are superlinear in a block's size
+    (seconds at n = 256), so it is compiled ``optnone`` (fast instruction selection,
+    linear: ~0.1 ms per thousand ops) and runs at a few microseconds per line."""
+    name = (f"oxla_pocketfft_{kind}{n}{'f' if fwd else 'b'}_{'d' if ty == F64 else 's'}_"
+            f"{struct.pack('>d', fct).hex()}")
+    if name in module.globals:
+        return module.globals[name]
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR]), name)
+    fn.linkage = "internal"
+    fn.attributes.add("noinline")
+    fn.attributes.add("optnone")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    ops = _IROps(b, ty, fn.args[0])
+    m = 2 * n if kind == "c" else n
+    vals = [b.load(ops.at(i), typ=ty) for i in range(m)]
+    if kind == "c":
+        out = CFFT(n, ops, dtype).exec([(vals[2 * j], vals[2 * j + 1]) for j in range(n)],
+                                       fct, fwd)
+        flat = [x for v in out for x in v]
+    else:
+        flat = RFFT(n, ops, dtype).exec(vals, fct, fwd)
+    for i, v in enumerate(flat):
+        b.store(v, ops.at(i))
+    b.ret_void()
+    return fn
 
 
 def _is_wide(et: T.ElementType) -> bool:
@@ -111,23 +164,31 @@ def _c(n: int) -> ir.Constant:
     return ir.Constant(I64, n)
 
 
-def _complex_axis(s: Scalar, buf: _Scratch, shape: list[int], axis: int, fwd: bool,
-                  fct: float, dtype) -> None:
-    """In-place complex transform of ``buf`` (``shape``, interleaved) along ``axis``."""
+def _complex_axis(s: Scalar, buf: _Scratch, line: _Scratch, shape: list[int], axis: int,
+                  fwd: bool, fct: float, dtype) -> None:
+    """In-place complex transform of ``buf`` (``shape``, interleaved) along ``axis``
+    (through ``line``, 2n scalars, unless the axis is contiguous)."""
     b = s.b
     n = shape[axis]
-    plan = CFFT(n, _IROps(b, buf.ty), dtype)
+    fn = _line_fn(s.module, "c", n, fwd, fct, buf.ty, dtype)
     stride = math.prod(shape[axis + 1:])
     outer = [d for i, d in enumerate(shape) if i != axis]
     with loop_nest(b, outer, f"pl{axis}") as oidx:
         idx = list(oidx)
         idx.insert(axis, _c(0))
-        base = linearize(b, idx, shape)
-        offs = [b.mul(b.add(base, _c(j * stride)), _c(2)) for j in range(n)]
-        line = [(buf.load(o), buf.load(b.add(o, _c(1)))) for o in offs]
-        for o, (re, im) in zip(offs, plan.exec(line, fct, fwd)):
-            buf.store(o, re)
-            buf.store(b.add(o, _c(1)), im)
+        base = b.mul(linearize(b, idx, shape), _c(2))
+        if stride == 1:
+            b.call(fn, [buf.at(base)])
+        else:
+            with for_range(b, n, f"pg{axis}") as j:
+                o = b.add(base, b.mul(j, _c(2 * stride)))
+                line.store(b.mul(j, _c(2)), buf.load(o))
+                line.store(b.add(b.mul(j, _c(2)), _c(1)), buf.load(b.add(o, _c(1))))
+            b.call(fn, [line.ptr])
+            with for_range(b, n, f"ps{axis}") as j:
+                o = b.add(base, b.mul(j, _c(2 * stride)))
+                buf.store(o, line.load(b.mul(j, _c(2))))
+                buf.store(b.add(o, _c(1)), line.load(b.add(b.mul(j, _c(2)), _c(1))))
 
 
 def emit_fft_pocket(s: Scalar, f, x, kind: str, length: list[int], xs: list[int],
@@ -151,26 +212,29 @@ def emit_fft_pocket(s: Scalar, f, x, kind: str, length: list[int], xs: list[int]
     def widen(v: ir.Value) -> ir.Value:
         return v if wide else b.fpext(v, F64)
 
-    if kind == "RFFT":
-        n = length[-1]
-        plan = RFFT(n, _IROps(b, ty), dtype)
+    n = length[-1]
+    line = _Scratch(s, ty, 2 * max(length))
+    zero = ir.Constant(ty, 0.0)
+    if kind == "RFFT":  # halfcomplex r0, r1, i1, r2, i2, ... [, r_{n/2}] -> complex
+        fn = _line_fn(s.module, "r", n, True, 1.0, ty, dtype)
         with loop_nest(b, xs[:-1], "pr") as oidx:
-            line = []
-            for j in range(n):
+            with for_range(b, n, "prg") as j:
                 f.reset()
-                line.append(narrow(convert(s, f.value_at(x, list(oidx) + [_c(j)]), xet, _W64)))
-            res = plan.exec(line, 1.0, True)
-            zero = ir.Constant(ty, 0.0)
-            vals = [(res[0], zero)]
-            vals += [(res[2 * i - 1], res[2 * i]) for i in range(1, (n - 1) // 2 + 1)]
-            if n % 2 == 0:
-                vals.append((res[n - 1], zero))
+                line.store(j, narrow(convert(s, f.value_at(x, list(oidx) + [j]), xet, _W64)))
+            f.reset()
+            b.call(fn, [line.ptr])
             dst = b.mul(linearize(b, list(oidx) + [_c(0)], ys), _c(2))
-            for i, (re, im) in enumerate(vals):
-                buf.store(b.add(dst, _c(2 * i)), re)
-                buf.store(b.add(dst, _c(2 * i + 1)), im)
+            buf.store(dst, line.load(_c(0)))
+            buf.store(b.add(dst, _c(1)), zero)
+            with for_range(b, (n - 1) // 2 + 1, "pru", start=1) as i:
+                o = b.add(dst, b.mul(i, _c(2)))
+                buf.store(o, line.load(b.sub(b.mul(i, _c(2)), _c(1))))
+                buf.store(b.add(o, _c(1)), line.load(b.mul(i, _c(2))))
+            if n % 2 == 0:
+                buf.store(b.add(dst, _c(n)), line.load(_c(n - 1)))
+                buf.store(b.add(dst, _c(n + 1)), zero)
         for ax in axes[:-1]:
-            _complex_axis(s, buf, cshape, ax, True, 1.0, dtype)
+            _complex_axis(s, buf, line, cshape, ax, True, 1.0, dtype)
     else:
         with loop_nest(b, xs, "pi") as idx:
             f.reset()
@@ -181,24 +245,26 @@ def emit_fft_pocket(s: Scalar, f, x, kind: str, length: list[int], xs: list[int]
         inner = axes if kind in ("FFT", "IFFT") else axes[:-1]
         for q, ax in enumerate(inner):
             fct = inv if (kind == "IFFT" and q == 0) else 1.0
-            _complex_axis(s, buf, cshape, ax, kind == "FFT", fct, dtype)
-    if kind == "IRFFT":
-        n = length[-1]
-        plan = RFFT(n, _IROps(b, ty), dtype)
+            _complex_axis(s, buf, line, cshape, ax, kind == "FFT", fct, dtype)
+    if kind == "IRFFT":  # complex -> halfcomplex (imaginary parts of r0, r_{n/2} unread)
+        fn = _line_fn(s.module, "r", n, False, inv, ty, dtype)
         with loop_nest(b, ys[:-1], "po") as oidx:
             src = b.mul(linearize(b, list(oidx) + [_c(0)], xs), _c(2))
-            line = [buf.load(src)]
-            for i in range(1, (n - 1) // 2 + 1):
-                line += [buf.load(b.add(src, _c(2 * i))), buf.load(b.add(src, _c(2 * i + 1)))]
+            line.store(_c(0), buf.load(src))
+            with for_range(b, (n - 1) // 2 + 1, "pou", start=1) as i:
+                o = b.add(src, b.mul(i, _c(2)))
+                line.store(b.sub(b.mul(i, _c(2)), _c(1)), buf.load(o))
+                line.store(b.mul(i, _c(2)), buf.load(b.add(o, _c(1))))
             if n % 2 == 0:
-                line.append(buf.load(b.add(src, _c(n))))
-            res = plan.exec(line, inv, False)
+                line.store(_c(n - 1), buf.load(b.add(src, _c(n))))
+            b.call(fn, [line.ptr])
             dst = linearize(b, list(oidx) + [_c(0)], ys)
-            for j, v in enumerate(res):
-                store_elem(s, out, et, b.add(dst, _c(j)), convert(s, widen(v), _W64, et))
+            with for_range(b, n, "pos") as j:
+                store_elem(s, out, et, b.add(dst, j), convert(s, widen(line.load(j)), _W64, et))
     else:
         with loop_nest(b, ys, "pc") as idx:
             o = b.mul(linearize(b, idx, ys), _c(2))
             z = make(b, widen(buf.load(o)), widen(buf.load(b.add(o, _c(1)))))
             store_elem(s, out, et, linearize(b, idx, ys), convert(s, z, _C128, et))
     buf.free()
+    line.free()
