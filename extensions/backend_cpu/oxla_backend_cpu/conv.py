@@ -241,6 +241,19 @@ class ConvKernel:
         """The buffers the kernel writes: the output, and the im2col temporary."""
         return [self.out] + ([self.col] if self.col is not None else [])
 
+    def label(self) -> str:
+        """One line for profiles: mode, shapes, groups, window, fused ops."""
+        g = self.geom
+        win = "x".join(str(g.ks[d]) for d in g.ksd)
+        ep = ""
+        if self.epilogue is not None:
+            ops = dict.fromkeys(o.name.split(".")[-1] for o in self.epilogue.fused_ops
+                                if o.name != "stablehlo.constant")
+            ep = " +" + ",".join(ops)
+        return (f"{self.name} conv-{self.mode} {'x'.join(map(str, g.ls))} -> "
+                f"{'x'.join(map(str, g.os))} win {win} s{max(g.strides, default=1)} "
+                f"G{g.G} K{g.k_size}{ep}")
+
     def emit(self, s, ins: list, outs: list) -> None:
         """Emits the kernel body (see :mod:`oxla_backend_cpu.conv_emit`)."""
         from oxla_backend_cpu.conv_emit import emit_conv_kernel

@@ -7,10 +7,13 @@ rows or columns) and applies the fused epilogue to each block it wrote. The ``co
 buffer holds one chunk (about :data:`~oxla_backend_cpu.conv.CHUNK_BYTES`), so the
 temporary stays small and the packed block is still in cache when BLAS reads it.
 
-Chunk parameters travel to the tasks through a 4-word array: feature-innermost output
-(layout A) ``[p0, cp, 0, 0]`` (rows ``[p0, p0 + cp)`` of ``P``); otherwise (layout B)
-``[o0, co, r0, nr]`` (outer indices ``[o0, o0 + co)``, rows of the innermost dimension
-``[r0, r0 + nr)``); ``col`` is then ``[co][G][K][CR * L]``.
+Chunk parameters travel to the tasks through a 5-word array: feature-innermost output
+(layout A) ``[p0, cp, 0, 0, bs]`` (rows ``[p0, p0 + cp)`` of ``P``); otherwise (layout B)
+``[o0, co, r0, nr, bs]`` (outer indices ``[o0, o0 + co)``, rows of the innermost
+dimension ``[r0, r0 + nr)``; ``col`` is then ``[co][G][K][CR * L]``). ``bs`` is the
+GEMM block (rows or columns per work item), set at run time for about
+:data:`BLOCKS_PER_THREAD` items per thread of ``oxla_num_threads`` (every block re-packs
+the weights inside BLAS, so thin blocks cost), never below :func:`_block`.
 """
 
 from __future__ import annotations
@@ -37,11 +40,17 @@ from oxla_backend_cpu.conv_emit import (
     _gep,
     _lhs_at,
     _row,
+    _smax,
     _smin,
     _task,
 )
 
-ITEM_FLOPS = 1 << 22  # GEMM work per parallel item (~0.1 ms of one core)
+ITEM_FLOPS = 1 << 22  # least GEMM work per parallel item (~0.1 ms of one core)
+BLOCKS_PER_THREAD = 3
+
+
+def _ceil_div(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+    return b.sdiv(b.add(x, b.sub(y, _c(1))), y)
 
 
 def _pfor(b: ir.IRBuilder, module: ir.Module, fn: ir.Function, ptrs: list, n: ir.Value,
@@ -57,8 +66,11 @@ def _pfor(b: ir.IRBuilder, module: ir.Module, fn: ir.Function, ptrs: list, n: ir
     b.call(pfor, [task, ctx, n, _c(grain)])
 
 
+N_PARAMS = 5  # chunk parameters (4) and the GEMM block size
+
+
 def _params(b: ir.IRBuilder, p: ir.Value) -> list[ir.Value]:
-    return [b.load(b.gep(p, [_c(i)], source_etype=I64), typ=I64) for i in range(4)]
+    return [b.load(b.gep(p, [_c(i)], source_etype=I64), typ=I64) for i in range(N_PARAMS)]
 
 
 def _pack_row(b: ir.IRBuilder, g, ty: ir.Type, src: ir.Value, dst: ir.Value,
@@ -98,7 +110,7 @@ def _im2col_task(s: Scalar, k, ch) -> ir.Function:
     fn, b = _task(s.module, f"{k.name}.im2col", 3, (0, 1))
     src, dst, prm = fn.args[:3]
     start, end = fn.args[3], fn.args[4]
-    p0, _, r0, nr = _params(b, prm)
+    p0, _, r0, nr, _ = _params(b, prm)
     if g.feature_last:  # items: output pixels p; rows (g, k[:-1]) of the last window role
         n = kext[-1]
         inner = [g.G] + kext[:-1]
@@ -161,8 +173,8 @@ class _Blas:
 
 
 def _block(g, ch) -> int:
-    """Rows (layout A) or columns (layout B, a multiple of the innermost dimension) of
-    output per GEMM work item: about :data:`ITEM_FLOPS` of work."""
+    """The smallest GEMM work item: rows (layout A) or columns (layout B, a multiple of
+    the innermost dimension) of output holding about :data:`ITEM_FLOPS` of work."""
     per = max(1, ITEM_FLOPS // (2 * g.o_tot * g.k_size))
     if g.feature_last:
         return max(1, min(ch.rows, max(16, per)))
@@ -177,7 +189,6 @@ def _gemm_task(s: Scalar, k, ch, n_extra: int) -> ir.Function:
     module = s.module
     ty = _ftype(g)
     kk, og, o_tot, G = g.k_size, g.og, g.o_tot, g.G
-    bs = _block(g, ch)
     fn, b = _task(module, f"{k.name}.gemm", 4 + n_extra, (2,))
     ts = Scalar(b, module, s.target, s.fast_math)
     a_p, w_p, c_p, prm = fn.args[:4]
@@ -185,7 +196,7 @@ def _gemm_task(s: Scalar, k, ch, n_extra: int) -> ir.Function:
     start, end = fn.args[4 + n_extra], fn.args[5 + n_extra]
     _set_one_thread(b, module)
     blas = _Blas(b, module, g)
-    p0, cp, r0, nr = _params(b, prm)
+    p0, cp, r0, nr, bs = _params(b, prm)
 
     def weights(gi: ir.Value, a_side: bool) -> tuple[ir.Value, bool, int]:
         """W_g as the GEMM's B (layout A) or A = W_g^T (layout B): pointer, transposed,
@@ -196,8 +207,8 @@ def _gemm_task(s: Scalar, k, ch, n_extra: int) -> ir.Function:
 
     with for_range(b, end, "it", start) as it:
         if g.feature_last:
-            r = b.mul(it, _c(bs))
-            cnt = _smin(b, _c(bs), b.sub(cp, r))
+            r = b.mul(it, bs)
+            cnt = _smin(b, bs, b.sub(cp, r))
             with for_range(b, G, "grp") as gi:
                 wm, wt, ldw = weights(gi, False)
                 a = _gep(b, ty, a_p, b.add(b.mul(r, _c(G * kk)), b.mul(gi, _c(kk))))
@@ -213,10 +224,10 @@ def _gemm_task(s: Scalar, k, ch, n_extra: int) -> ir.Function:
             n_last = g.os[-1]
             inner = math.prod(g.os[g.of + 1:])
             width = b.mul(nr, _c(n_last))
-            nbl = b.udiv(b.add(width, _c(bs - 1)), _c(bs))
+            nbl = b.udiv(b.add(width, b.sub(bs, _c(1))), bs)
             oo = b.udiv(it, nbl)
-            c0 = b.mul(b.urem(it, nbl), _c(bs))
-            cnt = _smin(b, _c(bs), b.sub(width, c0))
+            c0 = b.mul(b.urem(it, nbl), bs)
+            cnt = _smin(b, bs, b.sub(width, c0))
             o = b.add(p0, oo)
             col0 = b.add(b.mul(r0, _c(n_last)), c0)  # first output column in ``inner``
             with for_range(b, G, "grp") as gi:
@@ -251,21 +262,26 @@ def emit_gemm_mode(s: Scalar, k, lhs: ir.Value, w: ir.Value, out: ir.Value,
     b, module = s.b, s.module
     pack = _im2col_task(s, k, ch) if col is not None else None
     gemm = _gemm_task(s, k, ch, len(extras))
-    bs = _block(g, ch)
+    min_bs = _block(g, ch)
     flops = 2.0 * g.o_tot * g.k_size * math.prod(g.os) / ch.n  # per chunk
     gemm_grain = 1 if flops >= 2 * ITEM_FLOPS else 1 << 40
     with b.goto_entry_block():
-        prm = b.alloca(I64, 4, name=f"{k.name}.chunk")
+        prm = b.alloca(I64, N_PARAMS, name=f"{k.name}.chunk")
+    runtime(module)
+    nt = b.load(module.globals["oxla_num_threads"], typ=I64)
+    # about BLOCKS_PER_THREAD items per thread (each block re-packs the weights in BLAS)
+    want = b.select(b.icmp_signed("<=", nt, _c(1)), _c(1), b.mul(nt, _c(BLOCKS_PER_THREAD)))
     old = set_gemm_threads(b, module, 1.0)  # the calling thread's items: one BLAS thread
     with for_range(b, ch.n, "chunk") as c:
         if g.feature_last:
             p_all = math.prod(g.os[:-1])
             p0 = b.mul(c, _c(ch.rows))
             cnt = _smin(b, _c(ch.rows), b.sub(_c(p_all), p0))
-            vals = [p0, cnt, _c(0), _c(0)]
+            vals = [p0, cnt, _c(0), _c(0), None]
             rows = cnt  # im2col items: output pixels of G*K elements
             per_item = g.G * g.k_size
-            items = b.udiv(b.add(cnt, _c(bs - 1)), _c(bs))
+            bs = _smax(b, _c(min_bs), _ceil_div(b, cnt, want))
+            items = _ceil_div(b, cnt, bs)
         else:
             outer_n = math.prod(g.os[:g.of])
             r_all = math.prod(g.os[g.of + 1:-1])
@@ -274,11 +290,15 @@ def emit_gemm_mode(s: Scalar, k, lhs: ir.Value, w: ir.Value, out: ir.Value,
             r0 = b.mul(b.urem(c, _c(per_outer)), _c(ch.rows))
             co = _smin(b, _c(ch.outer), b.sub(_c(outer_n), o0))
             nr = _smin(b, _c(ch.rows), b.sub(_c(r_all), r0))
-            vals = [o0, co, r0, nr]
+            vals = [o0, co, r0, nr, None]
             rows = b.mul(co, _c(g.G * g.k_size))  # im2col items: nr rows each
             per_item = ch.rows * g.os[-1]
             width = b.mul(nr, _c(g.os[-1]))
-            items = b.mul(co, b.udiv(b.add(width, _c(bs - 1)), _c(bs)))
+            n_last = g.os[-1]
+            bs = _ceil_div(b, width, _ceil_div(b, want, co))
+            bs = _smax(b, _c(min_bs), b.mul(_ceil_div(b, bs, _c(n_last)), _c(n_last)))
+            items = b.mul(co, _ceil_div(b, width, bs))
+        vals[-1] = bs
         for i, v in enumerate(vals):
             b.store(v, b.gep(prm, [_c(i)], source_etype=I64))
         if pack is not None:

@@ -96,6 +96,8 @@ def kernel_label(k: Any) -> str:
         ops = list(dict.fromkeys(o.name.split(".")[-1] for o in k.fused_ops
                                  if o.name != "stablehlo.constant"))
         return f"{k.name} op {shape(k.op.results[0])} [{','.join(ops)}]"
+    if hasattr(k, "label"):  # kernels defined elsewhere (conv.ConvKernel)
+        return k.label()
     return f"{k.name} {type(k).__name__}"
 
 
