@@ -1,7 +1,7 @@
 """cpu ``fft`` replays pocketfft (XLA's and scipy's FFT): its results equal the
 interpreter's (scipy.fft in the operand's precision) bit for bit, so the conformance
-files' 3-ULP checks against XLA hold; lengths pocketfft plans with Bluestein fall back
-to the f64 DFT (accurate, not bitwise)."""
+files' 3-ULP checks against XLA hold (Bluestein lengths included); lines too long to
+unroll fall back to the f64 DFT (accurate, not bitwise)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ sfft = pytest.importorskip("scipy.fft")
 P = pytest.importorskip("oxla_backend_cpu.pocketfft")
 
 RNG = np.random.default_rng(17)
-LENGTHS = list(range(1, 34)) + [40, 45, 48, 49, 64, 77, 96, 121, 128, 169]
+LENGTHS = list(range(1, 34)) + [40, 45, 48, 49, 51, 53, 64, 77, 89, 96, 101, 121, 128, 169,
+                                 211]  # 89, 101, 211: Bluestein (complex; 211 real too)
 
 
 def _cplx(shape, dt):
@@ -38,7 +39,11 @@ def test_model_matches_scipy_bitwise(rt, ct):
 def test_plan_choice():
     assert P.cfft_factors(16) == [2, 8] and P.rfft_factors(32) == [2, 4, 4]
     assert P.cfft_factors(33) == [3, 11] and P.rfft_factors(17) == [17]
-    assert P.uses_bluestein(53) and not P.uses_bluestein(49) and not P.uses_bluestein(17)
+    assert P.good_size_cmplx(101) == 105 and P.good_size_cmplx(177) == 180
+    # pocketfft's cost model: 53 and 51 stay direct, 89 goes Bluestein unless real
+    assert not P.uses_bluestein(53) and not P.uses_bluestein(51)
+    assert P.uses_bluestein(89) and not P.uses_bluestein(89, real=True)
+    assert P.uses_bluestein(211, real=True)
 
 
 def _fft_text(kind, xt, yt, length, shape):
@@ -66,6 +71,9 @@ CASES = [
     ("IFFT", "complex<f32>", "complex<f32>", [1, 22], (3, 1, 22)),
     ("RFFT", "f32", "complex<f32>", [6, 10], (2, 6, 10)),
     ("FFT", "complex<f64>", "complex<f64>", [11], (4, 11)),
+    ("FFT", "complex<f32>", "complex<f32>", [101], (2, 101)),  # Bluestein
+    ("IFFT", "complex<f64>", "complex<f64>", [89], (2, 89)),  # Bluestein
+    ("RFFT", "f32", "complex<f32>", [53], (3, 53)),
 ]
 
 
@@ -84,9 +92,10 @@ def test_cpu_fft_bitwise_equals_interpreter(kind, xt, yt, length, shape):
     np.testing.assert_array_equal(got, want)
 
 
-def test_bluestein_length_falls_back_to_accurate_dft():
-    text = _fft_text("FFT", "complex<f64>", "complex<f64>", [53], (2, 53))
-    x = _cplx((2, 53), np.complex128)
+def test_too_long_lines_fall_back_to_accurate_dft():
+    assert not P.supported(211, False)  # Bluestein through n2 = 440: 40768 ops
+    text = _fft_text("FFT", "complex<f64>", "complex<f64>", [211], (2, 211))
+    x = _cplx((2, 211), np.complex128)
     np.testing.assert_allclose(compile_cpu(text)(x)[0], np.fft.fft(x), rtol=1e-12, atol=1e-12)
 
 

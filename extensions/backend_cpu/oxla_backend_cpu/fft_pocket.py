@@ -33,8 +33,6 @@ from oxla_codegen_llvm.scalar import convert
 from oxla.ir import types as T
 from oxla_backend_cpu import pocketfft as P
 from oxla_backend_cpu.misc_ops import _libc
-from oxla_backend_cpu.pocketfft_c import CFFT
-from oxla_backend_cpu.pocketfft_r import RFFT
 
 I64, F32, F64, PTR = ir.IntType(64), ir.FloatType(), ir.DoubleType(), ir.PointerType()
 _C128 = T.ComplexType(T.FloatType("f64"))
@@ -102,11 +100,11 @@ def _line_fn(module: ir.Module, kind: str, n: int, fwd: bool, fct: float, ty: ir
     m = 2 * n if kind == "c" else n
     vals = [b.load(ops.at(i), typ=ty) for i in range(m)]
     if kind == "c":
-        out = CFFT(n, ops, dtype).exec([(vals[2 * j], vals[2 * j + 1]) for j in range(n)],
-                                       fct, fwd)
+        out = P.plan(n, False, ops, dtype).exec(
+            [(vals[2 * j], vals[2 * j + 1]) for j in range(n)], fct, fwd)
         flat = [x for v in out for x in v]
     else:
-        flat = RFFT(n, ops, dtype).exec(vals, fct, fwd)
+        flat = P.plan(n, True, ops, dtype).exec(vals, fct, fwd)
     for i, v in enumerate(flat):
         b.store(v, ops.at(i))
     b.ret_void()

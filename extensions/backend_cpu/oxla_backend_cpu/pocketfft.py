@@ -10,14 +10,14 @@ same twiddles (``sincos_2pibyn``: double-precision cos/sin of ``2*pi*k/n`` split
 two tables, multiplied in double, rounded to the working precision), the same
 order of every addition and multiplication, and the same normalization.
 
-The passes (:mod:`.pocketfft_c`, :mod:`.pocketfft_r`) work on lists of scalars through an ``ops`` object (``add``, ``sub``,
-``mul``, ``neg``, ``const``), fully unrolled for one line of the transform: with
-:class:`NumpyOps` each scalar is a numpy array (one element per line) and the
-result is what pocketfft computes; the cpu backend passes an LLVM-emitting ``ops``
-(:mod:`oxla_backend_cpu.spectral`) and gets straight-line code per line.
-
-Lengths whose pocketfft plan is Bluestein (``n >= 50`` with a large prime factor)
-or whose unrolled code would be too large are not handled here (:func:`supported`).
+The passes (:mod:`.pocketfft_c`, :mod:`.pocketfft_r`, Bluestein's
+:mod:`.pocketfft_blue` for lengths with a large prime factor where pocketfft's cost
+model picks it, :func:`plan`) work on lists of scalars through an ``ops`` object
+(``add``, ``sub``, ``mul``, ``neg``, ``const``), fully unrolled for one line of the
+transform: with :class:`NumpyOps` each scalar is a numpy array (one element per line)
+and the result is what pocketfft computes; the cpu backend passes an LLVM-emitting
+``ops`` (:mod:`oxla_backend_cpu.fft_pocket`) and gets straight-line code per line.
+Lines of more than :data:`MAX_OPS` ops are not handled here (:func:`supported`).
 """
 
 from __future__ import annotations
@@ -162,21 +162,92 @@ def _largest_prime_factor(n: int) -> int:
     return n if n > 1 else res
 
 
-def uses_bluestein(n: int) -> bool:
-    """True when pocketfft would plan length ``n`` with Bluestein's algorithm (not
-    replayed here): ``n >= 50``, a prime factor above ``sqrt(n)`` and Bluestein's cost
-    estimate lower (pocketfft_c/pocketfft_r plan choice; the real plan halves the
-    direct cost, so the answer for real transforms is the same or 'no')."""
+def cost_guess(n: int) -> float:
+    """pocketfft's cost estimate of an FFTPACK plan for length ``n``."""
+    lfp, ni, result = 1.1, n, 0.0
+    while n % 2 == 0:
+        result += 2
+        n //= 2
+    x = 3
+    while x * x <= n:
+        while n % x == 0:
+            result += x if x <= 5 else lfp * x
+            n //= x
+        x += 2
+    if n > 1:
+        result += n if n <= 5 else lfp * n
+    return result * ni
+
+
+def good_size_cmplx(n: int) -> int:
+    """The smallest product of 2, 3, 5, 7 and 11 that is at least ``n``."""
+    if n <= 12:
+        return n
+    best = 2 * n
+    f11 = 1
+    while f11 < best:
+        f117 = f11
+        while f117 < best:
+            f1175 = f117
+            while f1175 < best:
+                x = f1175
+                while x < n:
+                    x *= 2
+                while True:
+                    if x < n:
+                        x *= 3
+                    elif x > n:
+                        best = min(best, x)
+                        if x & 1:
+                            break
+                        x >>= 1
+                    else:
+                        return n
+                f1175 *= 5
+            f117 *= 7
+        f11 *= 11
+    return best
+
+
+def uses_bluestein(n: int, real: bool = False) -> bool:
+    """True when pocketfft plans length ``n`` with Bluestein's algorithm
+    (:mod:`.pocketfft_blue`): ``n >= 50``, a prime factor above ``sqrt(n)``, and
+    Bluestein's cost estimate lower than the direct plan's (halved for a real
+    transform), as pocketfft_c/pocketfft_r choose."""
     if n < 50:
         return False
     p = _largest_prime_factor(n)
-    return p * p > n
+    if p * p <= n:
+        return False
+    direct = cost_guess(n) * (0.5 if real else 1.0)
+    return 2 * cost_guess(good_size_cmplx(2 * n - 1)) * 1.5 < direct
+
+
+def plan(n: int, real: bool, ops, dtype):
+    """The line transform pocketfft uses for length ``n``: ``exec(line, fct, forward)``
+    (complex pairs, or reals in halfcomplex order when ``real``)."""
+    from oxla_backend_cpu.pocketfft_blue import Bluestein
+    from oxla_backend_cpu.pocketfft_c import CFFT
+    from oxla_backend_cpu.pocketfft_r import RFFT
+
+    if uses_bluestein(n, real):
+        blue = Bluestein(n, ops, dtype)
+        return _RealBlue(blue) if real else blue
+    return RFFT(n, ops, dtype) if real else CFFT(n, ops, dtype)
+
+
+class _RealBlue:
+    def __init__(self, blue):
+        self.blue = blue
+
+    def exec(self, c: list, fct: float, forward: bool) -> list:
+        return self.blue.exec_r(c, fct, forward)
 
 
 def work(n: int, real: bool) -> int:
     """Rough (over)estimate of the scalar ops of one line of length ``n``."""
     fs = rfft_factors(n) if real else cfft_factors(n)
-    return n * sum(f if f <= 11 else f * f // 2 for f in fs) * (2 if real else 4)
+    return n * sum(fs) * (2 if real else 4)
 
 
 class _CountOps:
@@ -202,22 +273,21 @@ class _CountOps:
 @functools.lru_cache(maxsize=256)
 def op_count(n: int, real: bool) -> int:
     """The exact number of scalar ops of one line of length ``n``."""
-    from oxla_backend_cpu.pocketfft_c import CFFT
-    from oxla_backend_cpu.pocketfft_r import RFFT
-
     ops = _CountOps()
-    if real:
-        RFFT(n, ops, np.float64).exec([0.0] * n, 1.0, True)
-    else:
-        CFFT(n, ops, np.float64).exec([(0.0, 0.0)] * n, 1.0, True)
+    line = [0.0] * n if real else [(0.0, 0.0)] * n
+    plan(n, real, ops, np.float64).exec(line, 1.0, True)
     return ops.n
 
 
 def supported(n: int, real: bool) -> bool:
-    """Whether a line of length ``n`` is replayed here: an FFTPACK plan (not
-    Bluestein's) of at most :data:`MAX_OPS` scalar ops."""
-    return n >= 1 and not uses_bluestein(n) and work(n, real) <= 4 * MAX_OPS and \
-        op_count(n, real) <= MAX_OPS
+    """Whether a line of length ``n`` is replayed here: at most :data:`MAX_OPS` scalar
+    ops (FFTPACK or Bluestein plan)."""
+    if n < 1:
+        return False
+    if uses_bluestein(n, real):
+        return work(good_size_cmplx(2 * n - 1), False) <= 8 * MAX_OPS and \
+            op_count(n, real) <= MAX_OPS
+    return work(n, real) <= 4 * MAX_OPS and op_count(n, real) <= MAX_OPS
 
 
 @dataclass
@@ -278,13 +348,10 @@ class NumpyOps:
 
 
 def _lines_c(z: np.ndarray, axis: int, fwd: bool, fct: float) -> np.ndarray:
-    from oxla_backend_cpu.pocketfft_c import CFFT
-
     n = z.shape[axis]
     dt = z.real.dtype
-    plan = CFFT(n, NumpyOps(dt), dt)
     zz = np.moveaxis(z, axis, -1).reshape(-1, n)
-    out = plan.exec([(zz[:, j].real.copy(), zz[:, j].imag.copy()) for j in range(n)], fct, fwd)
+    out = plan(n, False, NumpyOps(dt), dt).exec([(zz[:, j].real.copy(), zz[:, j].imag.copy()) for j in range(n)], fct, fwd)
     res = np.empty_like(zz)
     for j, (re, im) in enumerate(out):
         res[:, j].real, res[:, j].imag = re, im
@@ -296,8 +363,6 @@ def reference(x: np.ndarray, kind: str, length: tuple[int, ...]) -> np.ndarray:
     here in numpy (f32/complex64 or f64/complex128 working precision, as
     ``scipy.fft``'s fftn/ifftn/rfftn/irfftn): the model the cpu emitter follows, for
     tests. Shapes as the spec requires (no cropping or padding)."""
-    from oxla_backend_cpu.pocketfft_r import RFFT
-
     axes = list(range(x.ndim - len(length), x.ndim))
     wide = x.dtype in (np.float64, np.complex128)
     rt = np.float64 if wide else np.float32
@@ -312,7 +377,8 @@ def reference(x: np.ndarray, kind: str, length: tuple[int, ...]) -> np.ndarray:
     n = length[-1]
     if kind == "RFFT":
         xr = x.astype(rt).reshape(-1, n)
-        out = RFFT(n, NumpyOps(rt), rt).exec([xr[:, j].copy() for j in range(n)], 1.0, True)
+        out = plan(n, True, NumpyOps(rt), rt).exec([xr[:, j].copy() for j in range(n)], 1.0,
+                                                   True)
         z = np.zeros((xr.shape[0], n // 2 + 1), ct)
         z[:, 0].real = out[0]
         for ii in range(1, (n - 1) // 2 + 1):
@@ -332,5 +398,5 @@ def reference(x: np.ndarray, kind: str, length: tuple[int, ...]) -> np.ndarray:
         line += [zz[:, ii].real.copy(), zz[:, ii].imag.copy()]
     if n % 2 == 0:
         line.append(zz[:, n // 2].real.copy())
-    out = RFFT(n, NumpyOps(rt), rt).exec(line, inv, False)
+    out = plan(n, True, NumpyOps(rt), rt).exec(line, inv, False)
     return np.stack(out, -1).reshape(x.shape[:-1] + (n,))

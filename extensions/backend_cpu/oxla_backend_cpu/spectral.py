@@ -5,8 +5,8 @@ buffer and round once into the result, as the interpreter's f64 algorithms
 (``oxla.interpreter.rules.linalg``) do:
 
 * ``fft``: pocketfft's plans replayed in the operand's precision
-  (:mod:`oxla_backend_cpu.fft_pocket`), bit for bit XLA's and scipy's FFT; lengths
-  pocketfft plans with Bluestein (or too large to unroll) use a direct DFT in f64
+  (:mod:`oxla_backend_cpu.fft_pocket`), bit for bit XLA's and scipy's FFT; lines of
+  more than ``pocketfft.MAX_OPS`` ops (complex n > 1024 or so) use a direct DFT in f64
   (``O(n^2)`` per line, twiddles from ``cos``/``sin`` of ``2*pi*(j*k mod n)/n``) along each of the trailing ``len(fft_length)`` axes; RFFT is
   a real DFT of the last axis then complex DFTs of the others, IRFFT complex inverse
   DFTs of the others then a Hermitian real inverse DFT of the last axis (the imaginary

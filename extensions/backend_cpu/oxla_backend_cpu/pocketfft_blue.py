@@ -1,0 +1,80 @@
+"""pocketfft's Bluestein transform (``fftblue``), replayed operation for operation
+(see :mod:`oxla_backend_cpu.pocketfft`): lengths whose plan would need a large prime
+pass are computed as a convolution through a complex FFT of a good length ``n2 >=
+2n - 1``; its chirp ``bk`` and the chirp's transform ``bkf`` are computed here at plan
+time, in the working precision, as pocketfft computes them."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from oxla_backend_cpu.pocketfft import NumpyOps, Twiddles, _Base, good_size_cmplx
+from oxla_backend_cpu.pocketfft_c import CFFT
+
+
+class Bluestein(CFFT):
+    """``fftblue`` for length ``n``: :meth:`exec` on ``n`` complex pairs, :meth:`exec_r`
+    on ``n`` reals in FFTPACK's halfcomplex order (as :class:`RFFT.exec`)."""
+
+    def __init__(self, n: int, ops, dtype):
+        _Base.__init__(self, ops, dtype)
+        self.n, self.n2 = n, good_size_cmplx(2 * n - 1)
+        self.plan = CFFT(self.n2, ops, dtype)
+        t = self.dtype.type
+        tmp = Twiddles(2 * n, dtype)
+        bk = [(1.0, 0.0)]
+        coeff = 0
+        for m in range(1, n):
+            coeff += 2 * m - 1
+            if coeff >= 2 * n:
+                coeff -= 2 * n
+            bk.append(tmp[coeff])
+        self.bk = bk
+        xn2 = t(1) / t(self.n2)
+        zero = (t(0), t(0))
+        tb = [zero] * self.n2
+        tb[0] = (t(bk[0][0]) * xn2, t(bk[0][1]) * xn2)
+        for m in range(1, n):
+            tb[m] = tb[self.n2 - m] = (t(bk[m][0]) * xn2, t(bk[m][1]) * xn2)
+        arr = [(np.array([r], self.dtype), np.array([i], self.dtype)) for r, i in tb]
+        out = CFFT(self.n2, NumpyOps(self.dtype), self.dtype).exec(arr, 1.0, True)
+        self.bkf = [(float(r[0]), float(i[0])) for r, i in out[:self.n2 // 2 + 1]]
+
+    def _mul(self, fwd: bool, v, w):
+        """pocketfft's ``special_mul<fwd>`` of ``v`` by the constant ``w``."""
+        return self.smul(fwd, v, w)
+
+    def exec(self, c: list, fct: float, fwd: bool) -> list:
+        n, n2 = self.n, self.n2
+        akf = [self._mul(fwd, c[m], self.bk[m]) for m in range(n)]
+        z = self.cscale(akf[0], self.k(0.0))
+        akf += [z] * (n2 - n)
+        akf = self.plan.exec(akf, 1.0, True)
+        akf[0] = self._mul(not fwd, akf[0], self.bkf[0])
+        for m in range(1, (n2 + 1) // 2):
+            akf[m] = self._mul(not fwd, akf[m], self.bkf[m])
+            akf[n2 - m] = self._mul(not fwd, akf[n2 - m], self.bkf[m])
+        if n2 % 2 == 0:
+            akf[n2 // 2] = self._mul(not fwd, akf[n2 // 2], self.bkf[n2 // 2])
+        akf = self.plan.exec(akf, 1.0, False)
+        s = self.k(fct)
+        return [self.cscale(self._mul(fwd, akf[m], self.bk[m]), s) for m in range(n)]
+
+    def exec_r(self, c: list, fct: float, fwd: bool) -> list:
+        n = self.n
+        zero = self.mul(self.k(0.0), c[0])
+        if fwd:
+            out = self.exec([(c[m], zero) for m in range(n)], fct, True)
+            flat = [x for v in out for x in v]
+            return [out[0][0]] + flat[2:n + 1]
+        tmp = [(c[0], self.mul(c[0], self.k(0.0)))]
+        rest = list(c[1:])
+        for m in range(1, (n - 1) // 2 + 1):
+            tmp.append((rest[2 * m - 2], rest[2 * m - 1]))
+        if n % 2 == 0:
+            tmp.append((rest[n - 2], self.mul(self.k(0.0), c[0])))
+        for m in range(len(tmp), n):
+            r, i = tmp[n - m]
+            tmp.append((r, self.neg(i)))
+        out = self.exec(tmp, fct, False)
+        return [v[0] for v in out]
