@@ -109,3 +109,17 @@ def test_profile_counts_every_kernel_call():
     assert {lab.split()[1] for lab, _, _ in prof} == {"dot", "loop"}
     assert all(calls == 3 and ns > 0 for _, ns, calls in prof)
     assert read_profile(plain) == []
+
+
+def test_profile_survives_the_compile_cache(monkeypatch, tmp_path):
+    from oxla_backend_cpu.profile import read_profile
+
+    monkeypatch.setenv("OXLA_CACHE_DIR", str(tmp_path))
+    text = _program((8, 6), (4, 6), (1, 0), "contracting_dims = [1] x [0]", (8, 4))
+    first = compile_cpu(text, extra={"profile": True})
+    hit = compile_cpu(text, extra={"profile": True})
+    plain = compile_cpu(text)
+    assert (first.stats["cache"], hit.stats["cache"], plain.stats["cache"]) == \
+        ("miss", "hit", "miss")  # profiled and plain code are different entries
+    hit(np.ones((8, 6), np.float32), np.ones((4, 6), np.float32))
+    assert [calls for _, _, calls in read_profile(hit)] == [1]
