@@ -6,8 +6,6 @@ the ``interpreter`` backend, and compared with eager PyTorch within 1e-4 relativ
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -190,17 +188,8 @@ def _cpu_case(name: str) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
                                                                           generator=g),)
 
 
-_SLOW_CPU = [  # 30-40 s of LLVM optimization each in the cpu backend; opt in
-    pytest.mark.slow,
-    pytest.mark.skipif(not os.environ.get("OXLA_SLOW_TESTS"),
-                       reason="30-40 s cpu compile each; set OXLA_SLOW_TESTS=1 to run"),
-]
-
-
 @pytest.mark.parametrize("name", [
-    "lstm", "gru", "cnn", "vit", "t5",
-    pytest.param("gpt2-sdpa", marks=_SLOW_CPU), pytest.param("gpt2-eager", marks=_SLOW_CPU),
-    pytest.param("bert", marks=_SLOW_CPU),
+    "lstm", "gru", "cnn", "vit", "t5", "gpt2-sdpa", "gpt2-eager", "bert",
 ])
 def test_models_on_cpu(name: str, assert_close) -> None:
     """The same models on the cpu backend; an op it lacks is an xfail with its message."""
