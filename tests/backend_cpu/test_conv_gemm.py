@@ -311,3 +311,49 @@ def test_depthwise_block_shapes(case):
     text, _ = conv_case(**kw)
     assert [k.mode for k in conv_kernels_of(text)] == ["direct"]
     check(**kw, relu=True)
+
+
+def _random_case(seed: int) -> dict:
+    """A random 1-3D convolution: operand layouts (any dimension order), window,
+    strides, padding (negative too), dilations, reversal, groups, epilogue."""
+    rng = np.random.default_rng(seed)
+    ns = int(rng.integers(1, 4))
+    sp = "DHW"[3 - ns:]
+
+    def perm(letters: str) -> str:
+        return "".join(rng.permutation(list(letters)))
+
+    c_per, o_per = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+    fgc = int(rng.choice([1, 1, 2, 3]))
+    bgc = int(rng.choice([1, 1, 1, 2])) if fgc == 1 else 1
+    if rng.random() < 0.25:  # depthwise
+        fgc, bgc, c_per = int(rng.integers(2, 6)), 1, 1
+    k = tuple(int(rng.integers(1, 4)) for _ in range(ns))
+    sizes = tuple(int(rng.integers(3, 8 if ns < 3 else 5)) for _ in range(ns))
+    pad = tuple((int(rng.integers(-1, 3)), int(rng.integers(-1, 3))) for _ in range(ns))
+    return dict(lhs=perm("NC" + sp), rhs=perm("OI" + sp), out=perm("NC" + sp),
+                n=int(rng.integers(1, 3)) * bgc, c=c_per * fgc, o=o_per * fgc * bgc, sp=sizes,
+                k=k, stride=tuple(int(rng.integers(1, 3)) for _ in range(ns)), pad=pad,
+                ld=tuple(int(rng.choice([1, 1, 2])) for _ in range(ns)),
+                rd=tuple(int(rng.choice([1, 1, 2])) for _ in range(ns)),
+                rev=tuple(int(rng.random() < 0.2) for _ in range(ns)), fgc=fgc, bgc=bgc,
+                relu=bool(rng.random() < 0.5), t="f32" if rng.random() < 0.8 else "f64")
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_convolutions(seed, monkeypatch):
+    import oxla_backend_cpu.conv as conv
+
+    case = _random_case(seed)
+    if seed % 2:  # every other case in many small chunks
+        monkeypatch.setattr(conv, "CHUNK_BYTES", 512)
+    text, args = conv_case(**case)
+    if 0 in args[0].shape or "x0x" in text or "<0x" in text:
+        pytest.skip("empty output")
+    tol = 1e-4 if case["t"] == "f32" else 1e-11
+    exe = compile_cpu(text, cache=False)
+    from oxla.interpreter import InterpreterBackend
+    from oxla.ir import parse_module
+
+    want = InterpreterBackend().compile(parse_module(text, "test.mlir"))(*args)[0]
+    np.testing.assert_allclose(exe(*args)[0], want, rtol=tol, atol=tol)
