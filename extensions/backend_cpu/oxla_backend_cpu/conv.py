@@ -5,15 +5,17 @@ Planning (this module) picks, per op, one of three forms (:func:`conv_kernels`):
 * **GEMM**: chunk by chunk of the output, an im2col packing task (parallel loop nest)
   writes a temporary ``col`` buffer (one chunk, :data:`CHUNK_BYTES`, counted by buffer
   assignment), then one GEMM per feature/batch group through BLAS writes the output in
-  its own layout (:mod:`oxla_backend_cpu.conv_gemm`). A 1x1,
-  stride-1, unpadded convolution whose input and output dimension orders agree reads the
-  input directly (no packing). The kernel is used in place when its output feature
-  dimension is outermost or innermost, else copied once to ``[O, rest]`` (a
+  its own layout (:mod:`oxla_backend_cpu.conv_gemm`). A 1x1, stride-1, unpadded
+  convolution whose input and output dimension orders agree reads the input directly
+  (no packing). The kernel is used in place when its output feature dimension is
+  outermost or innermost, else copied once to ``[O, rest]`` (a
   :class:`~oxla_backend_cpu.plan.PackKernel`).
 * **direct**: depthwise-like convolutions (one input feature per group) accumulate over
-  the window straight into output rows, vectorized along the output's innermost
-  dimension, with the valid range of each row computed once (no per-element bounds test).
-* anything else (integers, f16, zero-size shapes) keeps the generic loop emitter
+  the window straight into blocks of the two innermost output dimensions, vectorized
+  along the innermost, with the valid ranges computed once per block and window element
+  (no per-element bounds test) (:func:`oxla_backend_cpu.conv_emit.emit_direct`).
+* anything else (integers, f16, zero-size shapes, tiny f32 convolutions:
+  :func:`oxla_backend_cpu.linalg.small_f32_conv`) keeps the generic loop emitter
   (:func:`oxla_backend_cpu.linalg.emit_convolution`).
 
 Layouts. With ``G = feature_group_count * batch_group_count`` groups, ``K`` = input
@@ -21,7 +23,8 @@ features per group times the window size (in the kernel's memory order without i
 output feature dimension) and ``og`` output features per group:
 
 * output feature dimension innermost (NHWC): ``col[P][G][K]`` (rows of one chunk) with
-  ``P`` the other output dimensions in memory order; ``out[P, g*og:(g+1)*og] = col_g[P,K] @ W_g[K,og]``;
+  ``P`` the other output dimensions in memory order;
+  ``out[P, g*og:(g+1)*og] = col_g[P,K] @ W_g[K,og]``;
 * otherwise (NCHW): ``col[outer][G][K][inner]`` (``outer``/``inner``: output dimensions
   before/after the feature dimension; a chunk holds some outer indices, or some rows of
   ``inner`` of one); ``out[outer, g*og:(g+1)*og, inner] =
@@ -31,9 +34,10 @@ Epilogue: an elementwise loop kernel that is the only reader of the convolution'
 result, reading it at its own index (bias add, relu), is computed by the GEMM or direct
 kernel on each block of output it has just written (:func:`fuse_conv_epilogues`).
 
-Exact semantics: separate ``fmul``/``fadd`` (no FMA contraction unless ``fast_math``);
-f32 results are accumulated in f32 (BLAS order), so results differ from the
-interpreter's summation order by rounding only.
+Semantics: the direct kernel and the epilogues use separate ``fmul``/``fadd`` (no FMA
+contraction unless ``fast_math``); the GEMM's summation order (and FMA use) is BLAS's, as
+for ``dot_general``. f32 results are accumulated in f32, so they differ from the
+interpreter's (f64) by f32 rounding in the summation order only.
 """
 
 from __future__ import annotations
@@ -156,13 +160,6 @@ class ConvGeom:
     @property
     def feature_last(self) -> bool:
         return self.of == len(self.os) - 1
-
-    def col_roles(self) -> list[str]:
-        """The im2col buffer's dimensions, outermost first (see the module doc)."""
-        outs = [self.out_role(d) for d in range(len(self.os))]
-        if self.feature_last:
-            return outs[:-1] + ["g"] + self.k_roles
-        return outs[:self.of] + ["g"] + self.k_roles + outs[self.of + 1:]
 
     def no_packing(self) -> bool:
         """True when the im2col buffer would equal the input: a 1x1 window, unit stride
