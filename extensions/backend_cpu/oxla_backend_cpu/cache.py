@@ -157,7 +157,7 @@ def store(key: str, exe: Any, constants: Any = ()) -> None:
     """Writes ``exe`` under ``key`` (best effort: an unwritable directory is skipped;
     an executable calling Python custom-call kernels is not portable, never stored).
 
-    ``constants``: digests of the module's elided constants (:func:`module_key`); run-time
+    ``constants``: the module's elided constants by digest (:func:`module_key`); run-time
     constants equal to one of them are recorded by digest only (a hit takes them from the
     module), so weights are neither written nor read back."""
     if not getattr(exe, "portable", True):
@@ -168,7 +168,7 @@ def store(key: str, exe: Any, constants: Any = ()) -> None:
         fd, tmp = tempfile.mkstemp(dir=d, suffix=".tmp")
         os.close(fd)
         try:
-            exe.save(tmp, omit_constants=set(constants))
+            exe.save(tmp, omit_constants=dict(constants))
             os.replace(tmp, entry_path(key))
         finally:
             with contextlib.suppress(OSError):

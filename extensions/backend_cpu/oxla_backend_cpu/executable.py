@@ -173,9 +173,11 @@ class CPUExecutable:
         """Writes a ``.oxla`` artifact: manifest, optimized StableHLO, LLVM IR and object
         code, each member's SHA-256 in the manifest.
 
-        ``omit_constants``: SHA-256 digests (of raw bytes) of constants to record by
-        digest only, without their data: the compile cache passes the module's weights,
-        as an entry is only read back with that module at hand (see ``load_artifact``).
+        ``omit_constants``: arrays by the SHA-256 of their raw bytes; constants equal to
+        one of them are recorded by digest only, without their data: the compile cache
+        passes the module's weights, as an entry is only read back with that module at
+        hand (see ``load_artifact``). A constant that is one of those arrays' memory is not
+        hashed again.
         """
         from oxla.artifact import write_artifact
 
@@ -194,7 +196,7 @@ class CPUExecutable:
         runtime = getattr(self._jit, "runtime_code", b"")
         if runtime:  # the parallel runtime's object, loaded next to program.o
             files["runtime.o"] = runtime
-        digests = _digests(self.constants)
+        digests = _digests(self.constants, omit_constants)
         omitted = [j for j, d in enumerate(digests) if d in omit_constants]
         for j, c in enumerate(self.constants):
             if j not in omitted:
@@ -218,10 +220,20 @@ class CPUExecutable:
         write_artifact(path, BACKEND, files, meta)
 
 
-def _digests(arrays: list[np.ndarray]) -> list[str]:
+def _digests(arrays: list[np.ndarray], known: Any = ()) -> list[str]:
+    """The SHA-256 of each array's bytes; an array that is the memory of one in ``known``
+    (a mapping digest -> array) takes that digest without hashing."""
     from oxla_backend_cpu.cache import digests
 
-    return digests(arrays)
+    by_memory = {}
+    if isinstance(known, dict):
+        by_memory = {(a.ctypes.data, a.nbytes): d for d, a in known.items()
+                     if isinstance(a, np.ndarray) and a.flags.c_contiguous}
+    out: list[str | None] = [by_memory.get((a.ctypes.data, a.nbytes)) for a in arrays]
+    rest = [j for j, d in enumerate(out) if d is None]
+    for j, d in zip(rest, digests([arrays[j] for j in rest])):
+        out[j] = d
+    return out  # type: ignore[return-value]
 
 
 def load_artifact(path: str | os.PathLike[str],
