@@ -45,3 +45,58 @@ dynamic_safe(
     # picking one result of a multi-output op
     operator.getitem,
 )
+
+dynamic_safe(
+    # elementwise: operands broadcast to the output (scalars with its run-time sizes)
+    _aten.abs.default, _aten.ceil.default, _aten.floor.default, _aten.round.default,
+    _aten.sign.default, _aten.sin.default, _aten.cos.default, _aten.log.default,
+    _aten.log1p.default, _aten.expm1.default, _aten.reciprocal.default, _aten.isnan.default,
+    _aten.silu.default, _aten.atan2.default, _aten.maximum.default, _aten.minimum.default,
+    _aten.rsub.Scalar, _aten.rsub.Tensor, _aten.div.Tensor_mode, _aten.div.Scalar_mode,
+    _aten.remainder.Tensor, _aten.remainder.Scalar, _aten.fmod.Tensor, _aten.fmod.Scalar,
+    _aten.pow.Scalar, _aten.pow.Tensor_Tensor, _aten.clamp.default, _aten.clamp.Tensor,
+    _aten.clamp_min.default, _aten.clamp_min.Tensor, _aten.clamp_max.default,
+    _aten.clamp_max.Tensor, _aten.where.Scalar, _aten.where.ScalarSelf,
+    _aten.where.ScalarOther, _aten.masked_fill.Scalar, _aten.masked_fill.Tensor,
+    _aten.logical_and.default, _aten.logical_or.default, _aten.logical_xor.default,
+    _aten.logical_not.default, _aten.bitwise_not.default, _aten.bitwise_and.Scalar,
+    _aten.bitwise_or.Scalar, _aten.bitwise_xor.Scalar, _aten.bitwise_xor.Tensor,
+    _aten.to.dtype, _aten.to.dtype_layout, _aten.detach.default, _aten.lift_fresh_copy.default,
+    _aten.contiguous.default, _aten.copy.default, _aten._assert_scalar.default,
+    _aten.sym_constrain_range.default, _aten.sym_constrain_range_for_size.default,
+    # the same rules as marked view/slice/split/cat/softmax/arange overloads
+    _aten.view_copy.default, _aten.squeeze.default, _aten.unflatten.int,
+    _aten.permute_copy.default, _aten.expand_copy.default, _aten.broadcast_to.default,
+    _aten.concat.default, _aten.select_copy.int, _aten.slice_copy.Tensor,
+    _aten.split.Tensor, _aten.split_with_sizes_copy.default, _aten.unbind.int,
+    _aten.softmax.int, _aten.log_softmax.int, _aten.arange.default, _aten.arange.start,
+    _aten.baddbmm.default, _aten.sym_size.int, _aten.sym_numel.default,
+    # shape-agnostic (reverse, pad by static amounts) or sized from the operand
+    # (dynamic_iota, dynamic_broadcast_in_dim with get_dimension_size parts)
+    _aten.flip.default, _aten.constant_pad_nd.default, _aten.tril.default, _aten.triu.default,
+    _aten.repeat.default, _aten.index_select.default,
+    # creation: broadcasts to the output's symbolic sizes
+    _aten.full.default, _aten.full_like.default, _aten.new_full.default, _aten.zeros.default,
+    _aten.zeros_like.default, _aten.new_zeros.default, _aten.ones.default,
+    _aten.ones_like.default, _aten.new_ones.default, _aten.empty.memory_format,
+    _aten.empty_like.default, _aten.new_empty.default, _aten.empty_strided.default,
+    _aten.empty_permuted.default, _aten.scalar_tensor.default,
+    # reductions: element counts from get_dimension_size, arg-reductions with dynamic_iota
+    _aten.sum.default, _aten.mean.default, _aten.prod.default, _aten.prod.dim_int,
+    _aten.amin.default, _aten.max.default, _aten.min.default, _aten.any.default,
+    _aten.any.dim, _aten.any.dims, _aten.all.default, _aten.all.dim, _aten.all.dims,
+    _aten.var.correction, _aten.var.dim, _aten.argmax.default, _aten.argmin.default,
+    # nn: per-channel broadcasts sized from the input; pooling refuses ? spatial dims
+    _aten.convolution.default, _aten._native_batch_norm_legit_no_training.default,
+    _aten._native_batch_norm_legit.default, _aten._native_batch_norm_legit.no_stats,
+    _aten._native_batch_norm_legit_functional.default, _aten.native_batch_norm.default,
+    _aten.max_pool1d_with_indices.default, _aten.max_pool2d_with_indices.default,
+    _aten.max_pool3d_with_indices.default, _aten.avg_pool1d.default, _aten.avg_pool2d.default,
+    _aten.avg_pool3d.default, _aten._adaptive_avg_pool2d.default,
+    _aten.adaptive_avg_pool2d.default, _aten.adaptive_avg_pool1d.default,
+    # scatter along a dim: coordinates from dynamic_iota, src cut with real_dynamic_slice
+    _aten.scatter.value, _aten.scatter.src, _aten.scatter.reduce, _aten.scatter.value_reduce,
+    _aten.scatter_add.default,
+    # index_put: updates broadcast to the indexed shape from x's and the indices' sizes
+    _aten.index_put.default, _aten.index_put_.default, _aten._unsafe_index_put.default,
+)

@@ -159,9 +159,7 @@ for _name, _dir in _COMPARE.items():
 def _logical(op: str):
     def rule(ctx: LoweringContext, x: Any, y: Any) -> Value:
         i1 = IntegerType(1)
-        a, b = [ctx.b.compare("NE", v, ctx.broadcast_to(ctx.const(0, etype(v)),
-                                                        v.type.shape))
-                if etype(v) != i1 else v
+        a, b = [ctx.b.compare("NE", v, ctx.splat(0, etype(v), v)) if etype(v) != i1 else v
                 for v in (ctx.broadcast_to(ctx.operand(x, _promoted(x)), ctx.out_type().shape),
                           ctx.broadcast_to(ctx.operand(y, _promoted(y)), ctx.out_type().shape))]
         return getattr(ctx.b, op)(a, b)
@@ -195,7 +193,7 @@ def _bitwise_not(ctx: LoweringContext, x: Value) -> Value:
 def _logical_not(ctx: LoweringContext, x: Value) -> Value:
     if etype(x) == IntegerType(1):
         return ctx.b.not_(x)
-    return ctx.b.compare("EQ", x, ctx.broadcast_to(ctx.const(0, etype(x)), x.type.shape))
+    return ctx.b.compare("EQ", x, ctx.splat(0, etype(x), x))
 
 
 def _unary(op: str, float_only: bool = True):
@@ -223,7 +221,7 @@ def _round(ctx: LoweringContext, x: Value) -> Value:
 def _reciprocal(ctx: LoweringContext, x: Value) -> Value:
     et = ctx.out_type().element_type
     x = ctx.convert(x, et)
-    return ctx.b.divide(ctx.broadcast_to(ctx.const(1, et), x.type.shape), x)
+    return ctx.b.divide(ctx.splat(1, et, x), x)
 
 
 @lowering(aten.erf.default)
@@ -233,7 +231,7 @@ def _erf(ctx: LoweringContext, x: Value) -> Value:
 
 @lowering(aten.relu.default)
 def _relu(ctx: LoweringContext, x: Value) -> Value:
-    return ctx.b.maximum(x, ctx.broadcast_to(ctx.const(0, etype(x)), x.type.shape))
+    return ctx.b.maximum(x, ctx.splat(0, etype(x), x))
 
 
 @lowering(aten.gelu.default)
@@ -309,7 +307,7 @@ def _to_copy(ctx: LoweringContext, x: Value, *args: Any, **kwargs: Any) -> Value
           aten.lift_fresh_copy.default, aten.contiguous.default, aten.copy.default)
 def _identity(ctx: LoweringContext, x: Value, *args: Any, **kwargs: Any) -> Value:
     if ctx.node.target is aten.copy.default:  # copy(dst, src): the result is src
-        return ctx.broadcast_to(ctx.convert(args[0], etype(x)), x.type.shape)
+        return ctx.broadcast_to(ctx.convert(args[0], etype(x)), x.type.shape, x)
     return x
 
 

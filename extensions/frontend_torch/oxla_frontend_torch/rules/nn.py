@@ -98,24 +98,24 @@ def _convolution(ctx: LoweringContext, x: Value, w: Value, bias: Value | None,
              "feature_group_count": A.i64_attr(groups), "batch_group_count": A.i64_attr(1)}
     y = ctx.b.create("stablehlo.convolution", [x, w], attrs, [out]).results[0]
     if bias is not None:
-        y = ctx.b.add(y, ctx.b.broadcast_in_dim(bias, out.shape, [1]))
+        y = ctx.b.add(y, ctx.broadcast_in_dim(bias, out.shape, [1], y))
     return y
 
 
-def _channel(ctx: LoweringContext, v: Value, shape: Sequence[int]) -> Value:
-    return ctx.b.broadcast_in_dim(v, shape, [1])
+def _channel(ctx: LoweringContext, v: Value, like: Value) -> Value:
+    """Per-channel ``v`` (``[C]``) broadcast along dim 1 to the shape of ``like``."""
+    return ctx.broadcast_in_dim(v, shape_of(like), [1], like)
 
 
 def _batch_norm(ctx: LoweringContext, x: Value, weight: Value | None, bias: Value | None,
                 mean: Value, var: Value, eps: float) -> Value:
-    shape = shape_of(x)
     et = etype(x)
     inv = ctx.b.rsqrt(ctx.b.add(var, ctx.broadcast_to(ctx.const(eps, et), shape_of(var))))
-    y = ctx.b.multiply(ctx.b.subtract(x, _channel(ctx, mean, shape)), _channel(ctx, inv, shape))
+    y = ctx.b.multiply(ctx.b.subtract(x, _channel(ctx, mean, x)), _channel(ctx, inv, x))
     if weight is not None:
-        y = ctx.b.multiply(y, _channel(ctx, weight, shape))
+        y = ctx.b.multiply(y, _channel(ctx, weight, x))
     if bias is not None:
-        y = ctx.b.add(y, _channel(ctx, bias, shape))
+        y = ctx.b.add(y, _channel(ctx, bias, x))
     return y
 
 
@@ -123,10 +123,17 @@ def _batch_stats(ctx: LoweringContext, x: Value) -> tuple[Value, Value]:
     shape = shape_of(x)
     et = etype(x)
     dims = [d for d in range(len(shape)) if d != 1]
-    n = int(np.prod([shape[d] for d in dims]))
-    cnt = ctx.broadcast_to(ctx.const(n, et), (shape[1],))
-    mean = ctx.b.divide(ctx.reduce(x, dims, "add"), cnt)
-    c = ctx.b.subtract(x, _channel(ctx, mean, shape))
+    total = ctx.reduce(x, dims, "add")
+    if None in shape:
+        from oxla_frontend_torch.rules.reduce import element_count
+
+        cnt = ctx.broadcast_in_dim(element_count(ctx, x, dims, 0, et), shape_of(total), [],
+                                   total)
+    else:
+        n = int(np.prod([shape[d] for d in dims]))
+        cnt = ctx.broadcast_to(ctx.const(n, et), (shape[1],))
+    mean = ctx.b.divide(total, cnt)
+    c = ctx.b.subtract(x, _channel(ctx, mean, x))
     var = ctx.b.divide(ctx.reduce(ctx.b.multiply(c, c), dims, "add"), cnt)
     return mean, var
 
@@ -278,6 +285,10 @@ def _pool(ctx: LoweringContext, x: Value, kernel: Sequence[int], stride: Sequenc
     shape = shape_of(x)
     n = len(kernel)
     lead = len(shape) - n
+    if None in shape[lead:] or None in tuple(out_shape)[lead:]:
+        raise NotSupportedError(f"'{ctx.node.target}' over a dynamic ('?') spatial dimension",
+                                loc=ctx.b.loc,
+                                notes=["import for concrete shapes (arg_shapes=[...])"])
 
     def per(v: Any, default: Sequence[int]) -> list[int]:
         if v is None or (isinstance(v, Sequence) and len(v) == 0):
@@ -313,7 +324,7 @@ def _avg_pool(ctx: LoweringContext, x: Value, kernel: Sequence[int], stride: Seq
     elif not any(padding if isinstance(padding, Sequence) else [padding]) and not ceil_mode:
         div = ctx.broadcast_to(ctx.const(int(np.prod(kernel)), et), out.shape)
     else:
-        ones = ctx.broadcast_to(ctx.const(1, et), shape_of(x))
+        ones = ctx.splat(1, et, x)
         if count_include_pad:  # padded zeros count, ceil-mode overhang does not
             n = len(kernel)
             pp = [padding] * n if isinstance(padding, int) else list(padding)
@@ -321,7 +332,7 @@ def _avg_pool(ctx: LoweringContext, x: Value, kernel: Sequence[int], stride: Seq
             lo = [0] * (len(shape_of(x)) - n) + pp
             attrs = {"edge_padding_low": A.i64_array(lo), "edge_padding_high": A.i64_array(lo),
                      "interior_padding": A.i64_array([0] * len(lo))}
-            padded = tuple(s + 2 * q for s, q in zip(shape_of(x), lo))
+            padded = tuple(s if s is None else s + 2 * q for s, q in zip(shape_of(x), lo))
             ones = ctx.b.create("stablehlo.pad", [ones, ctx.const(1, et)], attrs,
                                 [TensorType(padded, et)]).results[0]
             div = _pool(ctx, ones, kernel, stride, 0, 0, "add", out.shape)
@@ -340,6 +351,10 @@ def _adaptive_avg_pool(ctx: LoweringContext, x: Value, output_size: Sequence[int
     n = len(output_size)
     lead = len(shape) - n
     ins, outs = shape[lead:], out.shape[lead:]
+    if None in ins:
+        raise NotSupportedError(f"'{ctx.node.target}' over a dynamic ('?') spatial dimension",
+                                loc=ctx.b.loc,
+                                notes=["import for concrete shapes (arg_shapes=[...])"])
     if any(i % o for i, o in zip(ins, outs)):
         raise NotSupportedError(f"adaptive_avg_pool from {ins} to {outs} with unequal windows",
                                 loc=ctx.b.loc, notes=["use input sizes divisible by the "

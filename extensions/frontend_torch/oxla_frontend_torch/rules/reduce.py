@@ -57,10 +57,25 @@ def _mean(ctx: LoweringContext, x: Value, dims: Any = None, keepdim: bool = Fals
           dtype: Any = None) -> Value:
     out = ctx.out_type()
     ds = _dims(x, dims)
-    n = int(np.prod([shape_of(x)[d] for d in ds]))
     s = ctx.reduce(ctx.convert(x, out.element_type), ds, "add")
-    s = ctx.b.divide(s, ctx.broadcast_to(ctx.const(n, out.element_type), shape_of(s)))
+    s = ctx.b.divide(s, ctx.broadcast_in_dim(element_count(ctx, x, ds, 0, out.element_type),
+                                             shape_of(s), [], s))
     return ctx.reshape(s, out.shape)
+
+
+def element_count(ctx: LoweringContext, x: Value, ds: Sequence[int], minus: Any, et: Any) -> Value:
+    """``tensor<et>``: ``max(prod(sizes of x over ds) - minus, 0)``, a constant when those
+    sizes are static, else computed from ``get_dimension_size`` at run time."""
+    sizes = [shape_of(x)[d] for d in ds]
+    if None not in sizes:
+        return ctx.const(max(int(np.prod(sizes)) - minus, 0), et)
+    n = ctx.const(1, IntegerType(64))
+    for d in ds:
+        n = ctx.b.multiply(n, ctx.size(x, d))
+    n = ctx.convert(n, et)
+    if minus:
+        n = ctx.b.maximum(ctx.b.subtract(n, ctx.const(minus, et)), ctx.const(0, et))
+    return n
 
 
 @lowering(aten.var.correction, aten.var.dim)
@@ -74,20 +89,17 @@ def _var(ctx: LoweringContext, x: Value, dims: Any = None, *args: Any, correctio
         correction = 1
     out = ctx.out_type()
     ds = _dims(x, dims)
-    n = int(np.prod([shape_of(x)[d] for d in ds]))
     et = out.element_type
     x = ctx.convert(x, et)
-    mean = ctx.b.divide(ctx.reduce(x, ds, "add"),
-                        ctx.broadcast_to(ctx.const(n, et), _kept(x, ds, False)))
+    total = ctx.reduce(x, ds, "add")
+    mean = ctx.b.divide(total, ctx.broadcast_in_dim(element_count(ctx, x, ds, 0, et),
+                                                    shape_of(total), [], total))
     keep = [d for d in range(len(shape_of(x))) if d not in ds]
-    centered = ctx.b.subtract(x, ctx.b.broadcast_in_dim(mean, shape_of(x), keep))
+    centered = ctx.b.subtract(x, ctx.broadcast_in_dim(mean, shape_of(x), keep, x))
     ss = ctx.reduce(ctx.b.multiply(centered, centered), ds, "add")
-    ss = ctx.b.divide(ss, ctx.broadcast_to(ctx.const(max(n - correction, 0), et), shape_of(ss)))
+    ss = ctx.b.divide(ss, ctx.broadcast_in_dim(element_count(ctx, x, ds, correction, et),
+                                               shape_of(ss), [], ss))
     return ctx.reshape(ss, out.shape)
-
-
-def _kept(x: Value, ds: Sequence[int], keepdim: bool) -> tuple[int, ...]:
-    return tuple(1 if d in ds else s for d, s in enumerate(shape_of(x)) if keepdim or d not in ds)
 
 
 def _arg(kind: str):
@@ -95,19 +107,23 @@ def _arg(kind: str):
              keepdim: bool = False) -> Value:
         """Index of the first extreme element along ``dim`` (the whole tensor if None)."""
         out = ctx.out_type()
+        i64 = IntegerType(64)
         if dim is None:
-            x = ctx.reshape(x, (int(np.prod(shape_of(x))),))
+            if None in shape_of(x):
+                n = element_count(ctx, x, range(len(shape_of(x))), 0, i64)
+                x = ctx.reshape(x, (None,), [n])
+            else:
+                x = ctx.reshape(x, (int(np.prod(shape_of(x))),))
             dim = 0
         shape = shape_of(x)
         dim = norm_dim(dim, len(shape))
         ext = ctx.reduce(x, [dim], kind)
         keep = [d for d in range(len(shape)) if d != dim]
-        hit = ctx.b.compare("EQ", x, ctx.b.broadcast_in_dim(ext, shape, keep))
+        hit = ctx.b.compare("EQ", x, ctx.broadcast_in_dim(ext, shape, keep, x))
         if is_float(etype(x)):
             hit = ctx.b.or_(hit, ctx.b.compare("NE", x, x))
-        i64 = IntegerType(64)
-        iota = ctx.b.iota(shape, i64, dim)
-        big = ctx.broadcast_to(ctx.const(shape[dim], i64), shape)
+        iota = ctx.iota_like(x, None, i64, dim)
+        big = ctx.broadcast_in_dim(ctx.size(x, dim), shape, [], x)
         idx = ctx.reduce(ctx.b.select(hit, iota, big), [dim], "minimum")
         return ctx.reshape(idx, out.shape)
 

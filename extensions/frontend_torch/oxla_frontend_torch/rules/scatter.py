@@ -48,14 +48,24 @@ def _index_put(ctx: LoweringContext, x: Value, indices: Sequence[Value | None],
     on the interpreter; torch leaves the order unspecified."""
     stacked, offset, dims, nb, sizes = index_plan(ctx, x, list(indices))
     bshape = shape_of(stacked)[:-1]
-    rest = [s for d, s in enumerate(shape_of(x)) if d not in dims]
-    out_shape = [0] * (nb + len(rest))
+    rest = [d for d in range(len(shape_of(x))) if d not in dims]
+    out_shape: list[Any] = [0] * (nb + len(rest))
+    parts: list[Any] = [0] * (nb + len(rest))  # run-time sizes: ints or (value, dim)
     for i, d in enumerate(offset):
-        out_shape[d] = rest[i]
+        out_shape[d] = shape_of(x)[rest[i]]
+        parts[d] = (x, rest[i])
     batch = [d for d in range(len(out_shape)) if d not in offset]
     for i, d in enumerate(batch):
         out_shape[d] = bshape[i]
-    upd = ctx.broadcast_to(ctx.convert(values, etype(x)), out_shape)
+        parts[d] = (stacked, i)
+    upd = ctx.convert(values, etype(x))
+    if None in out_shape:
+        r, k = len(out_shape), len(shape_of(upd))
+        upd = ctx.b.create("stablehlo.dynamic_broadcast_in_dim", [upd, ctx.parts_value(parts)],
+                           {"broadcast_dimensions": A.i64_array(list(range(r - k, r)))},
+                           [TensorType(tuple(out_shape), etype(x))]).results[0]
+    else:
+        upd = ctx.broadcast_to(upd, out_shape)
     return _scatter(ctx, x, stacked, upd, offset, dims, dims, nb, accumulate)
 
 
@@ -67,8 +77,8 @@ def _full_coords(ctx: LoweringContext, x: Value, dim: int, index: Value) -> Valu
         if d == dim:
             c = _wrap_negative(ctx, ctx.convert(index, i64), x, d)
         else:
-            c = ctx.b.iota(ishape, i64, d)
-        cols.append(ctx.reshape(c, (*ishape, 1)))
+            c = ctx.iota_like(index, None, i64, d)
+        cols.append(ctx.reshape(c, (*ishape, 1), [(index, i) for i in range(len(ishape))] + [1]))
     return ctx.b.concatenate(cols, len(shape)) if len(cols) > 1 else cols[0]
 
 
@@ -83,11 +93,17 @@ def _scatter_dim(accumulate: bool):
         r = len(shape_of(x))
         dim = norm_dim(dim, r)
         ishape = shape_of(index)
-        if isinstance(src, Value):
+        if isinstance(src, Value) and (None in ishape or None in shape_of(src)):
+            # src may be larger than index: its leading corner, sized at run time
+            strides = ctx.parts_value([1] * r)
+            upd = ctx.b.create("stablehlo.real_dynamic_slice",
+                               [src, ctx.parts_value([0] * r), ctx.dims_value(index), strides],
+                               result_types=[TensorType(ishape, etype(src))]).results[0]
+        elif isinstance(src, Value):
             starts = [0] * r
             upd = ctx.b.slice(src, starts, list(ishape)) if shape_of(src) != ishape else src
         else:
-            upd = ctx.broadcast_to(ctx.const(src, etype(x)), ishape)
+            upd = ctx.splat(src, etype(x), index)
         coords = _full_coords(ctx, x, dim, index)
         acc = accumulate or reduce is not None
         return _scatter(ctx, x, coords, upd, [], list(range(r)), list(range(r)), r, acc)

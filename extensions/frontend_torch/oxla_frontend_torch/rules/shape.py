@@ -173,13 +173,18 @@ def _split(ctx: LoweringContext, x: Value, sizes: Any = 0, dim: int = 0) -> list
 
 def _gather(ctx: LoweringContext, x: Value, indices: Value, offset_dims: Sequence[int],
             collapsed: Sequence[int], start_index_map: Sequence[int], index_vector_dim: int,
-            slice_sizes: Sequence[int], out: TensorType) -> Value:
+            slice_sizes: Sequence[Any], out: TensorType) -> Value:
+    """``stablehlo.gather``; a ``dynamic_gather`` when a slice size is a ``(value, dim)``
+    pair (a ``?`` dim taken whole, sized at run time)."""
     dn = A.struct("stablehlo.gather", offset_dims=tuple(offset_dims),
                   collapsed_slice_dims=tuple(collapsed),
                   start_index_map=tuple(start_index_map), index_vector_dim=index_vector_dim)
-    return ctx.b.create("stablehlo.gather", [x, indices],
-                        {"dimension_numbers": dn, "slice_sizes": A.i64_array(slice_sizes),
-                         "indices_are_sorted": A.BoolAttr(False)}, [out]).results[0]
+    attrs: dict[str, Any] = {"dimension_numbers": dn, "indices_are_sorted": A.BoolAttr(False)}
+    if all(isinstance(n, int) for n in slice_sizes):
+        attrs["slice_sizes"] = A.i64_array(slice_sizes)
+        return ctx.b.create("stablehlo.gather", [x, indices], attrs, [out]).results[0]
+    return ctx.b.create("stablehlo.dynamic_gather", [x, indices, ctx.parts_value(slice_sizes)],
+                        attrs, [out]).results[0]
 
 
 def _wrap_negative(ctx: LoweringContext, idx: Value, x: Value, d: int) -> Value:
@@ -202,10 +207,10 @@ def _embedding(ctx: LoweringContext, weight: Value, indices: Value, *args: Any) 
 def _index_select(ctx: LoweringContext, x: Value, dim: int, index: Value) -> Value:
     shape = shape_of(x)
     dim = norm_dim(dim, len(shape))
-    idx = ctx.reshape(index, (*shape_of(index), 1)) if shape_of(index) else \
-        ctx.reshape(index, (1, 1))
-    sizes = list(shape)
-    sizes[dim] = 1
+    idx = ctx.reshape(index, (*shape_of(index), 1), [(index, 0), 1]) if shape_of(index) \
+        else ctx.reshape(index, (1, 1))
+    sizes: list[Any] = [1 if d == dim else (x, d) if n is None else n
+                        for d, n in enumerate(shape)]
     offset = [i for i in range(len(shape)) if i != dim]
     return ctx.reshape(_gather(ctx, x, idx, offset, [dim], [dim], 1, sizes,
                                TensorType(tuple(s if i != dim else shape_of(idx)[0]
@@ -239,10 +244,6 @@ def index_plan(ctx: LoweringContext, x: Value, indices: Sequence[Value | None]
         val = ctx.node.meta["val"]
         bsizes = list(val.shape[p:p + nb])
         bshape = tuple(ctx.dim(s) for s in bsizes)
-        if any(shape[d] is None for d in rest):
-            raise NotSupportedError("advanced indexing that keeps a dynamic ('?') dimension "
-                                    "whole", loc=ctx.b.loc,
-                                    notes=["import for concrete shapes (arg_shapes=[...])"])
     else:
         bshape = tuple(np.broadcast_shapes(*idx_shapes))
     i64 = IntegerType(64)
@@ -267,7 +268,7 @@ def index_plan(ctx: LoweringContext, x: Value, indices: Sequence[Value | None]
         else:
             cols.append(ctx.reshape(ctx.broadcast_to(iv, bshape), (*bshape, 1)))
     stacked = cols[0] if len(cols) == 1 else ctx.b.concatenate(cols, len(bshape))
-    sizes = [1 if d in dims else s for d, s in enumerate(shape)]
+    sizes = [1 if d in dims else (x, d) if s is None else s for d, s in enumerate(shape)]
     return stacked, offset, dims, nb, sizes
 
 
@@ -316,13 +317,14 @@ def _pad(ctx: LoweringContext, x: Value, pad: Sequence[int], value: Any = 0) -> 
 def _tri(lower: bool):
     def rule(ctx: LoweringContext, x: Value, diagonal: int = 0) -> Value:
         shape = shape_of(x)
+        r = len(shape)
         i64 = IntegerType(64)
-        rows = ctx.b.iota(shape[-2:], i64, 0)
-        cols = ctx.b.iota(shape[-2:], i64, 1)
+        rows, cols = (ctx.iota_like(x, [r - 2, r - 1], i64, d) for d in (0, 1))
         diff = ctx.b.subtract(cols, rows)
-        k = ctx.broadcast_to(ctx.const(diagonal, i64), shape[-2:])
-        keep = ctx.broadcast_to(ctx.b.compare("LE" if lower else "GE", diff, k), shape)
-        return ctx.b.select(keep, x, ctx.broadcast_to(ctx.const(0, etype(x)), shape))
+        k = ctx.splat(diagonal, i64, diff)
+        keep = ctx.broadcast_in_dim(ctx.b.compare("LE" if lower else "GE", diff, k), shape,
+                                    [r - 2, r - 1], x)
+        return ctx.b.select(keep, x, ctx.splat(0, etype(x), x))
 
     return rule
 
@@ -343,10 +345,23 @@ def _flip(ctx: LoweringContext, x: Value, dims: Sequence[int]) -> Value:
 def _repeat(ctx: LoweringContext, x: Value, repeats: Sequence[int]) -> Value:
     shape = shape_of(x)
     reps = [ctx.dim(r) for r in repeats]
+    if None in reps:
+        raise NotSupportedError("'aten.repeat' with a dynamic ('?') repeat count",
+                                loc=ctx.b.loc,
+                                notes=["import for concrete shapes (arg_shapes=[...])"])
     full = (1,) * (len(reps) - len(shape)) + shape
     inter = []
     for r, s in zip(reps, full):
         inter += [r, s]
-    v = ctx.b.broadcast_in_dim(x, inter, [2 * i + 1 for i in range(len(reps))][-len(shape):]
-                               if shape else [])
+    dims = [2 * i + 1 for i in range(len(reps))][-len(shape):] if shape else []
+    if None in shape:  # the ``?`` sizes come from x: [r0, (x, 0), r1, (x, 1), ...]
+        lead = len(reps) - len(shape)
+        parts: list[Any] = []
+        for i, r in enumerate(reps):
+            parts += [r, 1 if i < lead else (x, i - lead)]
+        v = ctx.b.create("stablehlo.dynamic_broadcast_in_dim", [x, ctx.parts_value(parts)],
+                         {"broadcast_dimensions": A.i64_array(dims)},
+                         [TensorType(tuple(inter), etype(x))]).results[0]
+    else:
+        v = ctx.b.broadcast_in_dim(x, inter, dims)
     return ctx.reshape(v, ctx.out_type().shape)
