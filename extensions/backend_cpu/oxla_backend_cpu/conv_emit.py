@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 
 import llvmlite.ir as ir
-from oxla_codegen_llvm import FusedEmitter, Scalar, for_range, loop_nest, store
+from oxla_codegen_llvm import FusedEmitter, Scalar, for_range, load, loop_nest, store
 from oxla_codegen_llvm.loops import delinearize
 from oxla_codegen_llvm.parallel import call_parallel, grain_for, worth_parallel
 
@@ -179,12 +179,42 @@ def _epilogue(s: Scalar, k, out: ir.Value, extras: list[ir.Value], prefix: list,
     if ep is None:
         return
     b = s.b
-    f = FusedEmitter(s, {k.op.results[0]: out, **dict(zip(k.extra, extras))})
+    f = FusedEmitter(s, dict(zip(k.extra, extras)))
     et = ep.root.type.element_type
-    with for_range(b, n, "e") as j:
-        f.reset()
-        store(s, out, et, b.add(base, j), f.value_at(ep.root, list(prefix) + [j]))
+    conv = k.op.results[0]
+    pre = b.block
+    head, body, end = (b.append_basic_block(f"e.{x}") for x in ("head", "body", "end"))
+    b.branch(head)
+    b.position_at_end(head)
+    j = b.phi(I64, name="e")
+    j.add_incoming(_c(0), pre)
+    b.cbranch(b.icmp_signed("<", j, _c(n)), body, end)
+    b.position_at_end(body)
     f.reset()
+    # the epilogue reads the convolution only at its own index (fuse_conv_epilogues): the
+    # value is loaded at the store's address, so LLVM sees an in-place update, not a
+    # possible overlap that would keep the loop scalar
+    at = b.add(base, j)
+    f.scalars[conv] = load(s, out, conv.type.element_type, at)
+    store(s, out, et, at, f.value_at(ep.root, list(prefix) + [j]))
+    j.add_incoming(b.add(j, _c(1), flags=["nsw"]), b.block)
+    _no_interleave(b, b.branch(head))
+    b.position_at_end(end)
+    f.reset()
+
+
+def _no_interleave(b: ir.IRBuilder, latch: ir.Instruction) -> None:
+    """``llvm.loop.interleave.count = 1`` on the loop of back edge ``latch``: one vector
+    per iteration, so a row of 96 floats is 6 AVX-512 vectors, not one 64-float
+    iteration and 32 scalar ones."""
+    module = b.module
+    count = module.add_metadata([ir.MetaDataString(module, "llvm.loop.interleave.count"),
+                                 ir.Constant(ir.IntType(32), 1)])
+    n = getattr(module, "_oxla_loop_ids", 0)
+    module._oxla_loop_ids = n + 1  # type: ignore[attr-defined]
+    loop_id = module.add_metadata([ir.MetaDataString(module, f"oxla.loop.{n}")])
+    loop_id.operands = (loop_id, count)
+    latch.set_metadata("llvm.loop", loop_id)
 
 
 # --- direct -----------------------------------------------------------------------------
