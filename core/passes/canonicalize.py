@@ -8,6 +8,7 @@ from oxla.ir import Module
 from oxla.passes import (  # noqa: F401 (register)
     canon_algebra,
     canon_control,
+    canon_conv,
     canon_shape,
     refine_dynamic,
 )
