@@ -67,7 +67,7 @@ def module_from_lowered(lowered: Lowered, variables_as_inputs: bool = False) -> 
             inputs (in ``lowered.captures`` order) instead of constants of their value
             now.
     """
-    from oxla_frontend_tf.tidy import bind_arguments, tidy
+    from oxla_frontend_tf.tidy import bind_arguments, normalize_names, tidy
 
     filename = f"<tf {lowered.name}>"
     _reject_bounded_dynamism(lowered.text, filename)
@@ -76,6 +76,7 @@ def module_from_lowered(lowered: Lowered, variables_as_inputs: bool = False) -> 
     if not variables_as_inputs and lowered.captures:
         bind_arguments(module, len(lowered.input_specs), [c.read() for c in lowered.captures])
     tidy(module)
+    normalize_names(module)  # no trace counters: the same model gives the same text
     return module
 
 

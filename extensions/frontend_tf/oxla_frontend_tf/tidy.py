@@ -9,6 +9,7 @@ nothing calls. Nothing here imports tensorflow.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -87,6 +88,60 @@ def tidy(module: Module) -> int:
             op.erase()
             removed += 1
     return removed
+
+
+_COUNTER = re.compile(r"\d+")
+
+
+def _stem(name: str) -> str:
+    """``name`` without its digit runs (TF's trace counters, Keras' ``dense_3`` suffixes,
+    MLIR's ``.5`` uniquers): ``a_inference_call_49__.7`` -> ``a_inference_call``."""
+    return re.sub(r"[_.]{2,}", "_", _COUNTER.sub("", name)).strip("_.") or "f"
+
+
+def _renamed(attr: A.Attribute, names: dict[str, str]) -> A.Attribute:
+    if isinstance(attr, A.SymbolRefAttr) and attr.root in names:
+        return A.SymbolRefAttr(names[attr.root], attr.nested)
+    if isinstance(attr, A.ArrayAttr):
+        return A.ArrayAttr(tuple(_renamed(a, names) for a in attr.value))
+    if isinstance(attr, A.DictionaryAttr):
+        return A.DictionaryAttr(tuple((k, _renamed(a, names)) for k, a in attr.entries))
+    return attr
+
+
+def normalize_names(module: Module) -> dict[str, str]:
+    """Renames the module and its functions other than ``main`` to names without the
+    trace counters TensorFlow puts in them (``@a_inference_call_49__.7``,
+    ``@a_inference_inner_31__.5``), so that tracing the same model twice gives the same
+    text (and the same compile-cache key). A function becomes ``<stem>_<i>`` with ``i``
+    its position in the module; symbol references follow.
+
+    Args:
+        module: changed in place.
+
+    Returns:
+        Old name -> new name, for every renamed function.
+    """
+    if "sym_name" in module.op.attributes:
+        old = A.to_python(module.op.attributes["sym_name"])
+        module.op.attributes["sym_name"] = A.StringAttr(_stem(str(old)))
+    names: dict[str, str] = {}
+    for i, func in enumerate(module.functions):
+        name = A.to_python(func.attributes.get("sym_name"))
+        if name is not None and name != "main":
+            names[str(name)] = f"{_stem(str(name))}_{i}"
+    if not names:
+        return names
+    for func in module.functions:
+        name = A.to_python(func.attributes.get("sym_name"))
+        if name in names:
+            func.attributes["sym_name"] = A.StringAttr(names[name])
+    for op in module.walk():
+        for key, attr in list(op.attributes.items()):
+            new = _renamed(attr, names)
+            if new is not attr:
+                op.attributes[key] = new
+    return names
 
 
 def bind_arguments(module: Module, start: int, values: Sequence[np.ndarray]) -> None:
