@@ -338,6 +338,10 @@ _OP_CASES = {
                               + x.argmin(0) + (x > 1).any(0) + (x > -1).all(0)), _f2, _BT),
     "reduce_dim1": (lambda x: x.var(1, keepdim=True) + x.argmax(1, keepdim=True), _f2, _BT),
     "softmax": (lambda x: torch.softmax(x, 0) + torch.log_softmax(x, 1), _f2, _BT),
+    "sdpa_gqa": (lambda x: _F.scaled_dot_product_attention(  # 4 query heads, 2 kv heads
+        x.view(x.shape[0], x.shape[1], 4, 2).transpose(1, 2), x[..., None, :2].transpose(1, 2)
+        .expand(-1, 2, -1, -1) * 0.5, x[..., None, 2:4].transpose(1, 2).expand(-1, 2, -1, -1),
+        is_causal=True, enable_gqa=True), lambda b, t: _f3(b, t).repeat(1, 1, 2), _BT),
     # nn: per-channel broadcasts from the input's sizes
     "batch_norm": (lambda x: _BN(x), _nct, {0: _B, 2: _T}),
     "batch_norm_stats": (lambda x: _F.batch_norm(x, None, None, training=True), _nct,

@@ -235,14 +235,11 @@ def _sdpa(ctx: LoweringContext, q: Value, k: Value, v: Value, attn_mask: Value |
     et = etype(q)
     r = len(sq)
     if enable_gqa and sk[-3] != sq[-3]:
-        if None in sq or None in sk:
-            raise NotSupportedError("scaled_dot_product_attention with enable_gqa on dynamic "
-                                    "('?') dimensions", loc=ctx.b.loc,
+        if sq[-3] is None or sk[-3] is None:
+            raise NotSupportedError("scaled_dot_product_attention with enable_gqa and a "
+                                    "dynamic ('?') number of heads", loc=ctx.b.loc,
                                     notes=["import for concrete shapes (arg_shapes=[...])"])
-        rep = sq[-3] // sk[-3]
-        k, v = (ctx.reshape(ctx.b.broadcast_in_dim(
-            t, (*shape_of(t)[:-2], rep, *shape_of(t)[-2:]),
-            [*range(r - 2), r - 1, r]), (*sq[:-3], sq[-3], *shape_of(t)[-2:])) for t in (k, v))
+        k, v = (_repeat_heads(ctx, t, sq[-3] // sk[-3]) for t in (k, v))
         sk = shape_of(k)
     batch = tuple(range(r - 2))
     s = ctx.b.dot_general(q, k, contracting=((r - 1,), (r - 1,)), batching=(batch, batch))
@@ -267,6 +264,24 @@ def _sdpa(ctx: LoweringContext, q: Value, k: Value, v: Value, attn_mask: Value |
     e = ctx.b.exponential(ctx.b.subtract(s, ctx.broadcast_in_dim(m, ss, keep, s)))
     p = ctx.b.divide(e, ctx.broadcast_in_dim(ctx.reduce(e, [len(ss) - 1], "add"), ss, keep, s))
     return ctx.b.dot_general(p, v, contracting=((r - 1,), (r - 2,)), batching=(batch, batch))
+
+
+def _repeat_heads(ctx: LoweringContext, t: Value, rep: int) -> Value:
+    """``[..., h, s, d]`` -> ``[..., h * rep, s, d]``, each head repeated ``rep`` times in
+    place (grouped-query attention); ``?`` dims sized from ``t``."""
+    st = shape_of(t)
+    r = len(st)
+    big = (*st[:-2], rep, *st[-2:])
+    dims = [*range(r - 2), r - 1, r]
+    out = (*st[:-3], st[-3] * rep, *st[-2:])
+    if None not in st:
+        return ctx.reshape(ctx.b.broadcast_in_dim(t, big, dims), out)
+    parts = [(t, d) for d in range(r - 2)] + [rep, (t, r - 2), (t, r - 1)]
+    b = ctx.b.create("stablehlo.dynamic_broadcast_in_dim", [t, ctx.parts_value(parts)],
+                     {"broadcast_dimensions": A.i64_array(dims)},
+                     [TensorType(big, etype(t))]).results[0]
+    return ctx.reshape(b, out, [(t, d) for d in range(r - 3)] + [st[-3] * rep, (t, r - 2),
+                                                                 (t, r - 1)])
 
 
 @lowering(aten.max_pool2d_with_indices.default, aten.max_pool1d_with_indices.default,
