@@ -194,3 +194,15 @@ def test_dynamic_dims_are_compatible():
           '  %0 = "stablehlo.add"(%a, %b) : (tensor<?x3xf32>, tensor<2x?xf32>) -> '
           "tensor<2x3xf32>\n  func.return %0 : tensor<2x3xf32>\n}\n")
     verify(parse_module(ok))
+
+
+def test_duplicate_symbol_is_a_redefinition():
+    """A module is a symbol table: a second ``@main`` is an error at the second one with
+    a note at the first (was accepted, and ``main`` silently meant the first)."""
+    one = "func.func @{n}(%a: tensor<2xf32>) -> tensor<2xf32> {{\n  return %a : tensor<2xf32>\n}}\n"
+    dup = one.format(n="main") + one.format(n="helper") + one.format(n="main")
+    with pytest.raises(VerifyError, match="redefinition of symbol 'main'") as info:
+        verify(parse_module(dup, "dup.mlir"))
+    assert (info.value.loc.line, info.value.loc.col) == (7, 1)
+    assert info.value.notes == ["see existing symbol definition at dup.mlir:1:1"]
+    verify(parse_module(one.format(n="main") + one.format(n="helper"), "ok.mlir"))

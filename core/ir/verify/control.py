@@ -397,6 +397,23 @@ def verify_call(op: Operation) -> None:
         fail(op, "", f"has type ({fmt(ins)}) -> ({fmt(outs)}); expected the callee type {ft}")
 
 
+@register_verifier("builtin.module")
+def verify_symbol_table(op: Operation) -> None:
+    """``builtin.module`` is a symbol table: no two ops in its body share a ``sym_name``
+    (MLIR's "redefinition of symbol"); otherwise callers and ``main`` would silently pick
+    one of them."""
+    seen: dict[str, Operation] = {}
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.ops:
+                name = getattr(inner.attributes.get("sym_name"), "value", None)
+                if not isinstance(name, str):
+                    continue
+                first = seen.setdefault(name, inner)
+                if first is not inner:
+                    where = "" if first.loc.is_unknown() else f" at {first.loc}"
+                    raise VerifyError(f"redefinition of symbol '{name}'", inner.loc,
+                                      notes=[f"see existing symbol definition{where}"])
 
 
 __all__ = ["region_inputs", "region_outputs", "VerifyError"]
