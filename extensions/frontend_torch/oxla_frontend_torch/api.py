@@ -83,13 +83,29 @@ def to_torch(a: Any) -> torch.Tensor:
 
 
 class TorchFunction:
-    """A compiled torch program, called like the module's ``forward``.
+    """A compiled torch program, called like the model's ``forward``.
 
-    Takes the same (pytree of) arguments as the exported call and returns its pytree of
-    outputs as torch tensors. Programs with ``torch.export.Dim`` dynamic dims are imported
-    once with ``?`` dims (``dynamic_module``), then refined (``stablehlo-refine-shapes``)
-    and compiled once per distinct input shape; when an op has no rule for ``?`` dims,
-    each input shape is imported on its own instead (``dynamic_error`` says why).
+    Contract:
+        - Call it with the same (pytree of) arguments as the exported call; each tensor
+          leaf may be a ``torch.Tensor`` (CPU tensors are read through DLPack, without a
+          copy when contiguous) or a ``numpy.ndarray``.
+        - It returns torch tensors (CPU, sharing memory with the backend's result arrays:
+          no copy) in the same pytree structure as ``forward``'s result: a single
+          ``torch.Tensor`` when ``forward`` returns one tensor, a tuple when it returns a
+          tuple, dicts/lists/dataclass outputs rebuilt the same way (``out_spec``).
+        - ``stats``, ``save`` and ``executable`` are those of the underlying oxla
+          :class:`~oxla.protocols.Executable` (which itself takes and returns flat numpy
+          arrays); ``module`` is the imported StableHLO module.
+
+    Programs with ``torch.export.Dim`` dynamic dims are imported once with ``?`` dims
+    (``dynamic_module``), then refined (``stablehlo-refine-shapes``) and compiled once per
+    distinct input shape; when an op has no rule for ``?`` dims, each input shape is
+    imported on its own instead (``dynamic_error`` says why). ``stats``, ``save`` and
+    ``executable`` then refer to the first shape compiled.
+
+    Raises (when called):
+        RuntimeInputError: wrong number of tensor inputs, or a shape that does not match
+            the exported one (static dims).
 
     Attributes:
         program: the decomposed ExportedProgram.
@@ -164,6 +180,12 @@ class TorchFunction:
             raise OxlaError("nothing compiled yet: call the function once (dynamic shapes)")
         return next(iter(self.executables.values()))
 
+    @property
+    def stats(self) -> dict[str, Any]:
+        """The underlying executable's statistics (``compile_seconds``, ``kernel_count``,
+        ...; see :class:`~oxla.protocols.Executable`) of the first shape compiled."""
+        return self.executable.stats
+
     def _flat_inputs(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
         from torch.utils import _pytree as pytree
 
@@ -202,7 +224,9 @@ class TorchFunction:
         return pytree.tree_unflatten(outs, out_spec)
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Writes the (first) flat executable as a ``.oxla`` artifact."""
+        """Writes the (first) flat executable as a ``.oxla`` artifact; ``oxla.load`` reads
+        it back as an executable on flat numpy arrays (the pytree structure and torch
+        conversion are not saved)."""
         self.executable.save(path)
 
 
@@ -227,9 +251,12 @@ def compile(  # noqa: A001 - mirrors oxla.compile
         options: oxla compile options.
 
     Returns:
-        A :class:`TorchFunction` taking and returning torch tensors.
+        A :class:`TorchFunction` taking torch tensors (or numpy arrays) and returning
+        torch tensors in ``forward``'s output structure (one tensor for one tensor).
 
     Raises:
+        OxlaError: an ``nn.Module`` whose ``forward`` needs arguments, given no
+            ``example_inputs``/``example_kwargs``.
         LoweringError: an ATen op without a lowering rule (names op and source line).
         NotSupportedError: the backend cannot compile an op.
     """
@@ -238,6 +265,8 @@ def compile(  # noqa: A001 - mirrors oxla.compile
     elif isinstance(model, ExportedProgram):
         ep = model.run_decompositions(_table())
     elif isinstance(model, torch.nn.Module):
+        if not example_inputs and not example_kwargs:
+            _check_no_args(model)
         ep = export_module(model, example_inputs, example_kwargs, dynamic_shapes)
     else:
         raise TypeError(f"expected an nn.Module, ExportedProgram or path, got "
@@ -249,3 +278,19 @@ def _table() -> dict[Any, Any]:
     from oxla_frontend_torch.importer import decomposition_table
 
     return decomposition_table()
+
+
+def _check_no_args(model: torch.nn.Module) -> None:
+    import inspect
+
+    try:
+        params = inspect.signature(model.forward).parameters.values()
+    except (TypeError, ValueError):
+        return
+    need = [p.name for p in params if p.default is inspect.Parameter.empty
+            and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    if need:
+        raise OxlaError(f"{type(model).__name__}.forward needs arguments "
+                        f"({', '.join(need)}) but no example_inputs were given: pass "
+                        "example_inputs=(tensor, ...) (used to export the model with "
+                        "torch.export), or pass a torch.export.ExportedProgram instead")

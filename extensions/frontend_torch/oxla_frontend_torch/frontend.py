@@ -54,9 +54,20 @@ class TorchFrontend:
 
     def compile_object(self, obj: Any, example_inputs: Sequence[Any], backend: str,
                        options: CompileOptions | None = None, **kw: Any) -> Any:
-        """``oxla.compile(model, example_inputs=...)``: a callable on torch tensors."""
+        """``oxla.compile(model, example_inputs=...)``: a ``TorchFunction`` taking and
+        returning torch tensors (see its docstring). ``kw`` may hold torch export options
+        (``example_kwargs``, ``dynamic_shapes``) and ``CompileOptions`` fields
+        (``fast_math=``, ``cache=``, ...)."""
+        import dataclasses
+
         from oxla_frontend_torch.api import compile as compile_torch
 
+        fields = {f.name for f in dataclasses.fields(CompileOptions)}
+        opt = {k: kw.pop(k) for k in list(kw) if k in fields}
+        if opt:
+            if options is not None:
+                raise TypeError("pass either options= or individual option fields, not both")
+            options = CompileOptions(**opt)
         return compile_torch(obj, example_inputs, backend, options=options, **kw)
 
 
