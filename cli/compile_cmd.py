@@ -8,7 +8,7 @@ import time
 import click
 
 from oxla import plugins
-from oxla.cli.options import backend_option, frontend_option
+from oxla.cli.options import InputPath, backend_option, frontend_option
 from oxla.errors import PluginError
 
 INSTALL_HINTS: dict[str, tuple[str, str]] = {
@@ -52,7 +52,7 @@ def resolve_frontend(path: str, name: str | None) -> str:
 
 
 @click.command("compile")
-@click.argument("input_path", metavar="IN", type=click.Path(exists=True))
+@click.argument("input_path", metavar="IN", type=InputPath())
 @frontend_option()
 @backend_option()
 @click.option("-o", "--output", "output", type=click.Path(), default=None,

@@ -8,14 +8,14 @@ from collections import Counter
 
 import click
 
-from oxla.cli.options import backend_option
+from oxla.cli.options import InputPath, backend_option
 
 _STYLE = {"pass": "green", "fail": "red", "error": "magenta", "timeout": "yellow",
           "skip": "dim"}
 
 
 @click.command("conformance")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@click.argument("paths", nargs=-1, required=True, type=InputPath())
 @backend_option()
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
               help="files run at a time, each in its own worker process")

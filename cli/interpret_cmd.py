@@ -6,9 +6,11 @@ import sys
 
 import click
 
+from oxla.cli.options import InputPath
+
 
 @click.command("interpret")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.argument("file", type=InputPath(dir_okay=False))
 def interpret_command(file: str) -> None:
     """Run every test function of FILE (split at `// -----`) and evaluate its checks.
 

@@ -6,12 +6,13 @@ import sys
 
 import click
 
+from oxla.cli.options import InputPath
 from oxla.passes import DEFAULT_PIPELINE
 
 
 @click.command("opt", epilog=f"The 'default' pipeline is: {DEFAULT_PIPELINE}")
 @click.argument(
-    "input_path", metavar="IN.mlir", type=click.Path(exists=True, dir_okay=False, allow_dash=True)
+    "input_path", metavar="IN.mlir", type=InputPath(dir_okay=False, allow_dash=True)
 )
 @click.option(
     "-p",

@@ -48,3 +48,22 @@ def frontend_option(default: str | None = None, **kwargs: Any) -> Callable[..., 
     :func:`backend_option`). The command receives the name as ``frontend``."""
     kwargs.setdefault("help", "frontend to import with (default: detected from the input)")
     return click.option("--frontend", default=default, callback=_check_frontend, **kwargs)
+
+
+class InputPath(click.Path):
+    """``click.Path`` for a file the command reads: a missing path is one line,
+    ``error: no such file: X`` (exit 2), like every other user error, instead of click's
+    three-line usage message. Other checks (``dir_okay``...) are click's."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs["exists"] = False
+        super().__init__(**kwargs)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        import os
+
+        from oxla.errors import OxlaError
+
+        if not (self.allow_dash and value == "-") and not os.path.lexists(os.fspath(value)):
+            raise OxlaError(f"no such file: {os.fspath(value)}")
+        return super().convert(value, param, ctx)

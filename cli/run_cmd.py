@@ -3,34 +3,102 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import click
 import numpy as np
 
+from oxla.cli.options import InputPath
 from oxla.errors import OxlaError
+
+HELP_EPILOG = (
+    "Inputs of ml_dtypes types (bfloat16, float8_*, ...): numpy's np.save stores them as "
+    "raw bytes (dtype |V2 for bfloat16); oxla reads such a file, or a same-width unsigned "
+    "int view (uint16 for bfloat16, uint8 for float8), as the type the artifact expects. "
+    "Outputs of those types are written the same way; read them back with "
+    "np.load(...)['result0'].view(ml_dtypes.bfloat16)."
+)
 
 
 def _load_input(path: str) -> np.ndarray:
     try:
         return np.load(path, allow_pickle=False)
     except FileNotFoundError as exc:
-        raise OxlaError(f"no such file: '{path}'") from exc
+        raise OxlaError(f"no such file: {path}") from exc
     except ValueError as exc:
+        if "pickle" in str(exc):  # np.load's reading of a file that has no .npy header
+            raise OxlaError(f"'{path}' is not a .npy file (no .npy header; write it "
+                            "with numpy.save)") from exc
         raise OxlaError(f"'{path}' is not a .npy array file: {exc}") from exc
+    except (OSError, EOFError) as exc:
+        raise OxlaError(f"'{path}' is not a .npy file: {exc}") from exc
 
 
-@click.command("run")
-@click.argument("artifact", metavar="ARTIFACT.oxla", type=click.Path(exists=True))
+def reinterpret_input(array: np.ndarray, want: Any) -> np.ndarray:
+    """Returns ``array`` viewed as dtype ``want`` when it holds ``want``'s bytes untyped.
+
+    numpy cannot name ml_dtypes types in a ``.npy`` header, so a bfloat16 array saved
+    with ``np.save`` loads back as raw void (``|V2``); users also pass a same-width
+    unsigned integer view (``uint16`` for bfloat16). Both are reinterpreted, not
+    converted. Any other dtype is returned unchanged (the executable reports it).
+    """
+    if want is None or array.dtype == want or array.dtype.itemsize != np.dtype(want).itemsize:
+        return array
+    if array.dtype.kind == "V" and array.dtype.fields is None:
+        return array.view(want)
+    if array.dtype.kind == "u" and _is_ml_dtype(np.dtype(want)):
+        return array.view(want)
+    return array
+
+
+def _is_ml_dtype(dtype: np.dtype) -> bool:
+    """True for the ml_dtypes extension types (bfloat16, float8_*, int4 ...)."""
+    return type(dtype).__module__.startswith("ml_dtypes") or dtype.type.__module__.startswith(
+        "ml_dtypes")
+
+
+def _expected_dtypes(exe: Any, count: int) -> list[Any]:
+    """The numpy dtype of each argument of ``exe``'s signature (None when not a tensor)."""
+    from oxla.ir import types as T
+
+    out: list[Any] = []
+    for t in getattr(getattr(exe, "signature", None), "inputs", ())[:count]:
+        et = getattr(t, "element_type", None) if isinstance(t, T.TensorType) else None
+        if isinstance(et, T.QuantizedType):
+            et = et.storage_type
+        try:
+            out.append(None if et is None else np.dtype(et.dtype))
+        except (AttributeError, TypeError, NotImplementedError):
+            out.append(None)
+    return out + [None] * (count - len(out))
+
+
+def write_results(path: str, outs: list[np.ndarray]) -> None:
+    """Writes ``outs`` to exactly ``path``: a ``.npy`` file when ``path`` ends in
+    ``.npy`` and there is one result, else an ``.npz`` archive (result0, result1, ...)
+    whatever the suffix (``np.savez`` would append ``.npz`` to a path)."""
+    with open(path, "wb") as fh:
+        if path.endswith(".npy") and len(outs) == 1:
+            np.save(fh, outs[0], allow_pickle=False)
+        else:
+            np.savez(fh, **{f"result{i}": o for i, o in enumerate(outs)})
+
+
+@click.command("run", epilog=HELP_EPILOG)
+@click.argument("artifact", metavar="ARTIFACT.oxla", type=InputPath())
 @click.option("--input", "-i", "inputs", multiple=True, metavar="FILE.npy",
               help="one .npy file per argument, in order")
 @click.option("--output", "-o", type=click.Path(), default=None,
-              help="write the results to this .npz (result0, result1, ...)")
+              help="write the results to exactly this path: an .npz archive (result0, "
+                   "result1, ...), or a plain .npy when the path ends in .npy and there "
+                   "is one result")
 def run_command(artifact: str, inputs: tuple[str, ...], output: str | None) -> None:
     """Run a compiled artifact on .npy inputs; print each output's shape and dtype."""
     import oxla
 
     exe = oxla.load(artifact)
     args = [_load_input(p) for p in inputs]
+    args = [reinterpret_input(a, w) for a, w in zip(args, _expected_dtypes(exe, len(args)))]
     t0 = time.perf_counter()
     outs = [np.asarray(o) for o in exe(*args)]
     seconds = time.perf_counter() - t0
@@ -38,5 +106,5 @@ def run_command(artifact: str, inputs: tuple[str, ...], output: str | None) -> N
         click.echo(f"result{i}: shape {tuple(o.shape)} dtype {o.dtype}")
     click.echo(f"ran in {seconds * 1e3:.3f} ms on backend {exe.backend}")
     if output is not None:
-        np.savez(output, **{f"result{i}": o for i, o in enumerate(outs)})
+        write_results(output, outs)
         click.echo(f"wrote {output}")

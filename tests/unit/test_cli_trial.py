@@ -1,0 +1,101 @@
+"""CLI problems found by a second new-user trial: each test runs the ``oxla`` command
+as a user would and checks what it prints, the exit status and the files it writes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import oxla
+from oxla.cli.main import cli
+
+ADD = """func.func @main(%a: tensor<4x{t}>) -> tensor<4x{t}> {{
+  %0 = stablehlo.add %a, %a : tensor<4x{t}>
+  return %0 : tensor<4x{t}>
+}}
+"""
+
+
+def run(*args: str):
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+def _backends():
+    return [b for b in ("interpreter", "cpu") if b in oxla.plugins.backends()]
+
+
+def test_duplicate_main_is_refused_by_every_command(tmp_path):
+    one = "func.func @main(%a: tensor<2xf32>) -> tensor<2xf32> {\n  return %a : tensor<2xf32>\n}\n"
+    src = tmp_path / "dup.mlir"
+    src.write_text(one + one)
+    for args in (("compile", src, "-o", tmp_path / "d.oxla"), ("opt", src)):
+        result = run(*args)
+        assert result.exit_code == 2, result.output
+        assert f"{src}:4:1: error: redefinition of symbol 'main'" in result.stderr
+        assert f"note: see existing symbol definition at {src}:1:1" in result.stderr
+    result = run("interpret", src)
+    assert result.exit_code == 1 and "redefinition of symbol 'main'" in result.output
+
+
+@pytest.mark.parametrize("backend", _backends())
+def test_run_reads_bfloat16_saved_by_numpy(tmp_path, backend):
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    bf16 = ml_dtypes.bfloat16
+    src = tmp_path / "bf.mlir"
+    src.write_text(ADD.format(t="bf16"))
+    art = tmp_path / "bf.oxla"
+    assert run("compile", src, "--backend", backend, "-o", art).exit_code == 0
+    x = np.array([1.5, -2.0, 3.25, 0.0], bf16)
+    np.save(tmp_path / "raw.npy", x)  # numpy writes |V2
+    assert np.load(tmp_path / "raw.npy").dtype.kind == "V"
+    np.save(tmp_path / "u16.npy", x.view(np.uint16))
+    for inp in ("raw.npy", "u16.npy"):
+        out = tmp_path / f"{inp}.out.npz"
+        result = run("run", art, "-i", tmp_path / inp, "-o", out)
+        assert result.exit_code == 0, result.output
+        assert "dtype bfloat16" in result.stdout
+        got = np.load(out)["result0"]
+        np.testing.assert_array_equal(got.view(bf16), x + x)
+    # what oxla run wrote feeds back into oxla run
+    np.save(tmp_path / "again.npy", np.load(tmp_path / "raw.npy.out.npz")["result0"])
+    assert run("run", art, "-i", tmp_path / "again.npy").exit_code == 0
+    # a float32 file is still a dtype error, not a silent reinterpretation
+    np.save(tmp_path / "f32.npy", x.astype(np.float32))
+    result = run("run", art, "-i", tmp_path / "f32.npy")
+    assert result.exit_code == 2 and "has dtype float32, expected bfloat16" in result.stderr
+    assert "ml_dtypes" in run("run", "--help").stdout
+
+
+def test_run_output_is_written_at_exactly_the_given_path(tmp_path):
+    src = tmp_path / "a.mlir"
+    src.write_text(ADD.format(t="f32"))
+    art = tmp_path / "a.oxla"
+    assert run("compile", src, "-o", art).exit_code == 0
+    np.save(tmp_path / "x.npy", np.arange(4, dtype=np.float32))
+    for name in ("o.npy", "o.npz", "o.bin"):
+        result = run("run", art, "-i", tmp_path / "x.npy", "-o", tmp_path / name)
+        assert result.exit_code == 0, result.output
+        assert f"wrote {tmp_path / name}" in result.stdout
+        assert (tmp_path / name).exists() and not (tmp_path / f"{name}.npz").exists()
+        data = np.load(tmp_path / name)
+        got = data if name.endswith(".npy") else data["result0"]
+        np.testing.assert_array_equal(got, 2 * np.arange(4, dtype=np.float32))
+
+
+@pytest.mark.parametrize("command", ["compile", "opt", "interpret", "conformance", "run"])
+def test_missing_input_file_is_one_line(tmp_path, command):
+    missing = tmp_path / "nope.mlir"
+    result = run(command, missing)
+    assert result.exit_code == 2
+    assert result.stderr == f"error: no such file: {missing}\n"
+
+
+def test_text_file_given_as_npy_is_not_called_pickled(tmp_path):
+    src = tmp_path / "a.mlir"
+    src.write_text(ADD.format(t="f32"))
+    assert run("compile", src, "-o", tmp_path / "a.oxla").exit_code == 0
+    (tmp_path / "x.npy").write_text("1 2 3 4\n")
+    result = run("run", tmp_path / "a.oxla", "-i", tmp_path / "x.npy")
+    assert result.exit_code == 2
+    assert "is not a .npy file" in result.stderr and "pickle" not in result.stderr
