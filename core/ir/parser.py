@@ -590,15 +590,19 @@ def parse_input_spec(spec: str) -> tuple[tuple[int, ...], T.ElementType | None]:
     Raises:
         RuntimeInputError: malformed spec.
     """
-    from oxla.errors import RuntimeInputError
+    from oxla.errors import OxlaError, RuntimeInputError
 
     dims, _, elem = spec.strip().partition(":")
+    bad = [d for d in dims.split("x") if not d.strip().isdigit()] if dims else []
+    if bad:
+        raise RuntimeInputError(f"invalid input spec '{spec}': dimension '{bad[0]}' is not "
+                                "a size; expected e.g. 4x8:f32")
+    shape = tuple(int(d) for d in dims.split("x")) if dims else ()
     try:
-        shape = tuple(int(d) for d in dims.split("x")) if dims else ()
         t = parse_type(f"tensor<{elem}>") if elem else None
-    except Exception as exc:
-        raise RuntimeInputError(
-            f"invalid input spec '{spec}', expected e.g. 4x8:f32 ({exc})") from exc
+    except OxlaError as exc:  # one line: the spec, not a snippet of tensor<...>
+        raise RuntimeInputError(f"invalid input spec '{spec}': '{elem}' is not an element "
+                                "type; expected e.g. 4x8:f32") from exc
     if any(d < 0 for d in shape):
         raise RuntimeInputError(f"invalid input spec '{spec}', expected e.g. 4x8:f32")
     return shape, t.element_type if isinstance(t, T.TensorType) else None

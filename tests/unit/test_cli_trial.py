@@ -99,3 +99,54 @@ def test_text_file_given_as_npy_is_not_called_pickled(tmp_path):
     result = run("run", tmp_path / "a.oxla", "-i", tmp_path / "x.npy")
     assert result.exit_code == 2
     assert "is not a .npy file" in result.stderr and "pickle" not in result.stderr
+
+
+DYN = """func.func @main(%a: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  %0 = stablehlo.add %a, %a : tensor<?x8xf32>
+  %1 = stablehlo.exponential %0 : tensor<?x8xf32>
+  return %1 : tensor<?x8xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("backend", _backends())
+def test_stablehlo_input_spec_refines_dynamic_dims(tmp_path, backend):
+    src = tmp_path / "dyn.mlir"
+    src.write_text(DYN)
+    art = tmp_path / "dyn.oxla"
+    result = run("compile", src, "--backend", backend, "--input-spec", "3x8:f32", "-o", art)
+    assert result.exit_code == 0, result.output
+    x = np.random.default_rng(0).standard_normal((3, 8)).astype(np.float32)
+    want = oxla.compile(DYN, backend="interpreter")(x)[0]  # the dynamic module as written
+    np.testing.assert_allclose(oxla.load(art)(x)[0], want, rtol=1e-6)
+    assert str(oxla.load(art).signature.inputs[0]) == "tensor<3x8xf32>"
+    result = run("compile", src, "--input-spec", "3x9:f32")
+    assert result.exit_code == 2
+    assert result.stderr == ("error: input spec #0 '3x9:f32' does not fit argument #0 of "
+                             "@main, tensor<?x8xf32>\n")
+
+
+def test_cpu_refuses_dynamic_program_saying_what_to_do(tmp_path):
+    if "cpu" not in oxla.plugins.backends():
+        pytest.skip("cpu backend not installed")
+    src = tmp_path / "dyn.mlir"
+    src.write_text(DYN)
+    result = run("compile", src, "--backend", "cpu", "-o", tmp_path / "d.oxla")
+    assert result.exit_code == 2
+    first = result.stderr.splitlines()[0]
+    assert first.startswith(f"{src}:1:1: error: argument #0 (%a) of @main has dynamic shape "
+                            "tensor<?x8xf32>")
+    assert "--input-spec Nx8:f32" in result.stderr
+    assert "stablehlo-refine-shapes" in result.stderr
+
+
+@pytest.mark.parametrize("spec, why", [
+    ("3xx8:f32", "dimension '' is not a size"),
+    ("3x8:f3", "'f3' is not an element type"),
+])
+def test_bad_input_spec_is_one_line(tmp_path, spec, why):
+    src = tmp_path / "dyn.mlir"
+    src.write_text(DYN)
+    result = run("compile", src, "--input-spec", spec)
+    assert result.exit_code == 2
+    assert result.stderr == f"error: invalid input spec '{spec}': {why}; expected e.g. 4x8:f32\n"

@@ -69,6 +69,41 @@ def _check_type(op: Operation, v: Value) -> None:
         raise unsupported(op, f"element type {t.element_type}") from None
 
 
+def check_static(main: Operation) -> None:
+    """Refuses a main function with a ``?`` dimension, naming the first dynamic value
+    (an argument, else the first op result) and how to make it static.
+
+    Raises:
+        NotSupportedError: with notes: ``--input-spec`` / ``stablehlo-refine-shapes``.
+    """
+    block = main.regions[0].blocks[0]
+    found = next(((f"argument #{i}{_named(v)}", v.type, main.loc)
+                  for i, v in enumerate(block.args) if _dynamic(v.type)), None)
+    if found is None:
+        found = next(((f"'{op.name}' result{_named(r)}", r.type, op.loc)
+                      for op in main.walk() if op is not main for r in op.results
+                      if _dynamic(r.type)), None)
+    if found is None:
+        return
+    what, t, loc = found
+    spec = "x".join("N" if d is None else str(d) for d in t.shape)
+    raise NotSupportedError(
+        f"{what} of @main has dynamic shape {t}; the {BACKEND} backend compiles static "
+        "shapes only", loc,
+        notes=[f"give concrete argument shapes: oxla compile IN --input-spec "
+               f"{spec}:{t.element_type} (one per argument, in order), or refine the "
+               "module first with the pass stablehlo-refine-shapes{arg-shapes=...}",
+               "the interpreter backend runs dynamic shapes as written"])
+
+
+def _dynamic(t: T.Type) -> bool:
+    return isinstance(t, T.TensorType) and not t.is_static
+
+
+def _named(v: Value) -> str:
+    return f" (%{v.name_hint.lstrip('%')})" if v.name_hint else ""
+
+
 def _classify(op: Operation) -> str:
     from oxla_codegen_llvm import is_fusible
 
@@ -138,6 +173,7 @@ def fuse(module: Module) -> Plan:
     main = module.main
     block = main.regions[0].blocks[0]
     ret = block.ops[-1]
+    check_static(main)
     for v in block.args:
         _check_type(main, v)
     for v in ret.operands:  # before sizing the result buffers
