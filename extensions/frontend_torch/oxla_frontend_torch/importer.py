@@ -80,10 +80,13 @@ class Symbols:
     ``sources`` says which function argument dimension each symbol is read from.
     """
 
-    def __init__(self, bindings: dict[Any, int], dynamic: bool = False):
+    def __init__(self, bindings: dict[Any, int], dynamic: bool = False,
+                 names: dict[Any, str] | None = None, spec: str = ""):
         self.bindings = bindings
         self.dynamic = dynamic
         self.sources: dict[Any, tuple[Value, int]] = {}
+        self.names = names or {}
+        self.spec = spec
 
     def __call__(self, s: Any) -> Any:
         if isinstance(s, int):
@@ -97,11 +100,57 @@ class Symbols:
                 return int(val)
             if self.dynamic:
                 return None
+            syms = sorted(expr.free_symbols, key=str)
+            what = "; ".join(self.names.get(x, f"torch symbol {x}") for x in syms)
+            size = f"size {expr}" if not expr.is_Symbol else "size"
+            spec = self.spec or "2x8:f32"
             raise NotSupportedError(
-                f"size {expr} is dynamic; oxla imports torch programs for concrete shapes",
-                notes=["pass arg_shapes=[...] (CLI: --input-spec 2x8:i64) or call the "
-                       "compiled function, which specializes per input shape"])
+                f"{size} of {what} is dynamic; oxla imports torch programs for concrete "
+                "shapes",
+                notes=[f"pass arg_shapes=[...] (CLI: --input-spec per input, e.g. {spec}) "
+                       "or call the compiled function (oxla_frontend_torch.compile), which "
+                       "specializes per input shape"])
         return int(s)
+
+
+def _describe_symbols(user_nodes: list[torch.fx.Node]) -> tuple[dict[Any, str], str]:
+    """Names of the inputs' dynamic size symbols (``Dim 'batch' (dim 0 of input 'x')``;
+    the Dim name is known while the export's shape env is, not after ``torch.export.load``)
+    and an ``--input-spec`` suggestion with the example sizes and the inputs' dtypes."""
+    from oxla_frontend_torch.registry import element_type
+
+    names: dict[Any, str] = {}
+    specs = []
+    for node in user_nodes:
+        val = node.meta.get("val")
+        if not isinstance(val, torch.Tensor):
+            continue
+        dims = []
+        for i, s in enumerate(val.shape):
+            if not isinstance(s, torch.SymInt):
+                dims.append(str(int(s)))
+                continue
+            env = s.node.shape_env
+            expr = s.node.expr
+            if expr.is_Symbol and expr not in names:
+                where = f"dim {i} of input '{node.name}'"
+                dim_name = None
+                for src in getattr(env, "var_to_sources", {}).get(expr, []):
+                    key = src.name() if callable(src.name) else src.name
+                    dim_name = getattr(env, "source_name_to_debug_name", {}).get(key)
+                    if dim_name:
+                        break
+                names[expr] = (f"Dim '{dim_name}' ({where}, torch symbol {expr})" if dim_name
+                               else f"{where} (torch symbol {expr})")
+            vals = getattr(env, "backed_var_to_val", None)
+            hint = expr.xreplace(vals if vals is not None else getattr(env, "var_to_val", {}))
+            dims.append(str(int(hint)) if hint.is_number else "N")
+        try:
+            et = str(element_type(val.dtype))
+        except LoweringError:
+            et = str(val.dtype)
+        specs.append("x".join(dims) + ":" + et)
+    return names, " ".join(f"--input-spec {s}" for s in specs)
 
 
 def _bind_symbols(ep: ExportedProgram, user_nodes: list[torch.fx.Node],
@@ -158,7 +207,8 @@ def import_program(ep: ExportedProgram, params_as_inputs: bool = False,
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     specs = {s.arg.name: s for s in sig.input_specs}
     user_nodes = [n for n in placeholders if specs[n.name].kind == InputKind.USER_INPUT]
-    dim = Symbols(_bind_symbols(ep, user_nodes, arg_shapes), dynamic=dynamic)
+    dim = Symbols(_bind_symbols(ep, user_nodes, arg_shapes), dynamic,
+                  *_describe_symbols(user_nodes))
     state = dict(ep.state_dict)
     state.update(ep.constants)
 
