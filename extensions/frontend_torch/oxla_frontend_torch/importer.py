@@ -45,11 +45,40 @@ def decomposition_table() -> dict[Any, Any]:
 def export_module(module: torch.nn.Module, example_inputs: Sequence[Any],
                   example_kwargs: dict[str, Any] | None = None,
                   dynamic_shapes: Any = None) -> ExportedProgram:
-    """``torch.export.export(strict=False)`` of ``module`` in eval mode, decomposed."""
-    module = module.eval()
-    ep = torch.export.export(module, tuple(example_inputs), example_kwargs,
-                             dynamic_shapes=dynamic_shapes, strict=False)
+    """``torch.export.export(strict=False)`` of ``module`` in eval mode, decomposed; the
+    module's own train/eval mode is restored afterwards."""
+    training = module.training
+    try:
+        ep = torch.export.export(module.eval(), tuple(example_inputs), example_kwargs,
+                                 dynamic_shapes=dynamic_shapes, strict=False)
+    finally:
+        module.train(training)
     return ep.run_decompositions(decomposition_table())
+
+
+def warn_dropped_mutations(ep: ExportedProgram) -> None:
+    """Warns (``UserWarning``) when the program updates buffers in place, such as a
+    train-mode BatchNorm's running statistics: oxla returns only the user outputs, so
+    those updates are dropped. The message names the buffers and their modules."""
+    mutated = ep.graph_signature.buffers_to_mutate
+    if not mutated:
+        return
+    import warnings
+
+    nodes = {n.name: n for n in ep.graph.nodes}
+    owners: dict[str, list[str]] = {}
+    for out, fqn in mutated.items():
+        path, _, buf = fqn.rpartition(".")
+        stack = (nodes[out].meta.get("nn_module_stack") or {}) if out in nodes else {}
+        cls = next(reversed(stack.values()))[1] if stack else ""
+        cls = getattr(cls, "__name__", str(cls)).rpartition(".")[2]
+        key = f"'{path or '<root>'}'" + (f" ({cls})" if cls else "")
+        owners.setdefault(key, []).append(buf)
+    where = "; ".join(f"module {k}: {', '.join(v)}" for k, v in owners.items())
+    warnings.warn(f"the exported program updates buffers in place ({where}), but oxla "
+                  "returns only the model's outputs: these updates are dropped (a "
+                  "train-mode BatchNorm's running statistics stay unchanged). Export the "
+                  "model after model.eval() for inference", UserWarning, stacklevel=3)
 
 
 def node_location(node: torch.fx.Node) -> Location:
@@ -199,9 +228,13 @@ def import_program(ep: ExportedProgram, params_as_inputs: bool = False,
     Raises:
         LoweringError: an op without a rule, naming the ATen op and the user's source line.
         NotSupportedError: dynamic sizes with no concrete binding, non-tensor inputs.
+
+    Warns:
+        UserWarning: the program mutates buffers (``warn_dropped_mutations``).
     """
     if decompose:
         ep = ep.run_decompositions(decomposition_table())
+    warn_dropped_mutations(ep)
     gm = ep.graph_module
     sig = ep.graph_signature
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]

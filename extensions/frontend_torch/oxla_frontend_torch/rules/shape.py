@@ -198,6 +198,14 @@ def _wrap_negative(ctx: LoweringContext, idx: Value, x: Value, d: int) -> Value:
 
 @lowering(aten.embedding.default)
 def _embedding(ctx: LoweringContext, weight: Value, indices: Value, *args: Any) -> Value:
+    """``weight[indices]``: rows of ``weight [num_embeddings, ...]`` gathered at integer
+    ``indices`` of any shape (``stablehlo.gather``, spec 4.x gather).
+
+    Known difference from torch: an id outside ``[0, num_embeddings)`` is not an error.
+    StableHLO's gather clamps start indices so the slice stays in bounds, so a negative id
+    reads row 0 and an id ``>= num_embeddings`` reads the last row, where torch raises
+    ``IndexError``. Check ids in the caller when they may be out of range.
+    """
     w = shape_of(weight)
     r = len(shape_of(indices))
     return _gather(ctx, weight, indices, [r], [0], [0], r, [1, *w[1:]], ctx.out_type())
