@@ -150,3 +150,43 @@ def test_bad_input_spec_is_one_line(tmp_path, spec, why):
     result = run("compile", src, "--input-spec", spec)
     assert result.exit_code == 2
     assert result.stderr == f"error: invalid input spec '{spec}': {why}; expected e.g. 4x8:f32\n"
+
+
+NAN_MAX = """func.func @main(%arg0: tensor<8x33xf32>) -> tensor<8xf32> {
+  %0 = stablehlo.constant dense<1.000000e+00> : tensor<8x33xf32>
+  %1 = stablehlo.compare  GT, %arg0, %0 : (tensor<8x33xf32>, tensor<8x33xf32>) -> tensor<8x33xi1>
+  %2 = stablehlo.constant dense<0x7FC00000> : tensor<8x33xf32>
+  %3 = stablehlo.select %1, %2, %arg0 : tensor<8x33xi1>, tensor<8x33xf32>
+  %4 = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %5 = stablehlo.reduce(%3 init: %4) applies stablehlo.maximum across dimensions = [1] :
+    (tensor<8x33xf32>, tensor<f32>) -> tensor<8xf32>
+  func.return %5 : tensor<8xf32>
+}
+"""
+
+
+def test_llvm_remarks_only_with_debug(tmp_path):
+    """torch's ``where(v > 1, nan, v).amax(1)``: LLVM declines to vectorize the NaN
+    max loop and prints a remark and a warning from C++; only --debug shows them."""
+    import os
+    import subprocess
+    import sys
+
+    if "cpu" not in oxla.plugins.backends():
+        pytest.skip("cpu backend not installed")
+    src = tmp_path / "nanmax.mlir"
+    src.write_text(NAN_MAX)
+    env = {k: v for k, v in os.environ.items() if k != "OXLA_DEBUG"}
+
+    def compile_(*flags: str) -> subprocess.CompletedProcess:
+        env["OXLA_CACHE_DIR"] = str(tmp_path / f"cache{len(flags)}")  # a miss each time
+        cmd = [sys.executable, "-m", "oxla.cli.main", *flags, "compile", str(src),
+               "--backend", "cpu", "-o", str(tmp_path / "o.oxla")]
+        return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+
+    quiet = compile_()
+    assert quiet.returncode == 0, quiet.stderr
+    assert quiet.stderr == ""
+    loud = compile_("--debug")
+    assert loud.returncode == 0, loud.stderr
+    assert "loop not vectorized" in loud.stderr  # the remark exists; it was hidden

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import llvmlite.binding as llvm
 
 from oxla.errors import LoweringError
+from oxla_codegen_llvm.diagnostics import llvm_diagnostics_quiet
 from oxla_codegen_llvm.target import Target
 
 
@@ -69,7 +70,8 @@ def optimize(ir_text: str, target: Target, opt: int = 3) -> llvm.ModuleRef:
     pto.slp_vectorization = opt >= 2
     pto.loop_unrolling = opt >= 2
     pb = llvm.create_pass_builder(tm, pto)
-    pb.getModulePassManager().run(mod, pb)
+    with llvm_diagnostics_quiet():  # "remark: loop not vectorized" unless OXLA_DEBUG
+        pb.getModulePassManager().run(mod, pb)
     return mod
 
 
