@@ -3,16 +3,19 @@
 Every subcommand runs inside :meth:`OxlaGroup.invoke`, so errors are handled in one
 place: an :class:`~oxla.errors.OxlaError` prints ``error: ...`` to stderr and exits 2,
 any other exception exits 1 with ``internal error: ...``; ``--debug`` shows the
-traceback instead. Commands need no error handling of their own.
+traceback too (same exit statuses) and sets ``OXLA_DEBUG=1`` while the command runs.
+Commands need no error handling of their own.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import sys
+import traceback
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import click
@@ -48,6 +51,26 @@ def report_error(exc: BaseException) -> int:
     detail = f"{type(exc).__name__}: {exc}"
     click.echo(f"internal error: {detail}; rerun with --debug for the traceback", err=True)
     return EXIT_INTERNAL_ERROR
+
+
+def is_user_error(exc: BaseException) -> bool:
+    """True for failures the user can fix (exit 2): an :class:`OxlaError`, or a bad
+    path or input file (see :func:`report_error`)."""
+    return isinstance(exc, OxlaError) or _user_error_text(exc) is not None
+
+
+@contextlib.contextmanager
+def _debug_environment(debug: bool) -> Iterator[None]:
+    """Sets ``OXLA_DEBUG=1`` while a ``--debug`` command runs, so that plugins (the
+    cpu backend's LLVM diagnostics, the tf frontend's logs) see it too."""
+    if not debug or os.environ.get("OXLA_DEBUG"):
+        yield
+        return
+    os.environ["OXLA_DEBUG"] = "1"
+    try:
+        yield
+    finally:
+        os.environ.pop("OXLA_DEBUG", None)
 
 
 def _user_error_text(exc: BaseException) -> str | None:
@@ -119,14 +142,19 @@ class OxlaGroup(click.Group):
         return self._plugin_commands().get(cmd_name)
 
     def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except (click.exceptions.ClickException, click.exceptions.Exit, click.Abort):
-            raise
-        except Exception as exc:
-            if debug_requested(ctx):
+        with _debug_environment(bool(ctx.params.get("debug"))):
+            try:
+                return super().invoke(ctx)
+            except (click.exceptions.ClickException, click.exceptions.Exit, click.Abort):
                 raise
-            ctx.exit(report_error(exc))
+            except Exception as exc:
+                if not debug_requested(ctx):
+                    ctx.exit(report_error(exc))
+                if not is_user_error(exc):
+                    raise  # exit 1 with Python's traceback
+                # --debug: the traceback, and still the user-error exit status (2)
+                click.echo(traceback.format_exc().rstrip("\n"), err=True)
+                ctx.exit(report_error(exc))
 
     def main(self, args: Sequence[str] | None = None, *rest: Any, **kwargs: Any) -> Any:
         with warnings.catch_warnings():

@@ -128,8 +128,12 @@ def test_debug_shows_the_exception(registry):
     result = run("--debug", "fail", "--kind", "internal")
     assert result.exit_code == 1
     assert isinstance(result.exception, RuntimeError)
-    result = run("fail", env={"OXLA_DEBUG": "1"})
-    assert isinstance(result.exception, ParseError)
+    for args, env in ((("--debug", "fail"), None), (("fail",), {"OXLA_DEBUG": "1"})):
+        result = run(*args, env=env)  # a user error keeps exit 2, with the traceback
+        assert result.exit_code == 2
+        assert "Traceback (most recent call last)" in result.stderr
+        assert "ParseError" in result.stderr
+        assert result.stderr.endswith("error: expected '}', got end of input\n")
 
 
 def test_backend_option_validates_and_hints(registry):
