@@ -31,7 +31,13 @@ def resolve_frontend(path: str, name: str | None) -> str:
     if detected is not None:
         return detected
     installed = ", ".join(sorted(plugins.frontends())) or "none"
-    if os.path.isfile(os.path.join(path, "saved_model.pb")):
+    looks_like = "tf" if os.path.isfile(os.path.join(path, "saved_model.pb")) else next(
+        (fe for suffix, (fe, _) in INSTALL_HINTS.items() if path.endswith(suffix)), None)
+    why = plugins.why_missing("frontend", looks_like) if looks_like else None
+    if why is not None:  # installed, but broken or left out: pip install would not help
+        raise PluginError(f"'{path}' looks like a {looks_like} model but the {looks_like} "
+                          f"frontend is unavailable: {why}")
+    if looks_like == "tf":
         raise PluginError(
             f"'{path}' is a TensorFlow SavedModel but the tf frontend is not installed; "
             f"installed: {installed}",

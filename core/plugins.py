@@ -150,6 +150,7 @@ class PluginRegistry:
         self.pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
         self.pm.add_hookspecs(hookspecs)
         self.broken: list[BrokenPlugin] = []
+        self.excluded: list[PluginSource] = []
         self._sources: dict[str, PluginSource] = {}
         self._tables: dict[str, list[tuple[Any, PluginSource]]] = {}
         self._instances: dict[str, Any] = {}
@@ -213,6 +214,8 @@ class PluginRegistry:
             seen.add(normalize_distribution(dist_name))
             if wanted is None or normalize_distribution(dist_name) in wanted:
                 self.load_entry_point(ep, dist_name, version)
+            else:
+                self.excluded.append(PluginSource(dist_name, version, f"{ep.name} = {ep.value}"))
         for missing in sorted((wanted or set()) - seen - {"oxla"}):
             warnings.warn(
                 f"{ENV_LOAD_PLUGINS} names '{missing}', which is not an installed oxla plugin",
@@ -301,16 +304,31 @@ class PluginRegistry:
     def lookup_error(self, kind: str, name: str, installed: Iterable[str]) -> PluginError:
         """Builds the error for an unknown name: what exists, and how to get more."""
         dist = KNOWN_DISTRIBUTIONS.get((kind, name))
-        for b in self.broken:
-            if dist and normalize_distribution(b.source.distribution) == dist:
-                return PluginError(
-                    f"{kind} '{name}' is unavailable: plugin distribution "
-                    f"'{b.source.distribution}' failed to load: {b.error}"
-                )
+        why = self.why_missing(kind, name)
+        if why is not None:
+            return PluginError(f"{kind} '{name}' is unavailable: {why}")
         msg = f"unknown {kind} '{name}'; installed: {', '.join(sorted(installed)) or 'none'}"
         if dist:
             msg += f"; try: pip install {dist}"
         return PluginError(msg, notes=[b.describe() for b in self.broken])
+
+    def why_missing(self, kind: str, name: str) -> str | None:
+        """Why the well-known ``kind`` ``name`` (see :data:`KNOWN_DISTRIBUTIONS`) is not
+        registered although its distribution is installed: it failed to load (with the
+        exception), or ``OXLA_LOAD_PLUGINS`` left it out. None when not installed."""
+        dist = KNOWN_DISTRIBUTIONS.get((kind, name))
+        if dist is None:
+            return None
+        for b in self.broken:
+            if normalize_distribution(b.source.distribution) == dist:
+                return (f"plugin distribution '{b.source.distribution}' is installed but "
+                        f"failed to load: {b.error}")
+        for src in self.excluded:
+            if normalize_distribution(src.distribution) == dist:
+                return (f"plugin distribution '{src.distribution}' is installed but not "
+                        f"loaded: {ENV_LOAD_PLUGINS}={os.environ.get(ENV_LOAD_PLUGINS, '')} "
+                        "leaves it out")
+        return None
 
     def instance(self, kind: str, info: BackendInfo | FrontendInfo, hook_name: str) -> Any:
         """Returns the (cached) object made by ``info.factory``.
@@ -366,15 +384,33 @@ class PluginRegistry:
                 add(info.name, kind, source, ok, why)
         for p in self.passes().values():
             add(p.name, "pass", self.source_of("oxla_passes", p))
-        for pat in self.patterns():
-            add(pat.name or pat.root_op, "pattern", self.source_of("oxla_patterns", pat))
+        listed: set[tuple[str, str]] = set()
+        for pat, source in self._collect("oxla_patterns"):
+            name = pat.name or pat.root_op  # one row per pattern, not per root op
+            if (name, source.distribution) not in listed:
+                listed.add((name, source.distribution))
+                add(name, "pattern", source)
         for c in self.custom_calls().values():
             add(f"{c.target}@{c.backend}", "custom_call", self.source_of("oxla_custom_calls", c))
         for cmd in self.cli_commands().values():
             add(str(cmd.command.name), "command", self.source_of("oxla_cli_commands", cmd))
         for b in self.broken:
-            add(b.source.entry_point_name, "plugin", b.source, False, f"failed to load: {b.error}")
+            name, kind = _provides(b.source)
+            add(name, kind, b.source, False, f"failed to load: {b.error}")
+        for src in self.excluded:
+            name, kind = _provides(src)
+            add(name, kind, src, False, f"not loaded: {ENV_LOAD_PLUGINS} leaves it out")
         return rows
+
+
+def _provides(source: PluginSource) -> tuple[str, str]:
+    """``(name, kind)`` for a plugin that is not loaded: the well-known name its
+    distribution provides (``torch``, ``frontend``), else its entry point, ``plugin``."""
+    dist = normalize_distribution(source.distribution)
+    for (kind, name), known in KNOWN_DISTRIBUTIONS.items():
+        if known == dist:
+            return name, kind
+    return source.entry_point_name, "plugin"
 
 
 def _availability(obj: Any) -> tuple[bool, str]:
@@ -485,6 +521,12 @@ def custom_calls(backend: str) -> dict[str, CustomCallInfo]:
 def cli_commands() -> dict[str, CliCommandInfo]:
     """Returns the CLI commands plugins add, by command name."""
     return get_registry().cli_commands()
+
+
+def why_missing(kind: str, name: str) -> str | None:
+    """Why an installed well-known plugin (``frontend``, ``torch``) is not registered:
+    failed to load or excluded by ``OXLA_LOAD_PLUGINS``; None when not installed."""
+    return get_registry().why_missing(kind, name)
 
 
 def broken_plugins() -> list[BrokenPlugin]:

@@ -161,8 +161,10 @@ def test_broken_plugin_warns_and_cli_still_works(registry):
         registry.load_entry_point(ep, "oxla-backend-hip", "0.9")
     result = run("plugins", "--json")
     assert result.exit_code == 0
-    broken = [r for r in json.loads(result.stdout) if r["kind"] == "plugin"]
-    assert broken[0]["distribution"] == "oxla-backend-hip" and not broken[0]["available"]
+    broken = [r for r in json.loads(result.stdout) if r["distribution"] == "oxla-backend-hip"]
+    assert [(r["name"], r["kind"], r["available"]) for r in broken] == [
+        ("hip", "backend", False)]
+    assert "failed to load: ModuleNotFoundError" in broken[0]["reason"]
     result = run("pick", "--backend", "hip")
     assert result.exit_code == 2
     assert "backend 'hip' is unavailable: plugin distribution 'oxla-backend-hip'" in result.stderr

@@ -190,3 +190,61 @@ def test_llvm_remarks_only_with_debug(tmp_path):
     loud = compile_("--debug")
     assert loud.returncode == 0, loud.stderr
     assert "loop not vectorized" in loud.stderr  # the remark exists; it was hidden
+
+
+@pytest.fixture
+def bare_registry():
+    """A process-wide registry with only the built-ins (restored afterwards)."""
+    from oxla import plugins
+
+    reg = plugins.PluginRegistry()
+    reg.register_builtins()
+    old = plugins.set_registry(reg)
+    yield reg
+    plugins.set_registry(old)
+
+
+def test_torch_frontend_that_failed_to_load_is_not_called_missing(tmp_path, bare_registry):
+    import importlib.metadata as md
+
+    from oxla.plugins import PluginWarning
+
+    ep = md.EntryPoint("frontend_torch", "oxla_no_such_module_xyz.plugin", "oxla")
+    with pytest.warns(PluginWarning):
+        bare_registry.load_entry_points(entry_points=[(ep, "oxla-frontend-torch", "0.1")])
+    model = tmp_path / "cnn.pt2"
+    model.write_bytes(b"PK\x03\x04")
+    result = run("compile", model)
+    assert result.exit_code == 2
+    assert "pip install" not in result.stderr
+    assert ("the torch frontend is unavailable: plugin distribution 'oxla-frontend-torch' is "
+            "installed but failed to load: ModuleNotFoundError") in result.stderr
+    rows = [line.split() for line in run("plugins").stdout.splitlines()]
+    torch_row = next(r for r in rows if r[0] == "torch")
+    assert torch_row[1:5] == ["frontend", "oxla-frontend-torch", "0.1", "unavailable:"]
+
+
+def test_torch_frontend_left_out_by_oxla_load_plugins(tmp_path, bare_registry, monkeypatch):
+    import importlib.metadata as md
+
+    monkeypatch.setenv("OXLA_LOAD_PLUGINS", "oxla-backend-cpu")
+    eps = [(md.EntryPoint("frontend_torch", "oxla_frontend_torch.plugin", "oxla"),
+            "oxla-frontend-torch", "0.1"),
+           (md.EntryPoint("backend_cpu", "oxla_no_such_module_xyz", "oxla"),
+            "oxla-backend-cpu", "0.1")]
+    with pytest.warns(oxla.plugins.PluginWarning):  # the cpu one, loaded, fails
+        bare_registry.load_entry_points(entry_points=eps)
+    model = tmp_path / "cnn.pt2"
+    model.write_bytes(b"PK\x03\x04")
+    for args in (("compile", model), ("compile", model, "--frontend", "torch")):
+        result = run(*args)
+        assert result.exit_code == 2
+        assert ("'oxla-frontend-torch' is installed but not loaded: "
+                "OXLA_LOAD_PLUGINS=oxla-backend-cpu leaves it out") in result.stderr
+        assert "pip install" not in result.stderr
+
+
+def test_plugins_lists_each_pattern_once(bare_registry):
+    names = [r.name for r in bare_registry.records() if r.kind == "pattern"]
+    assert "and_or_self" in names  # one pattern rooted at both and and or
+    assert len(names) == len(set(names))

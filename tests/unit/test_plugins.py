@@ -117,10 +117,9 @@ def test_broken_plugin_is_a_warning_naming_its_distribution():
     with pytest.warns(PluginWarning, match="'oxla-backend-cpu' 2.0 .*ModuleNotFoundError"):
         registry.load_entry_points(entry_points=[(ep, "oxla-backend-cpu", "2.0")])
     assert "interpreter" in registry.backends()
-    rows = [r for r in registry.records() if r.kind == "plugin"]
-    assert [(r.name, r.distribution, r.available) for r in rows] == [
-        ("backend_cpu", "oxla-backend-cpu", False)
-    ]
+    # listed as the backend it would have provided, unavailable with the reason
+    rows = [r for r in registry.records() if r.distribution == "oxla-backend-cpu"]
+    assert [(r.name, r.kind, r.available) for r in rows] == [("cpu", "backend", False)]
     assert "ModuleNotFoundError" in rows[0].reason
     # selecting what it would have provided is the error, and says why
     with pytest.raises(PluginError, match=r"backend 'cpu' is unavailable: .*'oxla-backend-cpu'"):
@@ -217,6 +216,11 @@ def test_oxla_load_plugins_restricts_distributions(monkeypatch):
     registry = make_registry()
     registry.load_entry_points(entry_points=eps)
     assert set(registry.backends()) == {"interpreter"}
+    excluded = [(r.name, r.kind, r.available, r.reason) for r in registry.records()
+                if r.distribution in ("oxla-test-plugin", "oxla-broken")]
+    assert excluded == [
+        ("test_plugin", "plugin", False, "not loaded: OXLA_LOAD_PLUGINS leaves it out"),
+        ("broken", "plugin", False, "not loaded: OXLA_LOAD_PLUGINS leaves it out")]
     with pytest.warns(PluginWarning, match="names 'oxla-missing'"):
         make_registry().load_entry_points(allowed=["oxla-missing"], entry_points=eps)
 
