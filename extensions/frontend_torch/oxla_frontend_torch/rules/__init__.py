@@ -8,7 +8,15 @@ import operator
 import torch
 
 from oxla_frontend_torch.registry import dynamic_safe
-from oxla_frontend_torch.rules import elementwise, nn, reduce, scatter, shape  # noqa: F401
+from oxla_frontend_torch.rules import (  # noqa: F401
+    elementwise,
+    nn,
+    reduce,
+    resample,
+    scatter,
+    shape,
+    sorting,
+)
 
 _aten = torch.ops.aten
 
@@ -97,6 +105,9 @@ dynamic_safe(
     # scatter along a dim: coordinates from dynamic_iota, src cut with real_dynamic_slice
     _aten.scatter.value, _aten.scatter.src, _aten.scatter.reduce, _aten.scatter.value_reduce,
     _aten.scatter_add.default,
+    # elementwise chlo.erf_inv; transposed convolution (the convolution.default rule):
+    # per-channel bias sized from the output (tests/frontend_torch/test_ops_resample_sort)
+    _aten.erfinv.default,
     # index_put: updates broadcast to the indexed shape from x's and the indices' sizes
     _aten.index_put.default, _aten.index_put_.default, _aten._unsafe_index_put.default,
 )

@@ -229,6 +229,14 @@ def _erf(ctx: LoweringContext, x: Value) -> Value:
     return ctx.b.create("chlo.erf", [ctx.convert(x, ctx.out_type().element_type)]).results[0]
 
 
+@lowering(aten.erfinv.default)
+def _erfinv(ctx: LoweringContext, x: Value) -> Value:
+    """Inverse error function (``chlo.erf_inv``, Giles' polynomials): ``±inf`` at ``±1``,
+    NaN outside ``[-1, 1]``."""
+    return ctx.b.create("chlo.erf_inv", [ctx.convert(x, ctx.out_type().element_type)]
+                        ).results[0]
+
+
 @lowering(aten.relu.default)
 def _relu(ctx: LoweringContext, x: Value) -> Value:
     return ctx.b.maximum(x, ctx.splat(0, etype(x), x))

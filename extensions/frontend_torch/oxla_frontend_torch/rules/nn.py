@@ -78,9 +78,11 @@ def _convolution(ctx: LoweringContext, x: Value, w: Value, bias: Value | None,
                  stride: Sequence[int], padding: Sequence[int], dilation: Sequence[int],
                  transposed: bool, output_padding: Sequence[int], groups: int) -> Value:
     """N-d convolution, NC(spatial) layout, ``feature_group_count = groups`` (spec 4.x)."""
-    if transposed:
-        raise NotSupportedError("transposed convolution (aten.convolution transposed=True) "
-                                "is not lowered yet", loc=ctx.b.loc)
+    if transposed:  # ConvTranspose: an input-dilated convolution, see conv_transpose
+        from oxla_frontend_torch.rules.resample import conv_transpose
+
+        return conv_transpose(ctx, x, w, bias, stride, padding, dilation, output_padding,
+                              groups)
     out = ctx.out_type()
     n = len(shape_of(x)) - 2
     sp = tuple(range(2, 2 + n))
