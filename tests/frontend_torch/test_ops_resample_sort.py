@@ -139,3 +139,31 @@ def test_dynamic_safe_rules_on_question_mark_dims(name: str, backend: str) -> No
         got = np.asarray(run_function(mod, "main", [x.numpy()])[0])
         np.testing.assert_allclose(got, want, rtol=2e-4, atol=1e-5)
         np.testing.assert_allclose(f(x).numpy(), want, rtol=2e-4, atol=1e-5)
+
+
+class _Decoder(torch.nn.Module):
+    """A small segmentation-style decoder: conv, transposed conv, bilinear upsample."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.enc = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, stride=2, padding=1),
+                                       torch.nn.BatchNorm2d(8), torch.nn.ReLU())
+        self.up = torch.nn.ConvTranspose2d(8, 4, 4, stride=2, padding=1)
+        self.head = torch.nn.Upsample(scale_factor=2, mode="bilinear")
+        self.near = torch.nn.Upsample(scale_factor=(1, 2, 2), mode="nearest")
+
+    def forward(self, x):
+        y = self.head(torch.relu(self.up(self.enc(x))))
+        return y, self.near(y.unsqueeze(1))
+
+
+def test_decoder_model(backend: str, assert_close) -> None:
+    m = _Decoder().eval()
+    x = torch.randn(2, 3, 8, 10)
+    f = ot.compile(m, (x,), backend)
+    with torch.no_grad():
+        want = m(x)
+    got = f(x)
+    assert_close(got[0], want[0])
+    assert_close(got[1], want[1])
