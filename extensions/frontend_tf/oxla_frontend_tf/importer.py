@@ -115,11 +115,11 @@ def load_saved_model_signature(path: str | os.PathLike[str],
     Raises:
         OxlaError: not a SavedModel directory, or no such signature.
     """
-    tf = require_tf()
     directory = saved_model_dir(path)
-    if directory is None:
+    if directory is None:  # before importing tensorflow (seconds, and its logs)
         raise OxlaError(f"'{os.fspath(path)}' is not a SavedModel directory "
                         "(no saved_model.pb in it)")
+    tf = require_tf()
     loaded = tf.saved_model.load(directory)
     signatures = dict(loaded.signatures)
     if signature is None:
