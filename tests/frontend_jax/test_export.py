@@ -155,5 +155,6 @@ def test_wrong_shape_call_reports_expected_and_given():
 def test_not_an_export_is_a_clear_error(tmp_path):
     bad = tmp_path / "bad.jaxexport"
     bad.write_bytes(b"not a flatbuffer")
-    with pytest.raises(oxla.OxlaError, match="is not a serialized jax.export artifact"):
+    with pytest.raises(oxla.OxlaError, match="is not a jax.export artifact") as info:
         oj.import_exported(bad)
+    assert info.value.one_line().count("error:") == 1  # was "error: ... error: unpack_from"

@@ -248,3 +248,29 @@ def test_plugins_lists_each_pattern_once(bare_registry):
     names = [r.name for r in bare_registry.records() if r.kind == "pattern"]
     assert "and_or_self" in names  # one pattern rooted at both and and or
     assert len(names) == len(set(names))
+
+
+def test_stablehlo_frontend_on_a_binary_file_names_it(tmp_path):
+    model = tmp_path / "cnn.pt2"
+    model.write_bytes(b"PK\x03\x04\x14\x00\x00\x08\xff\xfe\x00\x00")
+    result = run("compile", model, "--frontend", "stablehlo")
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"error: '{model}' is not StableHLO text")
+
+
+def test_interpret_prints_plain_numbers(tmp_path):
+    src = tmp_path / "chk.mlir"
+    src.write_text("""func.func @main() {
+  %0 = stablehlo.constant dense<[1.0, 3.5]> : tensor<2xf32>
+  %1 = stablehlo.add %0, %0 : tensor<2xf32>
+  check.expect_eq_const %1, dense<[2.0, 6.5]> : tensor<2xf32>
+  %2 = stablehlo.constant dense<[true, false]> : tensor<2xi1>
+  check.expect_eq_const %2, dense<[true, true]> : tensor<2xi1>
+  func.return
+}
+""")
+    result = run("interpret", src)
+    assert result.exit_code == 1
+    assert "at [1]: expected 6.5, got 7.0" in result.stdout
+    assert "at [1]: expected True, got False" in result.stdout
+    assert "np." not in result.stdout

@@ -25,7 +25,8 @@ def _describe(actual: np.ndarray, expected: np.ndarray, bad: np.ndarray, limit: 
     parts = []
     for ix in idx[:limit]:
         t = tuple(int(i) for i in ix)
-        parts.append(f"at {list(t)}: expected {expected[t]!r}, got {actual[t]!r}")
+        # str, not repr: "7.0", not "np.float32(7.0)" (numpy 2's scalar repr)
+        parts.append(f"at {list(t)}: expected {expected[t]}, got {actual[t]}")
     more = f" (and {n - limit} more)" if n > limit else ""
     return f"{n} of {actual.size} elements differ: " + "; ".join(parts) + more
 

@@ -38,7 +38,8 @@ def load_exported(source: ExportedLike) -> Any:
         return jax.export.deserialize(bytearray(source))
     except Exception as exc:
         raise OxlaError(
-            f"'{name}' is not a serialized jax.export artifact: {type(exc).__name__}: {exc}"
+            f"'{name}' is not a jax.export artifact (bytes written by "
+            f"jax.export.Exported.serialize()); reading it failed: {exc}"
         ) from exc
 
 

@@ -11,6 +11,7 @@ import linecache
 import operator
 import os
 import re
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -233,7 +234,9 @@ def import_program(ep: ExportedProgram, params_as_inputs: bool = False,
         UserWarning: the program mutates buffers (``warn_dropped_mutations``).
     """
     if decompose:
-        ep = ep.run_decompositions(decomposition_table())
+        with warnings.catch_warnings():  # torch's own: a loaded program's LeafSpecs deepcopied
+            warnings.filterwarnings("ignore", message=r".*LeafSpec", category=FutureWarning)
+            ep = ep.run_decompositions(decomposition_table())
     warn_dropped_mutations(ep)
     gm = ep.graph_module
     sig = ep.graph_signature
