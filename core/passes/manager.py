@@ -206,6 +206,20 @@ class PassManager:
     out: TextIO = field(default_factory=lambda: sys.stderr)
     timings: list[PassTiming] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        """Refuses print_before/print_after names that no pass of the pipeline has
+        (they would print nothing, silently)."""
+        running = [p.name for p in self.passes]
+        for option, names in (("print-ir-before", self.print_before),
+                              ("print-ir-after", self.print_after)):
+            for name in sorted(set(names) - {"all"} - set(running)):
+                known = sorted(_registry())
+                what = "is not in the pipeline" if name in known else "is not a known pass"
+                raise PassError(
+                    f"--{option} '{name}' {what}; the pipeline runs: "
+                    f"{', '.join(dict.fromkeys(running)) or 'nothing'}",
+                    notes=[f"known passes: {', '.join(known)}"])
+
     @classmethod
     def from_pipeline(cls, text: str, **kwargs: Any) -> PassManager:
         return cls(parse_pipeline(text), **kwargs)

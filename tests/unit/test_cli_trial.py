@@ -274,3 +274,18 @@ def test_interpret_prints_plain_numbers(tmp_path):
     assert "at [1]: expected 6.5, got 7.0" in result.stdout
     assert "at [1]: expected True, got False" in result.stdout
     assert "np." not in result.stdout
+
+
+def test_opt_print_ir_after_unknown_pass_is_an_error(tmp_path):
+    src = tmp_path / "a.mlir"
+    src.write_text(ADD.format(t="f32"))
+    result = run("opt", src, "-p", "default", "--print-ir-after", "nope")
+    assert result.exit_code == 2
+    lines = result.stderr.splitlines()
+    assert lines[0].startswith("error: --print-ir-after 'nope' is not a known pass; the "
+                               "pipeline runs: inline")
+    assert lines[1].startswith("note: known passes: ") and "stablehlo-refine-shapes" in lines[1]
+    result = run("opt", src, "-p", "cse", "--print-ir-after", "dce")
+    assert result.exit_code == 2 and "'dce' is not in the pipeline" in result.stderr
+    result = run("opt", src, "-p", "cse,dce", "--print-ir-after", "dce")
+    assert result.exit_code == 0 and "IR Dump After dce" in result.stderr
