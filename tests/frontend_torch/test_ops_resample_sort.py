@@ -118,6 +118,11 @@ _DYN = {
     "conv_t": (lambda x: F.conv_transpose2d(x, W_T, B_T, stride=2, padding=1,
                                             output_padding=1), {0: _B}),
     "erfinv": (lambda x: torch.erfinv(torch.tanh(x) * 0.9), {0: _B, 2: torch.export.Dim("h")}),
+    "upsample": (lambda x: F.interpolate(x, scale_factor=1.5, mode="bilinear")
+                 + F.interpolate(x, size=(7, 9), mode="nearest"),
+                 {0: _B, 1: torch.export.Dim("c")}),
+    "upsample_default": (lambda x: aten.upsample_bilinear2d(x, [9, 4], True)
+                         + aten.upsample_nearest2d(x, [9, 4]), {0: _B}),
 }
 
 

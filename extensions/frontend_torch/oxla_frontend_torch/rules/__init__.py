@@ -108,6 +108,10 @@ dynamic_safe(
     # elementwise chlo.erf_inv; transposed convolution (the convolution.default rule):
     # per-channel bias sized from the output (tests/frontend_torch/test_ops_resample_sort)
     _aten.erfinv.default,
+    # upsampling: constant-index gathers keep ? batch/channel dims whole (dynamic_gather);
+    # ? spatial dims are refused by name
+    _aten.upsample_nearest2d.vec, _aten.upsample_nearest2d.default,
+    _aten.upsample_bilinear2d.vec, _aten.upsample_bilinear2d.default,
     # index_put: updates broadcast to the indexed shape from x's and the indices' sizes
     _aten.index_put.default, _aten.index_put_.default, _aten._unsafe_index_put.default,
 )

@@ -22,18 +22,18 @@ aten = torch.ops.aten
 # -- upsampling -----------------------------------------------------------------------
 
 def _take(ctx: LoweringContext, x: Value, dim: int, idx: np.ndarray) -> Value:
-    """``x`` indexed along static ``dim`` by the constant ``idx`` (``stablehlo.gather``)."""
+    """``x`` indexed along static ``dim`` by the constant ``idx`` (``stablehlo.gather``;
+    ``dynamic_gather`` when another dim is ``?``, taken whole)."""
+    from oxla_frontend_torch.rules.shape import _gather
+
     shape = shape_of(x)
     i64 = IntegerType(64)
     indices = ctx.const(idx.astype(np.int64).reshape(-1, 1), i64, (len(idx), 1))
-    dn = A.struct("stablehlo.gather", offset_dims=tuple(d for d in range(len(shape))
-                                                         if d != dim),
-                  collapsed_slice_dims=(dim,), start_index_map=(dim,), index_vector_dim=1)
-    sizes = [1 if d == dim else n for d, n in enumerate(shape)]
+    sizes: list[Any] = [1 if d == dim else (x, d) if n is None else n
+                        for d, n in enumerate(shape)]
     out = TensorType(tuple(len(idx) if d == dim else n for d, n in enumerate(shape)), etype(x))
-    attrs = {"dimension_numbers": dn, "slice_sizes": A.i64_array(sizes),
-             "indices_are_sorted": A.BoolAttr(bool(np.all(np.diff(idx) >= 0)))}
-    return ctx.b.create("stablehlo.gather", [x, indices], attrs, [out]).results[0]
+    return _gather(ctx, x, indices, [d for d in range(len(shape)) if d != dim], [dim], [dim],
+                   1, sizes, out)
 
 
 def _scale(size_in: int, size_out: int, scale: float | None, align_corners: bool) -> float:
@@ -119,8 +119,8 @@ def _bilinear(ctx: LoweringContext, x: Value, align_corners: bool,
         i0, i1, l0, l1 = _linear_plan(si, so, s, align_corners)
         a, b = _take(ctx, x, d, i0), _take(ctx, x, d, i1)
         shape = shape_of(a)
-        w0 = ctx.b.broadcast_in_dim(ctx.const(l0, et, (so,)), shape, [d])
-        w1 = ctx.b.broadcast_in_dim(ctx.const(l1, et, (so,)), shape, [d])
+        w0 = ctx.broadcast_in_dim(ctx.const(l0, et, (so,)), shape, [d], a)
+        w1 = ctx.broadcast_in_dim(ctx.const(l1, et, (so,)), shape, [d], a)
         x = ctx.b.add(ctx.b.multiply(a, w0), ctx.b.multiply(b, w1))
     return x
 
