@@ -82,6 +82,40 @@ class InterpreterExecutable:
                        {"entry": self.entry})
 
 
+def check_custom_call_targets(module: Module, impls: dict[str, Any]) -> None:
+    """Refuses, at compile time, a ``stablehlo.custom_call`` whose target the interpreter
+    cannot run: neither a check target (``check.expect_close``...) nor registered for the
+    interpreter through ``oxla_custom_calls`` (it used to fail only when run, at a
+    location inside the saved artifact).
+
+    Raises:
+        LoweringError: naming the target and the op's source location, with how to
+            supply an implementation.
+    """
+    from oxla.errors import LoweringError
+    from oxla.interpreter.rules.checks import CHECK_CUSTOM_CALLS
+    from oxla.ir import attributes as A
+
+    for op in module.walk():
+        if op.name != "stablehlo.custom_call":
+            continue
+        target = str(A.to_python(op.attributes.get("call_target_name")))
+        if target in CHECK_CUSTOM_CALLS or target in impls:
+            continue
+        from oxla.plugins import get_registry
+
+        others = sorted(b for t, b in get_registry().custom_calls() if t == target)
+        notes = [f"supply one with a plugin: an `oxla_custom_calls` hookimpl returning "
+                 f"CustomCallInfo(target={target!r}, backend='interpreter', fn=...), where "
+                 "fn(ctx, op, args) takes and returns lists of numpy arrays"]
+        if others:
+            notes.insert(0, f"'{target}' is implemented for backend(s) {', '.join(others)} "
+                            "only")
+        raise LoweringError("stablehlo.custom_call: no implementation of custom call "
+                            f"target '{target}' for the interpreter backend", op.loc,
+                            notes=notes)
+
+
 class InterpreterBackend:
     """The reference interpreter as a backend (always available)."""
 
@@ -96,6 +130,7 @@ class InterpreterBackend:
         from oxla.plugins import custom_calls
 
         impls = {t: c.fn for t, c in custom_calls("interpreter").items()}
+        check_custom_call_targets(module, impls)
         return InterpreterExecutable(module, time.perf_counter() - t0, impls)
 
     def load(self, path):

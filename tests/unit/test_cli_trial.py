@@ -289,3 +289,37 @@ def test_opt_print_ir_after_unknown_pass_is_an_error(tmp_path):
     assert result.exit_code == 2 and "'dce' is not in the pipeline" in result.stderr
     result = run("opt", src, "-p", "cse,dce", "--print-ir-after", "dce")
     assert result.exit_code == 0 and "IR Dump After dce" in result.stderr
+
+
+CUSTOM = """func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.custom_call @my_kernel(%a) : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+"""
+
+
+def test_interpreter_checks_custom_call_targets_at_compile_time(tmp_path, bare_registry):
+    from oxla import hookimpl
+    from oxla.plugins import PluginSource
+    from oxla.protocols import CustomCallInfo
+
+    src = tmp_path / "cc.mlir"
+    src.write_text(CUSTOM)
+    result = run("compile", src, "-o", tmp_path / "cc.oxla")
+    assert result.exit_code == 2
+    lines = result.stderr.splitlines()
+    assert lines[0] == (f"{src}:2:8: error: stablehlo.custom_call: no implementation of "
+                        "custom call target 'my_kernel' for the interpreter backend")
+    assert "CustomCallInfo(target='my_kernel', backend='interpreter'" in result.stderr
+    assert not (tmp_path / "cc.oxla").exists()
+
+    class Kernel:
+        @hookimpl
+        def oxla_custom_calls(self):
+            return [CustomCallInfo("my_kernel", "interpreter", lambda ctx, op, args: [
+                args[0] * 3])]
+
+    bare_registry.register(Kernel(), PluginSource("oxla-test-kernel", "1", "k = x"))
+    assert run("compile", src, "-o", tmp_path / "cc.oxla").exit_code == 0
+    out = oxla.load(tmp_path / "cc.oxla")(np.arange(4, dtype=np.float32))[0]
+    np.testing.assert_array_equal(out, 3 * np.arange(4, dtype=np.float32))
