@@ -90,7 +90,15 @@ def test_bits_match_xla_through_jax(alg):
     jax = pytest.importorskip("jax")
     from jax import lax
 
+    was_x64 = jax.config.jax_enable_x64
     jax.config.update("jax_enable_x64", True)
+    try:
+        _compare_with_jax(jax, lax, alg)
+    finally:  # a process-wide flag: left on, later JAX tests trace in float64
+        jax.config.update("jax_enable_x64", was_x64)
+
+
+def _compare_with_jax(jax, lax, alg: str) -> None:
     algs = {"THREE_FRY": lax.RandomAlgorithm.RNG_THREE_FRY,
             "PHILOX": lax.RandomAlgorithm.RNG_PHILOX,
             "DEFAULT": lax.RandomAlgorithm.RNG_DEFAULT}
