@@ -32,3 +32,19 @@ def test_pt2_import_has_no_future_warning(tmp_path):
     got = oxla.compile(module, backend="interpreter")(x)[0]
     np.testing.assert_array_equal(np.isnan(got), [True, False])
     assert got[1] == np.float32(0.75)
+
+
+@pytest.mark.parametrize("source", ["module", "exported", "path"])
+def test_compile_api_has_no_future_warning(tmp_path, source):
+    x = torch.tensor([[0.5, 2.0, -1.0], [0.25, 0.75, 0.5]])
+    model: object = _Max()
+    if source != "module":
+        model = torch.export.export(_Max(), (x,))
+    if source == "path":
+        torch.export.save(model, tmp_path / "m.pt2")
+        model = tmp_path / "m.pt2"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fn = oxla.plugins.get_frontend("torch").compile_object(model, (x,), "interpreter")
+    assert [str(w.message) for w in caught if issubclass(w.category, FutureWarning)] == []
+    assert torch.equal(fn(x).isnan(), torch.tensor([True, False]))

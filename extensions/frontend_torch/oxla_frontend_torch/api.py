@@ -17,7 +17,7 @@ from oxla.ir import Module
 from oxla.ir.types import TensorType
 from oxla.protocols import CompileOptions, Executable
 from oxla_frontend_torch.detect import classify
-from oxla_frontend_torch.importer import export_module, import_program
+from oxla_frontend_torch.importer import decompose_program, export_module, import_program
 
 
 def load_program(path: str | os.PathLike[str]) -> ExportedProgram:
@@ -261,9 +261,9 @@ def compile(  # noqa: A001 - mirrors oxla.compile
         NotSupportedError: the backend cannot compile an op.
     """
     if isinstance(model, str | os.PathLike):
-        ep = load_program(model).run_decompositions(_table())
+        ep = decompose_program(load_program(model))
     elif isinstance(model, ExportedProgram):
-        ep = model.run_decompositions(_table())
+        ep = decompose_program(model)
     elif isinstance(model, torch.nn.Module):
         if not example_inputs and not example_kwargs:
             _check_no_args(model)
@@ -272,12 +272,6 @@ def compile(  # noqa: A001 - mirrors oxla.compile
         raise TypeError(f"expected an nn.Module, ExportedProgram or path, got "
                         f"{type(model).__name__}")
     return TorchFunction(ep, backend, options)
-
-
-def _table() -> dict[Any, Any]:
-    from oxla_frontend_torch.importer import decomposition_table
-
-    return decomposition_table()
 
 
 def _check_no_args(model: torch.nn.Module) -> None:

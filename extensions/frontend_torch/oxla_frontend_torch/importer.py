@@ -54,7 +54,15 @@ def export_module(module: torch.nn.Module, example_inputs: Sequence[Any],
                                  dynamic_shapes=dynamic_shapes, strict=False)
     finally:
         module.train(training)
-    return ep.run_decompositions(decomposition_table())
+    return decompose_program(ep)
+
+
+def decompose_program(ep: ExportedProgram) -> ExportedProgram:
+    """``ep.run_decompositions`` with oxla's table, without torch's own FutureWarning
+    (pytree ``LeafSpec``, from deep-copying the module call graph) on every import."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".*LeafSpec", category=FutureWarning)
+        return ep.run_decompositions(decomposition_table())
 
 
 def warn_dropped_mutations(ep: ExportedProgram) -> None:
@@ -234,9 +242,7 @@ def import_program(ep: ExportedProgram, params_as_inputs: bool = False,
         UserWarning: the program mutates buffers (``warn_dropped_mutations``).
     """
     if decompose:
-        with warnings.catch_warnings():  # torch's own: a loaded program's LeafSpecs deepcopied
-            warnings.filterwarnings("ignore", message=r".*LeafSpec", category=FutureWarning)
-            ep = ep.run_decompositions(decomposition_table())
+        ep = decompose_program(ep)
     warn_dropped_mutations(ep)
     gm = ep.graph_module
     sig = ep.graph_signature
