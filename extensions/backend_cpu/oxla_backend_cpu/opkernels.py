@@ -74,7 +74,7 @@ def emit_reduce(s: Scalar, k: OpKernel, buffers: dict, outs: list) -> None:
     row in index order, except that a one-op body over the innermost dimension may use
     partial accumulators (:func:`_vector_reduce`); rows split across threads when the
     kernel is parallel (:func:`reduce_parallel`)."""
-    from oxla_backend_cpu.rowfusion import RowKernel, emit_rows
+    from oxla_backend_cpu.rowfusion import _MINMAX, RowKernel, _freeze, emit_rows
 
     if isinstance(k, RowKernel):  # reductions fused with their consumer
         return emit_rows(s, k, buffers, outs)
@@ -107,6 +107,8 @@ def emit_reduce(s: Scalar, k: OpKernel, buffers: dict, outs: list) -> None:
             for d, i in zip(red, ridx):
                 idx[d] = i
             xs = [f.value_at(x, idx) for x in operands]
+            if vec and op.regions[0].blocks[0].ops[0].name in _MINMAX:
+                xs = [_freeze(b, x) for x in xs]  # masked max stays vectorizable
             cur = [b.load(a, typ=llvm_type(et)) for a, et in zip(accs, ets)]
             for a, v in zip(accs, emit_region(s, op.regions[0], cur + xs)):
                 b.store(v, a)
