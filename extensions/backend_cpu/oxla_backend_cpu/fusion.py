@@ -231,8 +231,11 @@ def fuse_block(block, env: dict[Value, Buf], results: list[Buf], prefix: str,
     for j, v in enumerate(ret.operands):
         if v not in vbuf:  # first occurrence of a computed value: write the result in place
             vbuf[v] = results[j]
+    aliased = _reshaped_results(ret, kinds, materialized, vbuf, results)
     kernels: list[Kernel] = []
     for op in live:
+        if op in aliased:  # its operand's producer wrote the result's bytes
+            continue
         if not op.results:  # a side-effecting custom call without results
             kernels.extend(_make_kernels(op, kinds[op], vbuf, materialized, len(kernels),
                                          counter, prefix))
@@ -269,6 +272,29 @@ def fuse_block(block, env: dict[Value, Buf], results: list[Buf], prefix: str,
     kernels = fuse_conv_epilogues(kernels, vbuf)
 
     return Plan(fuse_rows(kernels, vbuf), vbuf, [], results)
+
+
+def _reshaped_results(ret: Operation, kinds: dict[Operation, str], materialized: set[Value],
+                      vbuf: dict[Value, Buf], results: list[Buf]) -> set[Operation]:
+    """The returned ``reshape`` ops whose operand's producer writes the result buffer
+    directly (the operand's ``vbuf`` entry becomes the result): a reshape keeps the
+    row-major bytes, so GPT-2's ``lm_head`` GEMM output no longer goes through a 25 MB
+    copy kernel. Only a top-level result (``kind`` ``result``) whose operand is computed
+    in this block by a loop, op, reduce or dot kernel and has no buffer yet."""
+    out: set[Operation] = set()
+    for j, v in enumerate(ret.operands):
+        op = v.owner_op
+        if op is None or op.name != "stablehlo.reshape" or vbuf.get(v) is not results[j] \
+                or results[j].kind != "result" or kinds.get(op) not in ("loop", "cheap"):
+            continue
+        u = op.operands[0]
+        if u in vbuf or u not in materialized or u.owner_op is None or \
+                kinds.get(u.owner_op) not in ("loop", "op", "reduce", "dot") or \
+                nbytes(u) != results[j].nbytes:
+            continue
+        vbuf[u] = results[j]
+        out.add(op)
+    return out
 
 
 def _live_ops(ops: list[Operation], ret: Operation) -> list[Operation]:
