@@ -114,3 +114,23 @@ def test_masked_row_max_is_a_vector_reduction(mask, tmp_path):
     assert exe.stats["kernel_count"] <= 2
     ir_text = (tmp_path / "6-optimized.ll").read_text()
     assert re.search(r"@llvm\.maximum\.v\d+f32", ir_text)
+
+
+def test_exp_near_underflow_matches_float64():
+    """Masked scores are -inf: ``exp`` takes a zero factor below ``-150 ln 2``
+    (:mod:`oxla_codegen_llvm.vmath`); results there and around it stay within 1 ulp of
+    float64 ``exp`` rounded to f32 (subnormals included), -inf gives +0, NaN passes."""
+    n = 4096
+    text = f"""func.func @main(%x: tensor<{n}xf32>) -> tensor<{n}xf32> {{
+  %e = stablehlo.exponential %x : tensor<{n}xf32>
+  return %e : tensor<{n}xf32>
+}}"""
+    x = np.linspace(-106, -86, n).astype(np.float32)
+    x[:4] = [-np.inf, np.nan, -103.97, -103.98]
+    (got,) = compile_cpu(text)(x)
+    with np.errstate(invalid="ignore"):
+        want = np.exp(x.astype(np.float64)).astype(np.float32)
+    ulp = np.abs(got.view(np.int32).astype(np.int64) - want.view(np.int32).astype(np.int64))
+    assert ulp[2:].max() <= 1
+    assert got[0] == 0 and not np.signbit(got[0]) and np.isnan(got[1])
+    assert got[3] == 0 and got[2] > 0  # 2^-150 lies between them
