@@ -27,19 +27,19 @@ import numpy as np
 
 from oxla.errors import InterpreterError
 from oxla.interpreter.registry import TOKEN, interpreter_rule
+from oxla.interpreter.rendezvous import ProcessId, Rendezvous
 from oxla.interpreter.rules.regions import apply_region
 from oxla.interpreter.rules.util import attr, dense_2d, result_dtype, result_type
 from oxla.ir import attributes as A
-
-ProcessId = tuple[int, int]
 
 #: Seconds a process waits at a rendezvous or a ``recv`` before reporting a deadlock.
 RENDEZVOUS_TIMEOUT = 60.0
 
 
-class ProcessGrid:
+class ProcessGrid(Rendezvous):
     """A ``num_replicas`` x ``num_partitions`` grid of processes (spec "Parallel
-    execution") with the shared state its processes communicate through.
+    execution") with the shared state its processes communicate through
+    (:class:`~oxla.interpreter.rendezvous.Rendezvous`).
 
     Attributes:
         num_replicas, num_partitions: the grid's size.
@@ -49,70 +49,15 @@ class ProcessGrid:
         standalone: a 1x1 grid attached to a context that runs outside any grid.
     """
 
+    error_type = InterpreterError
+    peer_failed_type = InterpreterError
+
     def __init__(self, num_replicas: int, num_partitions: int,
                  infeed: Sequence[str] = (), standalone: bool = False) -> None:
-        self.num_replicas = num_replicas
-        self.num_partitions = num_partitions
+        super().__init__(num_replicas, num_partitions, RENDEZVOUS_TIMEOUT)
         self.infeed: deque[str] = deque(infeed)
         self.standalone = standalone
         self.outfeed: list[tuple[ProcessId, list]] = []
-        self._cond = threading.Condition()
-        self._slots: dict[tuple, dict] = {}
-        self._counts: dict[tuple, int] = {}
-        self._channels: dict[Any, deque] = {}
-        self.failed: BaseException | None = None
-
-    @property
-    def num_processes(self) -> int:
-        return self.num_replicas * self.num_partitions
-
-    def abort(self, exc: BaseException) -> None:
-        """Wakes every waiting process so that one failure ends the whole run."""
-        with self._cond:
-            if self.failed is None:
-                self.failed = exc
-            self._cond.notify_all()
-
-    def _wait(self, ready, what: str) -> None:
-        if not self._cond.wait_for(lambda: ready() or self.failed is not None,
-                                   timeout=RENDEZVOUS_TIMEOUT):
-            raise InterpreterError(f"{what}: timed out after {RENDEZVOUS_TIMEOUT:.0f}s "
-                                   "(a process never arrived: deadlock?)")
-        if not ready():
-            raise InterpreterError(f"{what}: another process failed: {self.failed}")
-
-    def rendezvous(self, kind: str, channel_id: int, group: Sequence[ProcessId],
-                   process: ProcessId, value: Any) -> dict[ProcessId, Any]:
-        """Deposits ``value`` for ``process`` and waits until every process of ``group``
-        has deposited its own; returns ``{process: value}`` for the whole group."""
-        base = (kind, channel_id, tuple(group))
-        with self._cond:
-            n = self._counts.get((process, base), 0)
-            self._counts[(process, base)] = n + 1
-            key = (*base, n)
-            slot = self._slots.setdefault(key, {"values": {}, "left": len(group)})
-            slot["values"][process] = value
-            self._cond.notify_all()
-            self._wait(lambda: len(slot["values"]) == len(group), f"'{kind}' rendezvous")
-            slot["left"] -= 1
-            if slot["left"] == 0:
-                del self._slots[key]
-            return dict(slot["values"])
-
-    def send(self, key: Any, values: list) -> None:
-        """Appends ``values`` to the channel queue ``key``."""
-        with self._cond:
-            self._channels.setdefault(key, deque()).append(values)
-            self._cond.notify_all()
-
-    def recv(self, key: Any) -> list:
-        """Takes the oldest values of the channel queue ``key``, waiting for a sender."""
-        with self._cond:
-            q = self._channels.setdefault(key, deque())
-            if not q and self.num_processes == 1:
-                raise InterpreterError(f"recv on channel {key}: nothing was sent")
-            self._wait(lambda: bool(q), f"recv on channel {key}")
-            return q.popleft()
 
 
 def grid_of(ctx) -> ProcessGrid:

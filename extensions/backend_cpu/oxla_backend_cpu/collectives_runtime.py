@@ -36,10 +36,9 @@ from typing import Any
 import numpy as np
 
 from oxla.errors import OxlaError, RuntimeInputError
+from oxla.interpreter.rendezvous import ProcessId, Rendezvous
 from oxla.ir import types as T
 from oxla_backend_cpu.collectives import CALLBACK, DESCRIPTOR, combiner_name
-
-ProcessId = tuple[int, int]
 
 RENDEZVOUS_TIMEOUT = 60.0
 """Seconds a process waits at a rendezvous or a ``recv`` before reporting a deadlock."""
@@ -49,8 +48,13 @@ _COMBINE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int
 _local = threading.local()  # .member: (grid, process) set by run_parallel; .call: _Call
 
 
-class Grid:
-    """A ``num_replicas x num_partitions`` process grid and what its processes share.
+class _PeerFailed(OxlaError):
+    """A process gave up because another one failed (not the root cause)."""
+
+
+class Grid(Rendezvous):
+    """A ``num_replicas x num_partitions`` process grid and what its processes share
+    (the rendezvous and channels of :class:`~oxla.interpreter.rendezvous.Rendezvous`).
 
     Attributes:
         num_replicas, num_partitions: the grid's size.
@@ -60,75 +64,17 @@ class Grid:
         timeout: seconds before a rendezvous or ``recv`` reports a deadlock.
     """
 
+    error_type = OxlaError
+    peer_failed_type = _PeerFailed
+
     def __init__(self, num_replicas: int, num_partitions: int,
                  infeed: Callable[[], Sequence] | None = None,
                  outfeed: Callable[[ProcessId, list], None] | None = None,
                  timeout: float = RENDEZVOUS_TIMEOUT):
-        self.num_replicas = num_replicas
-        self.num_partitions = num_partitions
+        super().__init__(num_replicas, num_partitions, timeout)
         self.infeed = infeed
         self.outfeed = outfeed
         self.outfeed_log: list[tuple[ProcessId, list[np.ndarray]]] = []
-        self.timeout = timeout
-        self.failed: BaseException | None = None
-        self._cond = threading.Condition()
-        self._slots: dict[tuple, dict] = {}
-        self._counts: dict[tuple, int] = {}
-        self._channels: dict[Any, deque] = {}
-
-    @property
-    def num_processes(self) -> int:
-        return self.num_replicas * self.num_partitions
-
-    def abort(self, exc: BaseException) -> None:
-        """Wakes every waiting process: one failure ends the whole run."""
-        with self._cond:
-            if self.failed is None:
-                self.failed = exc
-            self._cond.notify_all()
-
-    def _wait(self, ready: Callable[[], bool], what: str) -> None:
-        if not self._cond.wait_for(lambda: ready() or self.failed is not None,
-                                   timeout=self.timeout):
-            raise OxlaError(f"{what}: timed out after {self.timeout:.0f}s (a process never "
-                            "arrived: deadlock?)")
-        if not ready():
-            raise _PeerFailed(f"{what}: another process failed: {self.failed}")
-
-    def rendezvous(self, kind: str, channel: int, group: Sequence[ProcessId],
-                   process: ProcessId, value: Any) -> dict[ProcessId, Any]:
-        """Deposits ``value`` for ``process``, waits for every process of ``group``;
-        returns ``{process: value}`` for the group."""
-        base = (kind, channel, tuple(group))
-        with self._cond:
-            n = self._counts.get((process, base), 0)
-            self._counts[(process, base)] = n + 1
-            key = (*base, n)
-            slot = self._slots.setdefault(key, {"values": {}, "left": len(group)})
-            slot["values"][process] = value
-            self._cond.notify_all()
-            self._wait(lambda: len(slot["values"]) == len(group), f"'{kind}' rendezvous")
-            slot["left"] -= 1
-            if slot["left"] == 0:
-                del self._slots[key]
-            return dict(slot["values"])
-
-    def send(self, key: Any, values: list) -> None:
-        with self._cond:
-            self._channels.setdefault(key, deque()).append(values)
-            self._cond.notify_all()
-
-    def recv(self, key: Any) -> list:
-        with self._cond:
-            q = self._channels.setdefault(key, deque())
-            if not q and self.num_processes == 1:
-                raise OxlaError(f"recv on channel {key}: nothing was sent")
-            self._wait(lambda: bool(q), f"recv on channel {key}")
-            return q.popleft()
-
-
-class _PeerFailed(OxlaError):
-    """A process gave up because another one failed (not the root cause)."""
 
 
 class _Call:
