@@ -16,7 +16,10 @@ A hit loads the stored object code (no pass pipeline, no LLVM). Run-time constan
 taken from the module on a hit (an entry is only looked up with its module at hand), so
 weights are neither written nor read back. Entries live in
 ``$OXLA_CACHE_DIR`` when set, else ``$XDG_CACHE_HOME/oxla/cpu`` (``~/.cache/oxla/cpu``).
-``CompileOptions(cache=False)`` neither reads nor writes it. An entry that cannot be
+``CompileOptions(cache=False)`` neither reads nor writes it. The directory is kept under
+``$OXLA_CACHE_MAX_BYTES`` (default :data:`DEFAULT_MAX_BYTES`): when a write takes it
+over, the least recently used entries (a hit refreshes an entry's mtime) are deleted
+down to three quarters of the limit. An entry that cannot be
 read (corrupt, truncated, foreign) is a miss: it is deleted and rewritten. Writes go to
 a temporary file renamed into place, so concurrent compiles never see half an entry.
 """
@@ -32,6 +35,10 @@ from functools import cache
 from typing import Any
 
 ENV = "OXLA_CACHE_DIR"
+MAX_BYTES_ENV = "OXLA_CACHE_MAX_BYTES"
+DEFAULT_MAX_BYTES = 2 << 30
+"""The cache directory's size limit in bytes (2 GiB) unless ``$OXLA_CACHE_MAX_BYTES``
+says otherwise."""
 SUFFIX = ".oxla"
 ELIDE_BYTES = 256
 """Constants larger than this are hashed from their bytes, not printed into the key."""
@@ -146,11 +153,49 @@ def lookup(key: str, constants: dict[str, Any] | None = None) -> Any | None:
     if not os.path.exists(path):
         return None
     try:
-        return load_artifact(path, constants)
+        exe = load_artifact(path, constants)
     except OxlaError:
         with contextlib.suppress(OSError):
             os.remove(path)
         return None
+    with contextlib.suppress(OSError):
+        os.utime(path)  # recently used: trimmed last
+    return exe
+
+
+def max_bytes() -> int:
+    """The size limit of the cache directory in bytes (``$OXLA_CACHE_MAX_BYTES``, else
+    :data:`DEFAULT_MAX_BYTES`; a value that is not a non-negative integer is ignored)."""
+    raw = os.environ.get(MAX_BYTES_ENV, "")
+    return int(raw) if raw.strip().isdigit() else DEFAULT_MAX_BYTES
+
+
+def trim(limit: int | None = None) -> int:
+    """Deletes the least recently used entries (oldest mtime first) when the entries
+    hold more than ``limit`` bytes (default :func:`max_bytes`), down to 3/4 of it.
+
+    Returns:
+        The number of bytes freed (0 when under the limit or the directory is absent).
+    """
+    limit = max_bytes() if limit is None else limit
+    entries = []
+    with contextlib.suppress(OSError), os.scandir(cache_dir()) as it:
+        for e in it:
+            if e.name.endswith(SUFFIX):
+                with contextlib.suppress(OSError):
+                    st = e.stat()
+                    entries.append((st.st_mtime_ns, st.st_size, e.path))
+    total = sum(size for _, size, _ in entries)
+    if total <= limit:
+        return 0
+    freed = 0
+    for _, size, path in sorted(entries):
+        if total - freed <= limit * 3 // 4:
+            break
+        with contextlib.suppress(OSError):
+            os.remove(path)
+            freed += size
+    return freed
 
 
 def store(key: str, exe: Any, constants: Any = ()) -> None:
@@ -174,4 +219,5 @@ def store(key: str, exe: Any, constants: Any = ()) -> None:
             with contextlib.suppress(OSError):
                 os.remove(tmp)
     except OSError:
-        pass
+        return
+    trim()
