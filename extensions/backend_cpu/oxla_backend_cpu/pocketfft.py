@@ -104,16 +104,14 @@ class Twiddles:
         return float(re), float(-im if conj else im)
 
 
-def cfft_factors(n: int) -> list[int]:
-    """pocketfft's complex factorization: 8s, 4s, one 2 moved to the front, odd
-    factors ascending."""
+def _factors(n: int, radices: tuple[int, ...]) -> list[int]:
+    """pocketfft's factorization: the ``radices`` (largest first) as often as they
+    divide, one 2 moved to the front, then odd factors ascending."""
     f, m = [], n
-    while m % 8 == 0:
-        f.append(8)
-        m //= 8
-    while m % 4 == 0:
-        f.append(4)
-        m //= 4
+    for r in radices:
+        while m % r == 0:
+            f.append(r)
+            m //= r
     if m % 2 == 0:
         m //= 2
         f.append(2)
@@ -127,27 +125,17 @@ def cfft_factors(n: int) -> list[int]:
     if m > 1:
         f.append(m)
     return f
+
+
+def cfft_factors(n: int) -> list[int]:
+    """pocketfft's complex factorization: 8s, 4s, one 2 moved to the front, odd
+    factors ascending."""
+    return _factors(n, (8, 4))
 
 
 def rfft_factors(n: int) -> list[int]:
     """pocketfft's real factorization: 4s, one 2 moved to the front, odd factors."""
-    f, m = [], n
-    while m % 4 == 0:
-        f.append(4)
-        m //= 4
-    if m % 2 == 0:
-        m //= 2
-        f.append(2)
-        f[0], f[-1] = f[-1], f[0]
-    d = 3
-    while d * d <= m:
-        while m % d == 0:
-            f.append(d)
-            m //= d
-        d += 2
-    if m > 1:
-        f.append(m)
-    return f
+    return _factors(n, (4,))
 
 
 def _largest_prime_factor(n: int) -> int:
