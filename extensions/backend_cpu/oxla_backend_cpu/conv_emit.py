@@ -207,14 +207,9 @@ def _no_interleave(b: ir.IRBuilder, latch: ir.Instruction) -> None:
     """``llvm.loop.interleave.count = 1`` on the loop of back edge ``latch``: one vector
     per iteration, so a row of 96 floats is 6 AVX-512 vectors, not one 64-float
     iteration and 32 scalar ones."""
-    module = b.module
-    count = module.add_metadata([ir.MetaDataString(module, "llvm.loop.interleave.count"),
-                                 ir.Constant(ir.IntType(32), 1)])
-    n = getattr(module, "_oxla_loop_ids", 0)
-    module._oxla_loop_ids = n + 1  # type: ignore[attr-defined]
-    loop_id = module.add_metadata([ir.MetaDataString(module, f"oxla.loop.{n}")])
-    loop_id.operands = (loop_id, count)
-    latch.set_metadata("llvm.loop", loop_id)
+    from oxla_codegen_llvm.loops import loop_hint
+
+    loop_hint(b, latch, "llvm.loop.interleave.count", ir.Constant(ir.IntType(32), 1))
 
 
 # --- direct -----------------------------------------------------------------------------

@@ -18,14 +18,19 @@ def vectorize_hint(b: ir.IRBuilder, latch: ir.Instruction) -> None:
     end) without any fast-math flag on the arithmetic: the order of a ``reduce`` is
     unspecified by the StableHLO spec, while every other op keeps its exact semantics.
     """
+    loop_hint(b, latch, "llvm.loop.vectorize.enable", ir.Constant(ir.IntType(1), 1))
+
+
+def loop_hint(b: ir.IRBuilder, latch: ir.Instruction, name: str, value: ir.Constant) -> None:
+    """Attaches loop metadata ``!{name, value}`` (e.g. ``llvm.loop.interleave.count``,
+    ``i32 1``) to the loop whose back edge is ``latch``, under a fresh loop ID."""
     module = b.module
-    enable = module.add_metadata([ir.MetaDataString(module, "llvm.loop.vectorize.enable"),
-                                  ir.Constant(ir.IntType(1), 1)])
+    hint = module.add_metadata([ir.MetaDataString(module, name), value])
     # A loop ID refers to itself; a unique placeholder keeps llvmlite from sharing it.
     n = getattr(module, "_oxla_loop_ids", 0)
     module._oxla_loop_ids = n + 1  # type: ignore[attr-defined]
     loop_id = module.add_metadata([ir.MetaDataString(module, f"oxla.loop.{n}")])
-    loop_id.operands = (loop_id, enable)
+    loop_id.operands = (loop_id, hint)
     latch.set_metadata("llvm.loop", loop_id)
 
 
