@@ -8,6 +8,15 @@ from contextlib import contextmanager
 import llvmlite.ir as ir
 
 I64 = ir.IntType(64)
+# The vector loop made from a loop of at least this many iterations (known when emitted)
+# is not unrolled (``llvm.loop.vectorize.followup_vectorized`` = unroll disabled): the
+# vectorizer already interleaves it (up to 4 vectors per iteration), and unrolling the
+# vector loop again multiplied the code that instruction selection has to handle
+# (softmax's max loop became 8 x 4 x 16 lanes). Measured on softmax and layer norm over
+# [4096, 1024]: LLVM's -O3 plus code generation 28-40% shorter. A plain
+# ``llvm.loop.unroll.disable`` on the loop would also turn interleaving off (LLVM reads
+# it as interleave count 1), which made softmax 1.3x slower.
+NO_UNROLL_TRIP_COUNT = 64
 
 
 def vectorize_hint(b: ir.IRBuilder, latch: ir.Instruction) -> None:
@@ -21,16 +30,20 @@ def vectorize_hint(b: ir.IRBuilder, latch: ir.Instruction) -> None:
     loop_hint(b, latch, "llvm.loop.vectorize.enable", ir.Constant(ir.IntType(1), 1))
 
 
-def loop_hint(b: ir.IRBuilder, latch: ir.Instruction, name: str, value: ir.Constant) -> None:
+def loop_hint(b: ir.IRBuilder, latch: ir.Instruction, name: str,
+              value: ir.Constant | None, *more: tuple[str, ir.Constant | None]) -> None:
     """Attaches loop metadata ``!{name, value}`` (e.g. ``llvm.loop.interleave.count``,
-    ``i32 1``) to the loop whose back edge is ``latch``, under a fresh loop ID."""
+    ``i32 1``; ``!{name}`` when ``value`` is None), and each further ``(name, value)``
+    pair of ``more``, to the loop whose back edge is ``latch``, under a fresh loop ID."""
     module = b.module
-    hint = module.add_metadata([ir.MetaDataString(module, name), value])
+    hints = tuple(module.add_metadata([ir.MetaDataString(module, k)]
+                                      + ([] if v is None else [v]))
+                  for k, v in ((name, value), *more))
     # A loop ID refers to itself; a unique placeholder keeps llvmlite from sharing it.
     n = getattr(module, "_oxla_loop_ids", 0)
     module._oxla_loop_ids = n + 1  # type: ignore[attr-defined]
     loop_id = module.add_metadata([ir.MetaDataString(module, f"oxla.loop.{n}")])
-    loop_id.operands = (loop_id, hint)
+    loop_id.operands = (loop_id, *hints)
     latch.set_metadata("llvm.loop", loop_id)
 
 
@@ -41,7 +54,9 @@ def for_range(b: ir.IRBuilder, n: int | ir.Value, name: str = "i",
 
     A simple induction variable (one phi, ``+1 nsw``, a signed compare), which is the
     form LLVM's loop vectorizer recognizes. The builder is left after the loop on exit.
-    ``vectorize`` adds :func:`vectorize_hint` (only for reduction loops).
+    ``vectorize`` adds :func:`vectorize_hint` (only for reduction loops); a constant
+    trip count of at least :data:`NO_UNROLL_TRIP_COUNT` keeps its vector loop from being
+    unrolled, and a loop whose body branches (an outer loop) is never unrolled.
     """
     stop = ir.Constant(I64, n) if isinstance(n, int) else n
     first = ir.Constant(I64, start) if isinstance(start, int) else start
@@ -55,12 +70,23 @@ def for_range(b: ir.IRBuilder, n: int | ir.Value, name: str = "i",
     i.add_incoming(first, pre)
     b.cbranch(b.icmp_signed("<", i, stop), body, end)
     b.position_at_end(body)
+    blocks = len(b.function.blocks)
     yield i
+    nested = len(b.function.blocks) > blocks  # the body has loops or branches of its own
     nxt = b.add(i, ir.Constant(I64, 1), name=f"{name}.next", flags=["nsw"])
     i.add_incoming(nxt, b.block)
     latch = b.branch(header)
+    hints = []
     if vectorize:
-        vectorize_hint(b, latch)
+        hints.append(("llvm.loop.vectorize.enable", ir.Constant(ir.IntType(1), 1)))
+    if nested:  # unrolling would copy the inner loops (GEMM epilogues: 5 copies)
+        hints.append(("llvm.loop.unroll.disable", None))
+    elif isinstance(n, int) and isinstance(start, int) and n - start >= NO_UNROLL_TRIP_COUNT:
+        module = b.module
+        no_unroll = module.add_metadata([ir.MetaDataString(module, "llvm.loop.unroll.disable")])
+        hints.append(("llvm.loop.vectorize.followup_vectorized", no_unroll))
+    if hints:
+        loop_hint(b, latch, *hints[0], *hints[1:])
     b.position_at_end(end)
 
 
