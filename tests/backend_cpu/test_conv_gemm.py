@@ -357,3 +357,69 @@ def test_random_convolutions(seed, monkeypatch):
 
     want = InterpreterBackend().compile(parse_module(text, "test.mlir"))(*args)[0]
     np.testing.assert_allclose(exe(*args)[0], want, rtol=tol, atol=tol)
+
+
+CNN = """
+func.func @main(%x: tensor<8x3x32x32xf32>, %k1: tensor<16x3x3x3xf32>,
+                %k2: tensor<16x16x3x3xf32>, %w: tensor<4096x10xf32>) -> tensor<8x10xf32> {
+  %c1 = stablehlo.convolution(%x, %k1) dim_numbers = [b, f, 0, 1]x[o, i, 0, 1]->[b, f, 0, 1],
+      window = {stride = [1, 1], pad = [[1, 1], [1, 1]]}
+      {batch_group_count = 1 : i64, feature_group_count = 1 : i64}
+      : (tensor<8x3x32x32xf32>, tensor<16x3x3x3xf32>) -> tensor<8x16x32x32xf32>
+  %z1 = stablehlo.constant dense<0.0> : tensor<8x16x32x32xf32>
+  %r1 = stablehlo.maximum %c1, %z1 : tensor<8x16x32x32xf32>
+  %c2 = stablehlo.convolution(%r1, %k2) dim_numbers = [b, f, 0, 1]x[o, i, 0, 1]->[b, f, 0, 1],
+      window = {stride = [2, 2], pad = [[0, 1], [0, 1]]}
+      {batch_group_count = 1 : i64, feature_group_count = 1 : i64}
+      : (tensor<8x16x32x32xf32>, tensor<16x16x3x3xf32>) -> tensor<8x16x16x16xf32>
+  %z2 = stablehlo.constant dense<0.0> : tensor<8x16x16x16xf32>
+  %r2 = stablehlo.maximum %c2, %z2 : tensor<8x16x16x16xf32>
+  %f = stablehlo.reshape %r2 : (tensor<8x16x16x16xf32>) -> tensor<8x4096xf32>
+  %y = stablehlo.dot_general %f, %w, contracting_dims = [1] x [0]
+      : (tensor<8x4096xf32>, tensor<4096x10xf32>) -> tensor<8x10xf32>
+  return %y : tensor<8x10xf32>
+}"""
+
+
+@pytest.mark.parametrize("threads", ["1", "2", "16"])
+def test_small_cnn_im2col_holds_min_gemm_cols(monkeypatch, threads):
+    """bench/cpu_vs_xla.py's cnn: two convs of under 2 items of ITEM_FLOPS per thread, so
+    each im2col chunk holds MIN_GEMM_COLS columns (whole output rows), not the whole
+    im2col matrix (2 MiB budget: 1.8 MB of arena). The arena is then the two conv
+    outputs live at the second conv plus its chunk, and the result stays right."""
+    import oxla_backend_cpu.conv as conv
+
+    monkeypatch.setenv("OXLA_NUM_THREADS", threads)
+    rng = np.random.default_rng(5)
+    args = [rng.standard_normal((8, 3, 32, 32)).astype(np.float32),
+            (rng.standard_normal((16, 3, 3, 3)) * 0.2).astype(np.float32),
+            (rng.standard_normal((16, 16, 3, 3)) * 0.1).astype(np.float32),
+            (rng.standard_normal((4096, 10)) * 0.01).astype(np.float32)]
+    rows = -(-conv.MIN_GEMM_COLS // 16)  # whole rows of the 16-wide output
+    col2 = 16 * 9 * rows * 16 * 4  # K = 16 x 3 x 3 floats per column
+    bound = 8 * 16 * 32 * 32 * 4 + 8 * 16 * 16 * 16 * 4 + col2  # 729,088 bytes
+    exe = compile_cpu(CNN, cache=False)
+    assert exe.stats["temp_bytes"] <= bound
+    k1, k2 = conv_kernels_of(CNN)
+    assert k2.col.nbytes == col2 and k1.col.nbytes <= 27 * conv.MIN_GEMM_COLS * 4
+    from oxla.interpreter import InterpreterBackend
+    from oxla.ir import parse_module
+
+    want = InterpreterBackend().compile(parse_module(CNN, "test.mlir"))(*args)[0]
+    np.testing.assert_allclose(exe(*args)[0], want, rtol=1e-4, atol=1e-4)
+
+
+def test_chunk_budget_scales_with_threads():
+    """A large conv (ResNet 3x3, 64 -> 64 channels, 56x56, K = 576): one thread gets
+    MIN_GEMM_COLS columns per chunk, two threads BLOCKS_PER_THREAD items each of at
+    least MIN_GEMM_COLS columns, many threads the CHUNK_BYTES cap."""
+    import oxla_backend_cpu.conv as conv
+
+    text, _ = conv_case(n=1, c=64, o=64, sp=(56, 56), pad=((1, 1), (1, 1)))
+    (k,) = conv_kernels_of(text)
+    g = k.geom
+    assert conv.chunk_budget(g, 1) == conv.MIN_GEMM_COLS * 576
+    assert conv.chunk_budget(g, 2) == 2 * conv.BLOCKS_PER_THREAD * conv.MIN_GEMM_COLS * 576
+    assert conv.chunk_budget(g, 16) == conv.CHUNK_BYTES // 4
+    ch = conv.chunks(g, 1)  # whole rows of 56: 2 rows, 112 columns
+    assert (ch.rows, ch.col_elems) == (2, 2 * 56 * 576) and ch.n == 28

@@ -3,8 +3,8 @@
 Planning (this module) picks, per op, one of three forms (:func:`conv_kernels`):
 
 * **GEMM**: chunk by chunk of the output, an im2col packing task (parallel loop nest)
-  writes a temporary ``col`` buffer (one chunk, :data:`CHUNK_BYTES`, counted by buffer
-  assignment), then one GEMM per feature/batch group through BLAS writes the output in
+  writes a temporary ``col`` buffer (one chunk, :func:`chunk_budget`: what the threads
+  work on at once, at most :data:`CHUNK_BYTES`; counted by buffer assignment), then one GEMM per feature/batch group through BLAS writes the output in
   its own layout (:mod:`oxla_backend_cpu.conv_gemm`). A 1x1, stride-1, unpadded
   convolution whose input and output dimension orders agree reads the input directly
   (no packing). The kernel is used in place when its output feature dimension is
@@ -216,6 +216,8 @@ class ConvKernel:
         epilogue: the fused loop kernel (reads the convolution's value at its own
             index through ``out``), or None.
         extra: the epilogue's other inputs.
+        chunking: GEMM mode: the :class:`Chunks` that sized ``col`` (codegen uses the
+            same).
     """
 
     name: str
@@ -229,6 +231,7 @@ class ConvKernel:
     w_major: bool = True
     epilogue: LoopKernel | None = None
     extra: list[Value] = field(default_factory=list)
+    chunking: Chunks | None = None
 
     def buffers_read(self, vbuf: dict[Value, Buf]) -> list[Buf]:
         """The buffers the kernel reads: input, kernel, epilogue inputs."""
@@ -266,8 +269,19 @@ def _float_conv(op: Operation) -> bool:
 
 
 CHUNK_BYTES = 1 << 21
-"""Target size of the im2col buffer: the GEMM mode packs and multiplies one chunk of the
+"""Most bytes of the im2col buffer: the GEMM mode packs and multiplies one chunk of the
 output at a time (2 MiB: an L2/L3-sized block, still tens of MFLOP per chunk)."""
+
+MIN_GEMM_COLS = 128
+"""Output columns (rows of ``P`` when the feature dimension is innermost) per chunk, the
+least that keeps each BLAS call wide: every call re-packs the weights, and on the
+benchmark CNN's 3x3 stride-2 conv (K = 144) chunks of 16 columns ran 1.7x slower than
+one chunk, 128 as fast."""
+
+ITEM_FLOPS = 1 << 22
+"""Least GEMM work per parallel item (~0.1 ms of one core)."""
+
+BLOCKS_PER_THREAD = 3
 
 
 @dataclass(frozen=True)
@@ -289,10 +303,35 @@ class Chunks:
     col_elems: int
 
 
-def chunks(g: ConvGeom) -> Chunks:
-    """The chunking of ``g``'s output (one chunk when the input is read in place)."""
+def chunk_budget(g: ConvGeom, threads: int | None = None) -> int:
+    """Elements of im2col buffer to aim for: only what the threads can work on at once.
+
+    With ``threads`` (default: :func:`oxla_backend_cpu.executable.num_threads`, at
+    compile time; the code stays right for any count, only the split changes) > 1 and
+    at least 2 items of :data:`ITEM_FLOPS` per thread, a chunk holds
+    :data:`BLOCKS_PER_THREAD` such items per thread (each at least
+    :data:`MIN_GEMM_COLS` columns wide); otherwise the GEMMs are not worth splitting and
+    a chunk holds :data:`MIN_GEMM_COLS` columns. Never more than :data:`CHUNK_BYTES`.
+    The chunking rounds this to whole rows (:func:`chunks`).
+    """
+    from oxla_backend_cpu.executable import num_threads
+
+    t = num_threads() if threads is None else threads
+    per_col = g.G * g.k_size  # im2col elements per output column
+    cols_all = math.prod(g.os) // g.o_tot
+    flops = 2 * g.o_tot * g.k_size * cols_all
+    cols = MIN_GEMM_COLS
+    if t > 1 and flops >= 2 * t * ITEM_FLOPS:
+        item = max(MIN_GEMM_COLS, -(-ITEM_FLOPS // (2 * g.o_tot * g.k_size)))
+        cols = t * BLOCKS_PER_THREAD * item
+    return max(1, min(CHUNK_BYTES // g.itemsize, cols * per_col))
+
+
+def chunks(g: ConvGeom, threads: int | None = None) -> Chunks:
+    """The chunking of ``g``'s output (one chunk when the input is read in place) for
+    about :func:`chunk_budget` elements of im2col buffer."""
     gk = g.G * g.k_size
-    budget = max(1, CHUNK_BYTES // g.itemsize)
+    budget = chunk_budget(g, threads)
     if g.feature_last:
         p = math.prod(g.os[:-1])
         if g.no_packing():
@@ -365,11 +404,11 @@ def conv_kernels(op: Operation, vbuf: dict[Value, Buf], n: int, counter) -> list
         wbuf = Buf(f"pack{next(counter)}", nbytes(rhs), "temp")
         kernels.append(PackKernel(f"pack{n}", rhs, vbuf[rhs], perm, wbuf))
     col = None
-    elems = chunks(g).col_elems
-    if elems:
-        col = Buf(f"col{next(counter)}", elems * g.itemsize, "temp")
+    ch = chunks(g)
+    if ch.col_elems:
+        col = Buf(f"col{next(counter)}", ch.col_elems * g.itemsize, "temp")
     kernels.append(ConvKernel(f"{name}_{len(kernels)}", op, g, "gemm", vbuf[lhs], wbuf, out,
-                              col, w_major))
+                              col, w_major, chunking=ch))
     return kernels
 
 

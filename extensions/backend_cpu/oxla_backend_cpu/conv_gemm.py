@@ -4,8 +4,9 @@ The output is computed chunk by chunk (:func:`oxla_backend_cpu.conv.chunks`): fo
 chunk, a parallel im2col task packs the chunk's columns into the ``col`` temporary, then
 a parallel GEMM task runs single-threaded BLAS calls (one per group and block of output
 rows or columns) and applies the fused epilogue to each block it wrote. The ``col``
-buffer holds one chunk (about :data:`~oxla_backend_cpu.conv.CHUNK_BYTES`), so the
-temporary stays small and the packed block is still in cache when BLAS reads it.
+buffer holds one chunk (:func:`~oxla_backend_cpu.conv.chunk_budget`: what the threads
+work on at once, at most :data:`~oxla_backend_cpu.conv.CHUNK_BYTES`), so the temporary
+stays small and the packed block is still in cache when BLAS reads it.
 
 Chunk parameters travel to the tasks through a 5-word array: feature-innermost output
 (layout A) ``[p0, cp, 0, 0, bs]`` (rows ``[p0, p0 + cp)`` of ``P``); otherwise (layout B)
@@ -26,6 +27,7 @@ from oxla_codegen_llvm.loops import delinearize
 from oxla_codegen_llvm.parallel import MIN_ELEMENTS_PER_CHUNK, runtime, task_wrapper
 
 from oxla_backend_cpu.blas import _set_one_thread, restore_threads, set_gemm_threads
+from oxla_backend_cpu.conv import BLOCKS_PER_THREAD, ITEM_FLOPS, chunks
 from oxla_backend_cpu.conv_emit import (
     I1,
     I8,
@@ -44,9 +46,6 @@ from oxla_backend_cpu.conv_emit import (
     _smin,
     _task,
 )
-
-ITEM_FLOPS = 1 << 22  # least GEMM work per parallel item (~0.1 ms of one core)
-BLOCKS_PER_THREAD = 3
 
 
 def _ceil_div(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
@@ -281,10 +280,8 @@ def emit_gemm_mode(s: Scalar, k, lhs: ir.Value, w: ir.Value, out: ir.Value,
                    col: ir.Value | None, extras: list[ir.Value]) -> None:
     """The chunk loop: per chunk, parameters, parallel im2col (unless the GEMM reads the
     input in place), parallel GEMMs."""
-    from oxla_backend_cpu.conv import chunks
-
     g = k.geom
-    ch = chunks(g)
+    ch = k.chunking or chunks(g)
     b, module = s.b, s.module
     pack = _im2col_task(s, k, ch) if col is not None else None
     gemm = _gemm_task(s, k, ch, len(extras))
