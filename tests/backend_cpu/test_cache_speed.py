@@ -53,6 +53,16 @@ def test_cache_miss_then_hit_same_results(cache_dir):
     assert len(list(cache_dir.glob("*.oxla"))) == 3
 
 
+def test_thread_count_is_part_of_the_key(cache_dir, monkeypatch):
+    """Convolutions size their im2col chunks for the compile-time thread count, so
+    another count is another entry."""
+    monkeypatch.setenv("OXLA_NUM_THREADS", "1")
+    assert _compile().stats["cache"] == "miss"
+    assert _compile().stats["cache"] == "hit"
+    monkeypatch.setenv("OXLA_NUM_THREADS", "3")
+    assert _compile().stats["cache"] == "miss"
+
+
 def test_cache_bypass(cache_dir):
     exe = _compile(cache=False)
     assert exe.stats["cache"] == "off"

@@ -9,7 +9,9 @@ everything the machine code depends on:
   (hashed from the arrays in memory, on threads: weights are never printed);
 * the options that change code (``pipeline``, ``fast_math``, ``extra``);
 * the versions of oxla, oxla-backend-cpu, oxla-codegen-llvm, llvmlite and LLVM;
-* the host's target triple, CPU name and CPU features.
+* the host's target triple, CPU name and CPU features;
+* the thread count at compile time (:func:`oxla_backend_cpu.executable.num_threads`):
+  convolutions size their im2col chunks for it (:func:`oxla_backend_cpu.conv.chunk_budget`).
 
 A hit loads the stored object code (no pass pipeline, no LLVM). Run-time constants
 (weights) equal to a constant of the module are recorded in the entry by digest only and
@@ -128,6 +130,7 @@ def cache_key(module_text: str, options: Any, target: Any, constants: Any = ()) 
         "triple": target.triple,
         "cpu": target.cpu,
         "features": target.features,
+        "threads": _threads(),
     }
     h = hashlib.sha256(json.dumps(meta, sort_keys=True).encode())
     h.update(b"\0")
@@ -135,6 +138,12 @@ def cache_key(module_text: str, options: Any, target: Any, constants: Any = ()) 
     for d in constants:
         h.update(b"\0" + d.encode())
     return h.hexdigest()
+
+
+def _threads() -> int:
+    from oxla_backend_cpu.executable import num_threads
+
+    return num_threads()
 
 
 def entry_path(key: str) -> str:
