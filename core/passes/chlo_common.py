@@ -5,11 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-import numpy as np
-
 from oxla.ir import Operation, Value, enum
 from oxla.ir import types as T
-from oxla.ir.attributes import dense
+from oxla.ir.attributes import splat
 from oxla.passes.rewrite import Pattern, Rewriter, source_of
 
 LEGALIZATIONS: list[Pattern] = []
@@ -65,9 +63,8 @@ class Emitter:
         t = like if isinstance(like, T.TensorType) else like.type
         if et is not None:
             t = t.with_element_type(et)
-        arr = np.full(t.shape, value, dtype=t.element_type.dtype)
         return self.rw.create_before(
-            self.anchor, "stablehlo.constant", [], [t], {"value": dense(arr, t)}
+            self.anchor, "stablehlo.constant", [], [t], {"value": splat(value, t)}
         ).results[0]
 
     def __getattr__(self, short: str) -> Callable[..., Value]:

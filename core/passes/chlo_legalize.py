@@ -17,7 +17,7 @@ import numpy as np
 from oxla.errors import PassError
 from oxla.ir import Module, Operation, Value, i64_array
 from oxla.ir import types as T
-from oxla.ir.attributes import dense
+from oxla.ir.attributes import splat
 from oxla.passes.chlo_common import (
     LEGALIZATIONS,
     Emitter,
@@ -178,8 +178,8 @@ def constant_like(op: Operation, rw: Rewriter) -> bool:
     from oxla.ir import to_python
 
     val = to_python(op.attributes["value"])
-    arr = np.full(t.shape, np.asarray(val).reshape(-1)[0], dtype=t.element_type.dtype)
-    new = rw.create_before(op, "stablehlo.constant", [], [t], {"value": dense(arr, t)})
+    value = splat(np.asarray(val).reshape(-1)[0], t)
+    new = rw.create_before(op, "stablehlo.constant", [], [t], {"value": value})
     rw.replace_op(op, new.results)
     return True
 

@@ -25,19 +25,13 @@ def constant_array(v: Value) -> np.ndarray | None:
 
 def splat_value(v: Value) -> Any:
     """The single element of a splat constant ``v`` (a numpy scalar), else None."""
-    arr = constant_array(v)
-    if arr is None or arr.size == 0:
+    op = v.owner_op
+    if op is None or op.name != "stablehlo.constant":
         return None
-    flat = arr.reshape(-1)
-    if (
-        arr.size > 1
-        and not (
-            flat.view(np.uint8).reshape(flat.size, -1)
-            == flat.view(np.uint8).reshape(flat.size, -1)[0]
-        ).all()
-    ):
+    attr = op.attributes.get("value")
+    if not isinstance(attr, DenseElementsAttr) or attr.array.size == 0 or not attr.is_splat:
         return None
-    return flat[0]
+    return attr.array.reshape(-1)[0]
 
 
 def element_type(v: Value) -> T.ElementType | None:
