@@ -1,5 +1,5 @@
-"""The BLAS library behind ``dot_general`` and the GEMM that runs on OpenBLAS's own
-threads (one call of at least ``LIBRARY_THREADS_FLOPS``), against numpy in float64."""
+"""The BLAS library behind ``dot_general`` and large GEMMs split into row or column
+blocks (one or two per thread), every operand layout, against numpy in float64."""
 
 from __future__ import annotations
 
@@ -40,8 +40,8 @@ def _dot(m: int, k: int, n: int, trans_lhs: bool, trans_rhs: bool, dtype: str) -
 @pytest.mark.parametrize("trans_lhs,trans_rhs", [(False, False), (True, False),
                                                  (False, True), (True, True)])
 @pytest.mark.parametrize("m,k,n", [(520, 256, 264), (96, 384, 1040)])
-def test_library_threads_gemm_matches_numpy(m, k, n, trans_lhs, trans_rhs):
-    assert 2 * m * k * n >= blas.LIBRARY_THREADS_FLOPS  # the one-call path
+def test_blocked_gemm_matches_numpy(m, k, n, trans_lhs, trans_rhs):
+    assert blas.row_blocks(1, max(m, n), 2.0 * m * k * n) > 1  # split into blocks
     rng = np.random.default_rng(m + n)
     a = rng.standard_normal((k, m) if trans_lhs else (m, k)).astype(np.float32)
     b = rng.standard_normal((n, k) if trans_rhs else (k, n)).astype(np.float32)
@@ -51,9 +51,9 @@ def test_library_threads_gemm_matches_numpy(m, k, n, trans_lhs, trans_rhs):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3 * np.sqrt(k))
 
 
-def test_library_threads_gemm_f64():
-    """An f64 GEMM on the one-call path, called twice (the thread count it sets is
-    put back after each call)."""
+def test_blocked_gemm_f64():
+    """An f64 GEMM in blocks, called twice (the BLAS thread count it sets is put back
+    after each call)."""
     rng = np.random.default_rng(3)
     a, b = rng.standard_normal((300, 400)), rng.standard_normal((400, 350))
     big = oxla.compile(_dot(300, 400, 350, False, False, "f64"), backend="cpu")

@@ -11,8 +11,7 @@ the generated IR never contains a process-specific address.
 Threads: OpenBLAS's own pool runs a GEMM on every core by default and its workers
 spin-wait between calls, which made small GEMMs on a busy machine 10-100x slower than on
 one core (measured: a 16x256x256 MLP layer 45 ms with 2 OpenBLAS threads on a loaded
-2-core machine, 0.14 ms with 1). oxla therefore owns the threading (except for large
-single GEMMs, see :func:`emit_gemm`): :func:`emit_gemm`
+2-core machine, 0.14 ms with 1). oxla therefore owns the threading: :func:`emit_gemm`
 splits a (batched) GEMM into row or column blocks run by oxla's parallel-for (a pool of
 parked workers), each block one single-threaded BLAS call. The thread count is set with
 ``openblas_set_num_threads_local`` (found next to ``sgemm`` in the same library with
@@ -142,10 +141,8 @@ def row_blocks(batch: int, m: int, flops: float) -> int:
     return max(1, min(-(-want // batch), m // MIN_BLOCK_ROWS, MAX_BLOCKS))
 
 
-BLOCKS_PER_THREAD = 3
-# A single GEMM (batch 1) of at least this many flops runs as one BLAS call on OpenBLAS's
-# own threads: they share the packed panels, where oxla's row blocks each re-pack all of B.
-LIBRARY_THREADS_FLOPS = 1 << 26
+BLOCKS_PER_THREAD = 1
+COLUMN_BLOCKS_PER_THREAD = 2
 
 
 def emit_gemm(s, k, lhs: ir.Value, rhs: ir.Value, out: ir.Value) -> None:
@@ -161,18 +158,20 @@ def emit_gemm(s, k, lhs: ir.Value, rhs: ir.Value, out: ir.Value) -> None:
     a thread's chunk are merged into one call. BLAS runs one thread per call (its own
     pool would oversubscribe the cores next to oxla's threads).
 
-    Exception: one GEMM (batch 1) of at least :data:`LIBRARY_THREADS_FLOPS` is a single
-    call on OpenBLAS's own threads (``oxla_num_threads`` of them, while oxla's workers
-    are parked): its threads share packed panels. Measured on 2 cores (Zen 4): 1024^3
-    ran at 185 GFLOP/s that way against 145-170 as oxla's row blocks, GPT-2's
-    128x768x2304 at 171 against 152-164.
+    OpenBLAS's own threads (one call, shared packed panels) were as fast as one block
+    per thread on a quiet 2-core machine (1024^3: 186 vs 179 GFLOP/s, 128x768x2304: 162
+    vs 156), but they synchronize inside the call: with another process on one core,
+    GPT-2's 128x768x768 fell to 6 GFLOP/s, where independent blocks just run at the
+    remaining core's speed. So oxla's blocks it is.
 
     Blocks per GEMM are chosen at run time from ``oxla_num_threads``: about
-    :data:`BLOCKS_PER_THREAD` work items per thread (the pool hands them out
+    :data:`BLOCKS_PER_THREAD` work items per thread for row blocks and
+    :data:`COLUMN_BLOCKS_PER_THREAD` for column blocks (the pool hands them out
     dynamically), never more than :func:`row_blocks` allows, one block on one thread.
-    Every block re-packs the operand it shares with the others (all of ``B`` for row
-    blocks), so thin blocks cost: 29-row blocks of a 1024x768x768 GEMM ran at half the
-    speed of 171-row ones on one core.
+    Every block re-packs the operand it shares with the others: all of ``B`` (the
+    weights) for row blocks, so those get one block per thread (1024x768x768: 175-195
+    GFLOP/s against 161-179 with three); all of ``A`` (a few rows) for column blocks,
+    which is cheap, so those keep two for balance.
     """
     from oxla_codegen_llvm.parallel import call_parallel, runtime
 
@@ -183,16 +182,14 @@ def emit_gemm(s, k, lhs: ir.Value, rhs: ir.Value, out: ir.Value) -> None:
     split_n = k.n > k.m  # skinny C (an MLP layer): split columns, each thread packs less B
     extent = k.n if split_n else k.m
     flops = 2.0 * k.m * k.n * k.k
-    library_threads = (k.batch == 1 and flops >= LIBRARY_THREADS_FLOPS
-                       and THREADS_SYMBOL in blas_symbols())
-    cap = 1 if library_threads else row_blocks(k.batch, extent, flops)
+    cap = row_blocks(k.batch, extent, flops)
     with b.goto_entry_block():
         geom = b.alloca(I64, 2, name=f"{k.name}.blocks")
     if cap > 1:
         runtime(module)
         nt = b.load(module.globals["oxla_num_threads"], typ=I64)
-        want = b.sdiv(b.add(b.mul(nt, c64(BLOCKS_PER_THREAD)), c64(k.batch - 1)),
-                      c64(k.batch))
+        per_thread = COLUMN_BLOCKS_PER_THREAD if split_n else BLOCKS_PER_THREAD
+        want = b.sdiv(b.add(b.mul(nt, c64(per_thread)), c64(k.batch - 1)), c64(k.batch))
         want = b.select(b.icmp_signed("<=", nt, c64(1)), c64(1), want)
         blocks = b.select(b.icmp_signed("<", want, c64(cap)), want, c64(cap))
         blocks = b.select(b.icmp_signed("<", blocks, c64(1)), c64(1), blocks)
@@ -207,12 +204,7 @@ def emit_gemm(s, k, lhs: ir.Value, rhs: ir.Value, out: ir.Value) -> None:
     task = ir.Function(module, ir.FunctionType(ir.VoidType(), [ptr] * 4 + [I64] * 2),
                        f"{k.name}.gemm")
     task.linkage = "internal"
-    _emit_task(task, k, fty, split_n, one_thread=not library_threads)
-    if library_threads:  # one call; OpenBLAS splits it over its own threads
-        old = set_gemm_threads(b, module, flops)
-        b.call(task, [lhs, rhs, out, geom, c64(0), c64(1)])
-        restore_threads(b, module, old)
-        return
+    _emit_task(task, k, fty, split_n)
     old = set_gemm_threads(b, module, 1.0)  # the calling thread's chunk: one BLAS thread
     if (cap > 1 or k.batch >= 2) and flops * k.batch >= 2 * FLOPS_PER_THREAD:
         call_parallel(b, module, task, [lhs, rhs, out, geom], items, 1)
@@ -225,8 +217,7 @@ def c64(n: int) -> ir.Constant:
     return ir.Constant(I64, n)
 
 
-def _emit_task(task: ir.Function, k, fty: ir.Type, split_n: bool,
-               one_thread: bool = True) -> None:
+def _emit_task(task: ir.Function, k, fty: ir.Type, split_n: bool) -> None:
     """The body of ``task(A, B, C, geom, start, end)``: work items ``[start, end)``, one
     BLAS call per run of consecutive blocks of one GEMM: blocks of ``rows`` rows of
     ``C``, or of ``rows`` columns when ``split_n`` (then ``B`` starts at column ``r0`` and
@@ -242,8 +233,7 @@ def _emit_task(task: ir.Function, k, fty: ir.Type, split_n: bool,
     body = task.append_basic_block("body")
     done = task.append_basic_block("done")
     b = ir.IRBuilder(entry)
-    if one_thread:
-        _set_one_thread(b, module)
+    _set_one_thread(b, module)
     blocks = b.load(geom, typ=I64)
     rows = b.load(b.gep(geom, [c64(1)], source_etype=I64), typ=I64)
 
