@@ -142,7 +142,6 @@ def row_blocks(batch: int, m: int, flops: float) -> int:
 
 
 BLOCKS_PER_THREAD = 1
-COLUMN_BLOCKS_PER_THREAD = 2
 
 
 def emit_gemm(s, k, lhs: ir.Value, rhs: ir.Value, out: ir.Value) -> None:
@@ -164,14 +163,13 @@ def emit_gemm(s, k, lhs: ir.Value, rhs: ir.Value, out: ir.Value) -> None:
     GPT-2's 128x768x768 fell to 6 GFLOP/s, where independent blocks just run at the
     remaining core's speed. So oxla's blocks it is.
 
-    Blocks per GEMM are chosen at run time from ``oxla_num_threads``: about
-    :data:`BLOCKS_PER_THREAD` work items per thread for row blocks and
-    :data:`COLUMN_BLOCKS_PER_THREAD` for column blocks (the pool hands them out
+    Blocks per GEMM are chosen at run time from ``oxla_num_threads``:
+    :data:`BLOCKS_PER_THREAD` work items per thread (the pool hands them out
     dynamically), never more than :func:`row_blocks` allows, one block on one thread.
     Every block re-packs the operand it shares with the others: all of ``B`` (the
-    weights) for row blocks, so those get one block per thread (1024x768x768: 175-195
-    GFLOP/s against 161-179 with three); all of ``A`` (a few rows) for column blocks,
-    which is cheap, so those keep two for balance.
+    weights) for row blocks, all of ``A`` for column blocks. One block per thread
+    measured fastest: 1024x768x768 175-195 GFLOP/s against 161-179 with three; in
+    GPT-2 at batch 1 (128-row GEMMs, column blocks) 165-173 against 144-149 with two.
     """
     from oxla_codegen_llvm.parallel import call_parallel, runtime
 
@@ -188,8 +186,8 @@ def emit_gemm(s, k, lhs: ir.Value, rhs: ir.Value, out: ir.Value) -> None:
     if cap > 1:
         runtime(module)
         nt = b.load(module.globals["oxla_num_threads"], typ=I64)
-        per_thread = COLUMN_BLOCKS_PER_THREAD if split_n else BLOCKS_PER_THREAD
-        want = b.sdiv(b.add(b.mul(nt, c64(per_thread)), c64(k.batch - 1)), c64(k.batch))
+        want = b.sdiv(b.add(b.mul(nt, c64(BLOCKS_PER_THREAD)), c64(k.batch - 1)),
+                      c64(k.batch))
         want = b.select(b.icmp_signed("<=", nt, c64(1)), c64(1), want)
         blocks = b.select(b.icmp_signed("<", want, c64(cap)), want, c64(cap))
         blocks = b.select(b.icmp_signed("<", blocks, c64(1)), c64(1), blocks)
