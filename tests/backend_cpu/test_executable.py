@@ -176,3 +176,25 @@ def test_random_elementwise_programs(case):
         # transcendental functions: libm vs the interpreter's f64-then-round, a few ulp
         with np.errstate(all="ignore"):
             run_both(text, args, rtol=1e-5 if ty == "f32" else 1e-12, atol=1e-30)
+
+
+def test_call_fast_and_general_paths_agree():
+    """C-contiguous numpy arrays of the exact type (read-only ones too) skip the general
+    argument check; a strided view goes through it; the results are the same."""
+    text = """func.func @main(%a: tensor<3x4xf32>, %b: tensor<3x4xf32>) -> tensor<3x4xf32> {
+  %0 = stablehlo.subtract %a, %b : tensor<3x4xf32>
+  return %0 : tensor<3x4xf32>
+}"""
+    exe = compile_cpu(text)
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    b = np.arange(12, dtype=np.float32).reshape(4, 3).T  # a strided view, same shape
+    want = a - b
+    np.testing.assert_array_equal(exe(a, b)[0], want)
+    np.testing.assert_array_equal(exe(a, np.ascontiguousarray(b))[0], want)
+    ro = a.copy()
+    ro.flags.writeable = False
+    np.testing.assert_array_equal(exe(ro, b)[0], want)
+    with pytest.raises(RuntimeInputError, match="shape"):
+        exe(a, b.T)
+    with pytest.raises(RuntimeInputError, match="dtype"):
+        exe(a, b.astype(np.float16))
