@@ -31,7 +31,8 @@ def check_inputs(types: Sequence[T.Type], args: Sequence[Any], what: str = "argu
         if not isinstance(t, T.TensorType):
             out.append(a)
             continue
-        if not isinstance(a, np.ndarray):
+        given = "" if isinstance(a, np.ndarray) else type(a).__name__
+        if given:
             if hasattr(a, "__dlpack__") and not hasattr(a, "__array__"):
                 a = np.from_dlpack(a)
             else:
@@ -39,8 +40,10 @@ def check_inputs(types: Sequence[T.Type], args: Sequence[Any], what: str = "argu
         et = t.element_type
         want = et.storage_type.dtype if isinstance(et, T.QuantizedType) else et.dtype
         if a.dtype != want:
+            how = (f" (a {given} converts to {a.dtype}; pass np.asarray(x, "
+                   f"dtype={np.dtype(want).name}))") if given else ""
             raise RuntimeInputError(
-                f"{what} #{i} has dtype {a.dtype}, expected {want} (for {t})")
+                f"{what} #{i} has dtype {a.dtype}, expected {want} (for {t}){how}")
         if len(a.shape) != len(t.shape) or any(
             d is not None and d != s for d, s in zip(t.shape, a.shape)
         ):

@@ -198,3 +198,5 @@ def test_call_fast_and_general_paths_agree():
         exe(a, b.T)
     with pytest.raises(RuntimeInputError, match="dtype"):
         exe(a, b.astype(np.float16))
+    with pytest.raises(RuntimeInputError, match=r"a list converts to float64; pass np\.asarray"):
+        exe(a.tolist(), b)
