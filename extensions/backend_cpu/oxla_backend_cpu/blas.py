@@ -145,8 +145,8 @@ BLOCKS_PER_THREAD = 1
 
 
 def emit_gemm(s, k, lhs: ir.Value, rhs: ir.Value, out: ir.Value) -> None:
-    """Emits ``dot_general`` kernel ``k`` (a :class:`~oxla_backend_cpu.plan.DotKernel`)
-    as single-threaded BLAS calls run by oxla's parallel-for.
+    """Emits ``dot_general`` kernel ``k`` (a :class:`~oxla_backend_cpu.plan.DotKernel`):
+    single-threaded BLAS calls run by oxla's parallel-for.
 
     Row-major ``C[M,N] = A[M,K] B[K,N]`` is column-major ``C^T = B^T A^T``: the Fortran
     call gets ``rhs`` first, ``m = N`` and ``n = M`` (no copy for either layout of an
@@ -170,118 +170,37 @@ def emit_gemm(s, k, lhs: ir.Value, rhs: ir.Value, out: ir.Value) -> None:
     weights) for row blocks, all of ``A`` for column blocks. One block per thread
     measured fastest: 1024x768x768 175-195 GFLOP/s against 161-179 with three; in
     GPT-2 at batch 1 (128-row GEMMs, column blocks) 165-173 against 144-149 with two.
+
+    The block loop and the BLAS call site are not emitted here: they are the runtime's
+    GEMM driver (:mod:`oxla_backend_cpu.gemm_runtime`, compiled once per process); the
+    kernel is one call with this GEMM's constant descriptor.
     """
-    from oxla_codegen_llvm.parallel import call_parallel, runtime
+    from oxla_codegen_llvm.parallel import runtime
+
+    from oxla_backend_cpu.gemm_runtime import DESC_FIELDS, DRIVER_TYPE, driver_name
 
     if k.batch == 0 or k.m == 0 or k.n == 0:
         return
     b, module = s.b, s.module
-    fty = ir.FloatType() if k.dtype == "f32" else ir.DoubleType()
     split_n = k.n > k.m  # skinny C (an MLP layer): split columns, each thread packs less B
-    extent = k.n if split_n else k.m
     flops = 2.0 * k.m * k.n * k.k
-    cap = row_blocks(k.batch, extent, flops)
-    with b.goto_entry_block():
-        geom = b.alloca(I64, 2, name=f"{k.name}.blocks")
-    if cap > 1:
-        runtime(module)
-        nt = b.load(module.globals["oxla_num_threads"], typ=I64)
-        want = b.sdiv(b.add(b.mul(nt, c64(BLOCKS_PER_THREAD)), c64(k.batch - 1)),
-                      c64(k.batch))
-        want = b.select(b.icmp_signed("<=", nt, c64(1)), c64(1), want)
-        blocks = b.select(b.icmp_signed("<", want, c64(cap)), want, c64(cap))
-        blocks = b.select(b.icmp_signed("<", blocks, c64(1)), c64(1), blocks)
-        rows = b.sdiv(b.add(c64(extent), b.sub(blocks, c64(1))), blocks)
-        blocks = b.sdiv(b.add(c64(extent), b.sub(rows, c64(1))), rows)  # no empty block
-    else:
-        blocks, rows = c64(1), c64(extent)
-    b.store(blocks, geom)
-    b.store(rows, b.gep(geom, [c64(1)], source_etype=I64))
-    items = b.mul(blocks, c64(k.batch))
-    ptr = ir.PointerType()
-    task = ir.Function(module, ir.FunctionType(ir.VoidType(), [ptr] * 4 + [I64] * 2),
-                       f"{k.name}.gemm")
-    task.linkage = "internal"
-    _emit_task(task, k, fty, split_n)
-    old = set_gemm_threads(b, module, 1.0)  # the calling thread's chunk: one BLAS thread
-    if (cap > 1 or k.batch >= 2) and flops * k.batch >= 2 * FLOPS_PER_THREAD:
-        call_parallel(b, module, task, [lhs, rhs, out, geom], items, 1)
-    else:
-        b.call(task, [lhs, rhs, out, geom, c64(0), items])
-    restore_threads(b, module, old)
+    cap = row_blocks(k.batch, k.n if split_n else k.m, flops)
+    parallel = (cap > 1 or k.batch >= 2) and flops * k.batch >= 2 * FLOPS_PER_THREAD
+    values = dict(batch=k.batch, m=k.m, n=k.n, k=k.k, trans_lhs=int(k.trans_lhs),
+                  trans_rhs=int(k.trans_rhs), split_n=int(split_n), cap=cap,
+                  parallel=int(parallel))
+    ty = ir.ArrayType(I64, len(DESC_FIELDS))
+    desc = ir.GlobalVariable(module, ty, f"{k.name}.desc")
+    desc.linkage, desc.global_constant = "internal", True
+    desc.initializer = ir.Constant(ty, [values[f] for f in DESC_FIELDS])
+    runtime(module)  # the driver runs oxla's parallel-for and reads oxla_num_threads
+    name = driver_name(k.dtype)
+    driver = module.globals.get(name) or ir.Function(module, DRIVER_TYPE, name)
+    b.call(driver, [b.bitcast(desc, ir.PointerType()), lhs, rhs, out])
 
 
 def c64(n: int) -> ir.Constant:
     return ir.Constant(I64, n)
-
-
-def _emit_task(task: ir.Function, k, fty: ir.Type, split_n: bool) -> None:
-    """The body of ``task(A, B, C, geom, start, end)``: work items ``[start, end)``, one
-    BLAS call per run of consecutive blocks of one GEMM: blocks of ``rows`` rows of
-    ``C``, or of ``rows`` columns when ``split_n`` (then ``B`` starts at column ``r0`` and
-    ``C`` at offset ``r0`` with unchanged leading dimensions); ``geom`` holds ``blocks,
-    rows`` (i64)."""
-    module = task.module
-    name = "oxla_sgemm" if k.dtype == "f32" else "oxla_dgemm"
-    gemm = module.globals.get(name) or ir.Function(
-        module, ir.FunctionType(ir.VoidType(), [ir.PointerType()] * 13), name)
-    a_p, b_p, c_p, geom, start, end = task.args
-    entry = task.append_basic_block("entry")
-    head = task.append_basic_block("head")
-    body = task.append_basic_block("body")
-    done = task.append_basic_block("done")
-    b = ir.IRBuilder(entry)
-    _set_one_thread(b, module)
-    blocks = b.load(geom, typ=I64)
-    rows = b.load(b.gep(geom, [c64(1)], source_etype=I64), typ=I64)
-
-    def slot(ty: ir.Type, value) -> ir.Value:
-        p = b.alloca(ty)
-        b.store(ir.Constant(ty, value), p)
-        return p
-
-    ta = slot(ir.IntType(8), ord("T" if k.trans_rhs else "N"))
-    tb = slot(ir.IntType(8), ord("T" if k.trans_lhs else "N"))
-    m_arg, kk, n_arg = slot(I32, k.n), slot(I32, k.k), slot(I32, k.m)
-    lda = slot(I32, max(1, k.k if k.trans_rhs else k.n))
-    ldb = slot(I32, max(1, k.m if k.trans_lhs else k.k))
-    ldc = slot(I32, max(1, k.n))
-    alpha, beta = slot(fty, 1.0), slot(fty, 0.0)
-    b.branch(head)
-    b.position_at_end(head)
-    item = b.phi(I64, name="item")
-    item.add_incoming(start, entry)
-    b.cbranch(b.icmp_signed("<", item, end), body, done)
-    b.position_at_end(body)
-    bt = b.sdiv(item, blocks)
-    blk0 = b.srem(item, blocks)
-    run = b.sub(blocks, blk0)
-    left = b.sub(end, item)
-    run = b.select(b.icmp_signed("<", left, run), left, run)
-    r0 = b.mul(blk0, rows)
-    r1 = b.mul(b.add(blk0, run), rows)
-    extent = k.n if split_n else k.m
-    r1 = b.select(b.icmp_signed(">", r1, c64(extent)), c64(extent), r1)
-    b.store(b.trunc(b.sub(r1, r0), I32), m_arg if split_n else n_arg)
-
-    def at(p: ir.Value, off: ir.Value) -> ir.Value:
-        return b.gep(p, [off], source_etype=fty)
-
-    a_off = b.mul(bt, c64(k.m * k.k))
-    b_off = b.mul(bt, c64(k.k * k.n))
-    c_off = b.mul(bt, c64(k.m * k.n))
-    if split_n:
-        b_off = b.add(b_off, b.mul(r0, c64(k.k)) if k.trans_rhs else r0)
-        c_off = b.add(c_off, r0)
-    else:
-        a_off = b.add(a_off, r0 if k.trans_lhs else b.mul(r0, c64(k.k)))
-        c_off = b.add(c_off, b.mul(r0, c64(k.n)))
-    b.call(gemm, [ta, tb, m_arg, n_arg, kk, alpha, at(b_p, b_off), lda, at(a_p, a_off), ldb,
-                  beta, at(c_p, c_off), ldc])
-    item.add_incoming(b.add(item, run), body)
-    b.branch(head)
-    b.position_at_end(done)
-    b.ret_void()
 
 
 def _set_one_thread(b: ir.IRBuilder, module: ir.Module) -> None:
@@ -291,3 +210,27 @@ def _set_one_thread(b: ir.IRBuilder, module: ir.Module) -> None:
         fn = module.globals.get(THREADS_SYMBOL) or ir.Function(
             module, ir.FunctionType(I32, [I32]), THREADS_SYMBOL)
         b.call(fn, [ir.Constant(I32, 1)])
+
+
+def _define_gemm_runtime(module: ir.Module) -> None:
+    """The runtime extension: the GEMM driver, with the BLAS addresses it calls
+    registered for the JIT linker first."""
+    import llvmlite.binding as llvm
+
+    from oxla_backend_cpu.gemm_runtime import define_gemm_runtime
+
+    for name, address in blas_symbols().items():
+        llvm.add_symbol(name, address)
+    define_gemm_runtime(module)
+
+
+def _register_runtime() -> None:
+    from oxla_codegen_llvm.parallel import register_runtime_extension
+
+    from oxla_backend_cpu.gemm_runtime import driver_name
+
+    register_runtime_extension("cpu-gemm", _define_gemm_runtime,
+                               [driver_name("f32"), driver_name("f64")])
+
+
+_register_runtime()

@@ -133,20 +133,16 @@ def compile_ir(ir_text: str, target: Target, symbols: dict[str, int] | None = No
 
 
 def _calls_runtime(mod: llvm.ModuleRef) -> bool:
-    """True when the module declares a symbol of the parallel runtime."""
-    from oxla_codegen_llvm.parallel import NUM_THREADS, PARALLEL_FOR
+    """True when the module declares a symbol the runtime defines (the parallel-for,
+    ``oxla_num_threads``, a runtime extension's function)."""
+    from oxla_codegen_llvm.parallel import runtime_symbols
 
-    for get, name in ((mod.get_function, PARALLEL_FOR),
-                      (mod.get_global_variable, NUM_THREADS)):
-        try:
-            if get(name).is_declaration:
-                return True
-        except NameError:
-            pass
-    return False
+    names = runtime_symbols()
+    return any(v.is_declaration and v.name in names
+               for v in (*mod.functions, *mod.global_variables))
 
 
-_RUNTIME: dict[tuple[str, str, str], bytes] = {}
+_RUNTIME: dict[tuple, bytes] = {}
 
 
 def runtime_object(target: Target) -> bytes:
@@ -154,11 +150,11 @@ def runtime_object(target: Target) -> bytes:
     (:func:`oxla_codegen_llvm.parallel.runtime_module`) for ``target``, compiled at
     ``-O3`` once per process and target: programs only declare its symbols, so the ~30 ms
     of optimizing and generating it are not paid again by every compile."""
-    key = (target.triple, target.cpu, target.features)
+    from oxla_codegen_llvm.parallel import runtime_extensions, runtime_module
+
+    key = (target.triple, target.cpu, target.features, runtime_extensions())
     obj = _RUNTIME.get(key)
     if obj is None:
-        from oxla_codegen_llvm.parallel import runtime_module
-
         mod = optimize(runtime_module(target.triple), target)
         obj = _RUNTIME[key] = target.target_machine().emit_object(mod)
     return obj

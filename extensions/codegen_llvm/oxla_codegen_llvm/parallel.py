@@ -27,7 +27,7 @@ slower call, never a wrong one.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import llvmlite.ir as ir
 
@@ -76,13 +76,42 @@ def runtime(module: ir.Module) -> ir.Function:
     return ir.Function(module, PARALLEL_FOR_TYPE, PARALLEL_FOR)
 
 
+_EXTENSIONS: dict[str, Callable[[ir.Module], None]] = {}
+_EXTENSION_SYMBOLS: set[str] = set()
+
+
+def register_runtime_extension(name: str, define: Callable[[ir.Module], None],
+                               symbols: Sequence[str]) -> None:
+    """Adds ``define(module)`` to every runtime module built from now on: a backend's
+    routines compiled once per process with the parallel runtime instead of into every
+    program (the cpu backend's GEMM driver). ``symbols``: the functions it defines; a
+    program that declares one of them is loaded with the runtime. (:func:`runtime_extensions`
+    is part of the runtime object's cache key, so a registration after the first compile
+    builds a new one.)"""
+    _EXTENSIONS[name] = define
+    _EXTENSION_SYMBOLS.update(symbols)
+
+
+def runtime_symbols() -> frozenset[str]:
+    """The functions and globals the runtime defines that programs may declare."""
+    return frozenset({NUM_THREADS, PARALLEL_FOR, *_EXTENSION_SYMBOLS})
+
+
+def runtime_extensions() -> tuple[str, ...]:
+    """Names of the registered runtime extensions, sorted."""
+    return tuple(sorted(_EXTENSIONS))
+
+
 def runtime_module(triple: str = "") -> str:
     """The LLVM IR of the parallel runtime: ``oxla_num_threads`` (i64, 1 until the
     executable sets it), ``oxla_parallel_for``, the worker pool and
-    ``oxla_pool_shutdown``, all external symbols (see the module doc)."""
+    ``oxla_pool_shutdown``, all external symbols (see the module doc), and whatever the
+    registered extensions define."""
     module = ir.Module("oxla_runtime")
     module.triple = triple
     _define_runtime(module)
+    for name in runtime_extensions():
+        _EXTENSIONS[name](module)
     return str(module)
 
 
