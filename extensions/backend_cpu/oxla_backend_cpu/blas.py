@@ -62,9 +62,9 @@ def _openblas_wheel() -> dict[str, int]:
     scipy release from, LP64, newer than the copy inside scipy's own wheel), or {} when
     it is not installed or does not load.
 
-    Measured on a 2-core AVX-512 machine (Zen 4), one thread: OpenBLAS 0.3.34 ran the
-    thin GEMMs of GPT-2 and BERT at sequence 128 (128x768x2304, 64x768x2304) 10-12%
-    faster than scipy 1.17's bundled 0.3.30, and 1024^3 at the same speed.
+    Measured on a 2-core AVX-512 machine (Zen 4), one thread: OpenBLAS 0.3.33 and 0.3.34
+    ran the thin GEMMs of GPT-2 and BERT at sequence 128 (128x768x2304, 64x768x2304)
+    10-12% faster than scipy 1.17's bundled 0.3.30, and 1024^3 at the same speed.
     """
     try:
         import scipy_openblas32 as wheel
@@ -197,10 +197,6 @@ def emit_gemm(s, k, lhs: ir.Value, rhs: ir.Value, out: ir.Value) -> None:
     name = driver_name(k.dtype)
     driver = module.globals.get(name) or ir.Function(module, DRIVER_TYPE, name)
     b.call(driver, [b.bitcast(desc, ir.PointerType()), lhs, rhs, out])
-
-
-def c64(n: int) -> ir.Constant:
-    return ir.Constant(I64, n)
 
 
 def _set_one_thread(b: ir.IRBuilder, module: ir.Module) -> None:
