@@ -7,6 +7,19 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("oxla_frontend_torch")
 
+import torch  # noqa: E402
+
+
+class FnModule(torch.nn.Module):
+    """An ``nn.Module`` whose forward is ``fn(*inputs)``: one op under test, exported."""
+
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *xs):
+        return self.fn(*xs)
+
 
 @pytest.fixture
 def assert_close():

@@ -14,15 +14,7 @@ import oxla_frontend_torch as ot
 import torch
 import torch.nn.functional as F
 
-
-class _Fn(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *xs):
-        return self.fn(*xs)
-
+from tests.frontend_torch.conftest import FnModule
 
 _g = torch.Generator().manual_seed(0)
 X = torch.randn(2, 3, 6, 6, generator=_g)
@@ -73,7 +65,7 @@ CASES = {
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_op_matches_eager(name: str, assert_close) -> None:
     fn, args = CASES[name]
-    model = _Fn(fn).eval()
+    model = FnModule(fn).eval()
     with torch.no_grad():
         want = model(*args)
     got = ot.compile(model, args, "interpreter")(*args)

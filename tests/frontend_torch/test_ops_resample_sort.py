@@ -16,17 +16,9 @@ from oxla_frontend_torch.importer import export_module, import_program
 
 from oxla.errors import NotSupportedError
 from oxla.interpreter import run_function
+from tests.frontend_torch.conftest import FnModule
 
 aten = torch.ops.aten
-
-
-class _Fn(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *xs):
-        return self.fn(*xs)
 
 
 _g = torch.Generator().manual_seed(0)
@@ -81,7 +73,7 @@ CASES = {
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_op_matches_eager(name: str, backend: str, assert_close) -> None:
     fn, args = CASES[name]
-    model = _Fn(fn).eval()
+    model = FnModule(fn).eval()
     with torch.no_grad():
         want = model(*args)
     got = ot.compile(model, args, backend)(*args)
@@ -96,7 +88,7 @@ def test_op_matches_eager(name: str, backend: str, assert_close) -> None:
 
 def test_nearest_is_exact(backend: str) -> None:
     """Nearest upsampling copies elements: bit-for-bit equal to torch."""
-    m = _Fn(lambda x: F.interpolate(x, scale_factor=1.7, mode="nearest")).eval()
+    m = FnModule(lambda x: F.interpolate(x, scale_factor=1.7, mode="nearest")).eval()
     assert torch.equal(ot.compile(m, (X,), backend)(X), m(X))
 
 
@@ -131,7 +123,7 @@ def test_dynamic_safe_rules_on_question_mark_dims(name: str, backend: str) -> No
     """Rules marked dynamic-safe: one ``?`` module run at two batch sizes, and the
     TorchFunction (refined per shape on the backend), against eager torch."""
     fn, dims = _DYN[name]
-    m = _Fn(fn).eval()
+    m = FnModule(fn).eval()
     ep = export_module(m, (X,), dynamic_shapes=((dims,),))
     mod = import_program(ep, decompose=False, dynamic=True)
     assert "?" in str(mod.body.ops[0]).splitlines()[0]
