@@ -91,8 +91,7 @@ def synthetic_inputs(fn, size: int, seed: int = 0) -> list[np.ndarray]:
         if not isinstance(t, T.TensorType):
             raise NotSupportedError(f"argument #{i} has type {t}; expected a tensor")
         et = t.element_type
-        dtype = np.dtype(et.storage_type.dtype if isinstance(et, T.QuantizedType)
-                         else et.dtype)
+        dtype = np.dtype(et.dtype)  # a quantized type's dtype is its storage type's
         if i < ndim:
             out.append(np.array(size, dtype))
             continue

@@ -38,7 +38,7 @@ def check_inputs(types: Sequence[T.Type], args: Sequence[Any], what: str = "argu
             else:
                 a = np.asarray(a)
         et = t.element_type
-        want = et.storage_type.dtype if isinstance(et, T.QuantizedType) else et.dtype
+        want = et.dtype
         if a.dtype != want:
             how = (f" (a {given} converts to {a.dtype}; pass np.asarray(x, "
                    f"dtype={np.dtype(want).name}))") if given else ""

@@ -21,7 +21,6 @@ from oxla.ir.types import (
     ElementType,
     FloatType,
     IntegerType,
-    QuantizedType,
     TensorType,
     Type,
 )
@@ -372,7 +371,7 @@ def splat(value: Any, type: TensorType) -> DenseElementsAttr:
     (BERT's erf: 2 GB of constants built and scanned).
     """
     et = type.element_type
-    dtype = et.storage_type.dtype if isinstance(et, QuantizedType) else et.dtype
+    dtype = et.dtype
     one = np.asarray(value).astype(dtype).reshape(-1)[:1]
     key = (type, one.tobytes())
     attr = _SPLATS.get(key)
@@ -391,7 +390,7 @@ def dense(array: np.ndarray, type: TensorType | None = None) -> DenseElementsAtt
     if type is None:
         type = TensorType(tuple(array.shape), element_type_from_dtype(array.dtype))
     et = type.element_type
-    storage = et.storage_type.dtype if isinstance(et, QuantizedType) else et.dtype
+    storage = et.dtype
     if array.dtype != storage:
         array = array.astype(storage)
     return DenseElementsAttr(type, np.ascontiguousarray(array).reshape(array.shape))

@@ -242,6 +242,7 @@ class QuantizedType(ElementType):
 
     @property
     def dtype(self) -> np.dtype:
+        """The storage type's dtype: quantized values are held as their integers."""
         return self.storage_type.dtype
 
     @property

@@ -148,9 +148,8 @@ def _to_region_type(region, x: np.ndarray) -> np.ndarray:
     """``to_destination_type`` of the spec: operands promoted to the region's type."""
     t = region.blocks[0].args[0].type
     et = t.element_type
-    from oxla.ir import types as T
 
-    dt = et.storage_type.dtype if isinstance(et, T.QuantizedType) else et.dtype
+    dt = et.dtype
     return x if x.dtype == dt else x.astype(dt)
 
 

@@ -91,7 +91,7 @@ def _to_bits(x: np.ndarray, et: T.ElementType) -> np.ndarray:
 
 
 def _from_bits(u: np.ndarray, et: T.ElementType) -> np.ndarray:
-    dt = et.storage_type.dtype if isinstance(et, T.QuantizedType) else et.dtype
+    dt = et.dtype
     w = _bitwidth(et)
     n = dt.itemsize
     if isinstance(et, T.IntegerType) and w == 1:
@@ -111,7 +111,7 @@ def bitcast_convert(ctx, op, args):
     dst = rt.element_type
     x = np.array(args[0], order="C")
     wi, wo = _bitwidth(src), _bitwidth(dst)
-    ddt = dst.storage_type.dtype if isinstance(dst, T.QuantizedType) else dst.dtype
+    ddt = dst.dtype
     byte_ok = (wi % 8 == 0 and wo % 8 == 0 and x.dtype.itemsize * 8 == wi
                and ddt.itemsize * 8 == wo)
     # the result shape comes from the operand (the result type may have `?` dims)

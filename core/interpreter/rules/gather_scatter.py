@@ -16,7 +16,6 @@ from oxla.errors import InterpreterError
 from oxla.interpreter.registry import interpreter_rule
 from oxla.interpreter.rules.regions import apply_region, is_scalar_elementwise
 from oxla.interpreter.rules.util import attr
-from oxla.ir import types as T
 
 _I64_MAX = np.iinfo(np.int64).max
 
@@ -170,7 +169,7 @@ def scatter_arrays(ctx, region, inputs: Sequence[np.ndarray], indices: np.ndarra
     for u, t in zip(updates, upd_types):
         u = np.asarray(u).reshape(-1)[inside]
         et = t.element_type
-        dt = et.storage_type.dtype if isinstance(et, T.QuantizedType) else et.dtype
+        dt = et.dtype
         upd.append(u if u.dtype == dt else u.astype(dt))
     flats = [r.reshape(-1) for r in results]
     if targets.size == 0:

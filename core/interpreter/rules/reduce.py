@@ -233,7 +233,7 @@ def apply_region(ctx, region: Region, args: Sequence[np.ndarray]) -> list[np.nda
 
 def _value_dtype(v) -> np.dtype:
     et = v.type.element_type
-    return et.storage_type.dtype if isinstance(et, T.QuantizedType) else et.dtype
+    return et.dtype
 
 
 def _as(x: np.ndarray, dt: np.dtype) -> np.ndarray:

@@ -90,4 +90,4 @@ def apply_region(ctx, region: Region, args: Sequence[np.ndarray],
 
 def _dtype(t) -> np.dtype:
     et = t.element_type
-    return et.storage_type.dtype if isinstance(et, T.QuantizedType) else et.dtype
+    return et.dtype

@@ -24,7 +24,7 @@ def element_type(v_type: T.Type) -> T.ElementType:
 def result_dtype(op: Operation, i: int = 0) -> np.dtype:
     """The numpy dtype of result ``i`` (storage dtype for quantized types)."""
     et = result_type(op, i).element_type
-    return et.storage_type.dtype if isinstance(et, T.QuantizedType) else et.dtype
+    return et.dtype
 
 
 def attr(op: Operation, name: str, default: Any = None) -> Any:

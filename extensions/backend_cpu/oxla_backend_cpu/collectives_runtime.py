@@ -92,7 +92,7 @@ class _Call:
 
 def _dtype(t: T.Type) -> np.dtype:
     et = t.element_type
-    return np.dtype(et.storage_type.dtype if isinstance(et, T.QuantizedType) else et.dtype)
+    return np.dtype(et.dtype)
 
 
 def _spec(type_text: str) -> tuple[tuple[int, ...], np.dtype]:

@@ -63,15 +63,6 @@ def num_threads() -> int:
         return os.cpu_count() or 1
 
 
-def _storage_dtype(t: TensorType) -> np.dtype:
-    """The numpy dtype an argument of tensor type ``t`` must have (the storage type's
-    for a quantized element type), as :func:`oxla.interpreter.check_inputs` checks."""
-    from oxla.ir import types as T
-
-    et = t.element_type
-    return np.dtype(et.storage_type.dtype if isinstance(et, T.QuantizedType) else et.dtype)
-
-
 def _shutdown_pool(address: int, jit: Any) -> None:
     """Stops and joins the program's worker pool; ``jit`` (the machine code) is released
     only after this returns."""
@@ -132,7 +123,7 @@ class CPUExecutable:
         # arguments are C-contiguous numpy arrays of exactly these skips check_inputs
         self._exact_inputs = None
         if all(isinstance(t, TensorType) and t.is_static for t in self.signature.inputs):
-            self._exact_inputs = [(tuple(t.shape), _storage_dtype(t))
+            self._exact_inputs = [(tuple(t.shape), np.dtype(t.dtype))
                                   for t in self.signature.inputs]
         from oxla_backend_cpu.outalloc import OutputPool
 
