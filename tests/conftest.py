@@ -4,12 +4,19 @@ runs a test on each installed backend."""
 
 from __future__ import annotations
 
+import atexit
+import functools
 import os
+import shutil
 import tempfile
 
 import pytest
 
-os.environ.setdefault("OXLA_CACHE_DIR", tempfile.mkdtemp(prefix="oxla-test-cache-"))
+if "OXLA_CACHE_DIR" not in os.environ:
+    # Removed when the run ends: a suite run writes a few hundred MB of artifacts here.
+    _cache_dir = tempfile.mkdtemp(prefix="oxla-test-cache-")
+    os.environ["OXLA_CACHE_DIR"] = _cache_dir
+    atexit.register(functools.partial(shutil.rmtree, _cache_dir, ignore_errors=True))
 
 
 def _backends() -> list[str]:
