@@ -5,7 +5,7 @@ random weights) with the cpu backend's per-kernel timers on (``extra={"profile":
 True}``, see :mod:`oxla_backend_cpu.profile`), runs it ``--calls`` times and prints:
 
 * the top kernels by total time (label: kernel name, kind, shapes; ``dot ... NT``: BLAS
-  transpose flags of lhs and rhs), with ms per call and share of the kernel total;
+  transpose flags of lhs and rhs; ``P``: rhs pre-packed for oxla's own kernel), with ms per call and share of the kernel total;
 * time per kind (dot, loop, op, pack) and per loop flavour (transposes, broadcasts);
 * the call path: one whole executable call vs the sum of its kernels (the rest is
   Python, ctypes and arena/result allocation), and one ``TorchFunction`` call (tensor

@@ -181,6 +181,9 @@ def emit_gemm(s, k, lhs: ir.Value, rhs: ir.Value, out: ir.Value) -> None:
 
     if k.batch == 0 or k.m == 0 or k.n == 0:
         return
+    if k.packed_nr:
+        _emit_packed(s, k, lhs, rhs, out)
+        return
     b, module = s.b, s.module
     split_n = k.n > k.m  # skinny C (an MLP layer): split columns, each thread packs less B
     flops = 2.0 * k.m * k.n * k.k
@@ -196,6 +199,27 @@ def emit_gemm(s, k, lhs: ir.Value, rhs: ir.Value, out: ir.Value) -> None:
     runtime(module)  # the driver runs oxla's parallel-for and reads oxla_num_threads
     name = driver_name(k.dtype)
     driver = module.globals.get(name) or ir.Function(module, DRIVER_TYPE, name)
+    b.call(driver, [b.bitcast(desc, ir.PointerType()), lhs, rhs, out])
+
+
+def _emit_packed(s, k, lhs: ir.Value, rhs: ir.Value, out: ir.Value) -> None:
+    """A GEMM with pre-packed constant weights: one call of the runtime's
+    ``oxla_pgemm_f32`` with a constant descriptor (:mod:`oxla_backend_cpu.packed_gemm`)."""
+    from oxla_codegen_llvm.parallel import runtime
+
+    from oxla_backend_cpu.packed_gemm import DESC_FIELDS, DRIVER, DRIVER_TYPE
+
+    b, module = s.b, s.module
+    flops = 2.0 * k.m * k.n * k.k
+    sa_m, sa_k = (1, k.m) if k.trans_lhs else (k.k, 1)
+    values = dict(m=k.m, n=k.n, k=k.k, sa_m=sa_m, sa_k=sa_k,
+                  parallel=int(flops >= 2 * FLOPS_PER_THREAD))
+    ty = ir.ArrayType(I64, len(DESC_FIELDS))
+    desc = ir.GlobalVariable(module, ty, f"{k.name}.desc")
+    desc.linkage, desc.global_constant = "internal", True
+    desc.initializer = ir.Constant(ty, [values[f] for f in DESC_FIELDS])
+    runtime(module)
+    driver = module.globals.get(DRIVER) or ir.Function(module, DRIVER_TYPE, DRIVER)
     b.call(driver, [b.bitcast(desc, ir.PointerType()), lhs, rhs, out])
 
 
@@ -224,9 +248,12 @@ def _register_runtime() -> None:
     from oxla_codegen_llvm.parallel import register_runtime_extension
 
     from oxla_backend_cpu.gemm_runtime import driver_name
+    from oxla_backend_cpu.packed_gemm import DRIVER as PACKED_DRIVER
+    from oxla_backend_cpu.packed_gemm import define_packed_gemm_runtime
 
     register_runtime_extension("cpu-gemm", _define_gemm_runtime,
                                [driver_name("f32"), driver_name("f64")])
+    register_runtime_extension("cpu-packed-gemm", define_packed_gemm_runtime, [PACKED_DRIVER])
 
 
 _register_runtime()

@@ -27,6 +27,7 @@ import numpy as np
 from oxla.errors import NotSupportedError
 from oxla.ir import Module, Operation, Value
 from oxla.ir import types as T
+from oxla_backend_cpu.packed_gemm import pack_constant_rhs
 from oxla_backend_cpu.plan import (
     Buf,
     DotKernel,
@@ -458,6 +459,12 @@ def _dot_kernels(op: Operation, vbuf: dict[Value, Buf], n: int, counter) -> list
         return out, False
 
     lbuf, trans_l = layout(lhs, lb, lf, lc, True)
+    packed = pack_constant_rhs(vbuf[rhs], rs, rc, rf, m, nn, k) if not rb else None
+    if packed is not None:
+        kernels.append(DotKernel(f"dot{n + len(kernels)}", op, lbuf, packed[0],
+                                 vbuf[op.results[0]], 1, m, nn, k, trans_l, False, et.name,
+                                 packed_nr=packed[1]))
+        return kernels
     rbuf, trans_r = layout(rhs, rb, rf, rc, False)
     kernels.append(DotKernel(f"dot{n + len(kernels)}", op, lbuf, rbuf, vbuf[op.results[0]],
                              batch, m, nn, k, trans_l, trans_r, et.name))

@@ -86,7 +86,9 @@ class DotKernel:
     """``dot_general`` as ``batch`` GEMMs ``[M,K] x [K,N] -> [M,N]`` through BLAS.
 
     ``trans_lhs`` means ``lhs`` is laid out ``[B,K,M]``; ``trans_rhs`` that ``rhs`` is
-    ``[B,N,K]``."""
+    ``[B,N,K]``. ``packed_nr`` > 0: ``rhs`` is a constant packed at compile time into
+    panels of that many columns, and oxla's own microkernel runs the GEMM
+    (:mod:`oxla_backend_cpu.packed_gemm`; ``batch`` is 1)."""
 
     name: str
     op: Operation
@@ -100,6 +102,7 @@ class DotKernel:
     trans_lhs: bool
     trans_rhs: bool
     dtype: str  # "f32" | "f64"
+    packed_nr: int = 0
 
 
 @dataclass(eq=False)

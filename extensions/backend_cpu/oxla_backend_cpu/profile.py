@@ -84,7 +84,8 @@ def kernel_label(k: Any) -> str:
         return "x".join(str(d) for d in getattr(v.type, "shape", ())) or "scalar"
 
     if isinstance(k, DotKernel):
-        t = ("T" if k.trans_lhs else "N") + ("T" if k.trans_rhs else "N")
+        t = ("T" if k.trans_lhs else "N") + ("P" if k.packed_nr else "T" if k.trans_rhs
+                                              else "N")
         return f"{k.name} dot b{k.batch} m{k.m} n{k.n} k{k.k} {t}"
     if isinstance(k, PackKernel):
         return f"{k.name} pack {shape(k.src)} perm{list(k.perm)}"
