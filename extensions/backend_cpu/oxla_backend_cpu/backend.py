@@ -96,6 +96,7 @@ class CPUBackend:
         from oxla_backend_cpu.fusion import fuse
         from oxla_backend_cpu.probe import probes_to_custom_calls
         from oxla_backend_cpu.profile import enabled
+        from oxla_backend_cpu.rowlib import SOFTMAX  # noqa: F401 - registers row kernels
         from oxla_backend_cpu.schedule import schedule
 
         options = options or CompileOptions()

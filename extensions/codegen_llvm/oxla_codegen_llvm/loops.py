@@ -49,14 +49,16 @@ def loop_hint(b: ir.IRBuilder, latch: ir.Instruction, name: str,
 
 @contextmanager
 def for_range(b: ir.IRBuilder, n: int | ir.Value, name: str = "i",
-              start: int | ir.Value = 0, vectorize: bool = False) -> Iterator[ir.Value]:
+              start: int | ir.Value = 0, vectorize: bool = False,
+              hints: Sequence[tuple[str, ir.Value | None]] = ()) -> Iterator[ir.Value]:
     """``for (i = start; i < n; ++i)``: yields ``i`` (i64); the body is emitted inside.
 
     A simple induction variable (one phi, ``+1 nsw``, a signed compare), which is the
     form LLVM's loop vectorizer recognizes. The builder is left after the loop on exit.
     ``vectorize`` adds :func:`vectorize_hint` (only for reduction loops); a constant
     trip count of at least :data:`NO_UNROLL_TRIP_COUNT` keeps its vector loop from being
-    unrolled, and a loop whose body branches (an outer loop) is never unrolled.
+    unrolled, and a loop whose body branches (an outer loop) is never unrolled. ``hints``:
+    more loop metadata (``("llvm.loop.parallel_accesses", group)``, see :func:`loop_hint`).
     """
     stop = ir.Constant(I64, n) if isinstance(n, int) else n
     first = ir.Constant(I64, start) if isinstance(start, int) else start
@@ -76,7 +78,7 @@ def for_range(b: ir.IRBuilder, n: int | ir.Value, name: str = "i",
     nxt = b.add(i, ir.Constant(I64, 1), name=f"{name}.next", flags=["nsw"])
     i.add_incoming(nxt, b.block)
     latch = b.branch(header)
-    hints = []
+    hints = list(hints)
     if vectorize:
         hints.append(("llvm.loop.vectorize.enable", ir.Constant(ir.IntType(1), 1)))
     if nested:  # unrolling would copy the inner loops (GEMM epilogues: 5 copies)

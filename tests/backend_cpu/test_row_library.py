@@ -1,0 +1,164 @@
+"""Library row kernels (:mod:`oxla_backend_cpu.rowlib`): softmax row kernels call the
+runtime's ``oxla_softmax_rows_f32`` instead of emitting their loops. Checked against the
+interpreter (NaN and infinite rows, row lengths that are not a multiple of the vector
+step, several row dimensions, in place over the input), against the emitted kernel, and
+on forms that must keep the emitted kernel."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.backend_cpu.conftest import compile_cpu, run_both
+
+RNG = np.random.default_rng(23)
+SOFTMAX = "oxla_softmax_rows_f32"
+
+
+def _t(shape, et: str = "f32") -> str:
+    return f"tensor<{'x'.join(map(str, shape))}{'x' if shape else ''}{et}>"
+
+
+def _jax_softmax(shape, et: str = "f32") -> str:
+    """``jax.nn.softmax(x, axis=-1)`` as jax lowers it: ``max(-inf, max(x))`` (its
+    ``initial``) and broadcasts through a unit dimension."""
+    rows, n = shape[:-1], len(shape)
+    x, r, r1, s = _t(shape, et), _t(rows, et), _t(rows + (1,), et), _t((), et)
+    bd = list(range(n - 1))
+    return f"""func.func @main(%x: {x}) -> {x} {{
+  %ninf = stablehlo.constant dense<0xFF800000> : {s}
+  %m = stablehlo.reduce(%x init: %ninf) applies stablehlo.maximum across dimensions = [{n - 1}]
+    : ({x}, {s}) -> {r}
+  %ninf2 = stablehlo.constant dense<0xFF800000> : {s}
+  %nb = stablehlo.broadcast_in_dim %ninf2, dims = [] : ({s}) -> {r}
+  %mm = stablehlo.maximum %nb, %m : {r}
+  %m1 = stablehlo.broadcast_in_dim %mm, dims = {bd} : ({r}) -> {r1}
+  %mb = stablehlo.broadcast_in_dim %m1, dims = {bd + [n - 1]} : ({r1}) -> {x}
+  %d = stablehlo.subtract %x, %mb : {x}
+  %e = stablehlo.exponential %d : {x}
+  %zero = stablehlo.constant dense<0.0> : {s}
+  %sum = stablehlo.reduce(%e init: %zero) applies stablehlo.add across dimensions = [{n - 1}]
+    : ({x}, {s}) -> {r}
+  %s1 = stablehlo.broadcast_in_dim %sum, dims = {bd} : ({r}) -> {r1}
+  %sb = stablehlo.broadcast_in_dim %s1, dims = {bd + [n - 1]} : ({r1}) -> {x}
+  %y = stablehlo.divide %e, %sb : {x}
+  return %y : {x}
+}}"""
+
+
+def _special_rows(x: np.ndarray) -> np.ndarray:
+    """Row 0 all -inf, row 1 one NaN, row 2 one +inf, row 3 one -inf (rows that exist)."""
+    flat = x.reshape(-1, x.shape[-1])
+    specials = [(slice(None), -np.inf), (0, np.nan), (-1, np.inf), (-1, -np.inf)]
+    for row, (col, val) in enumerate(specials[:len(flat)]):
+        flat[row, col] = val
+    return x
+
+
+def _uses_library(exe) -> bool:
+    return f"@{SOFTMAX}(" in exe._jit.ir_text
+
+
+@pytest.mark.parametrize("shape", [(1, 3), (5, 7), (3, 4, 33), (64, 1000), (300, 64),
+                                   (2, 3, 5, 129)])
+def test_jax_softmax_calls_the_library_kernel(shape):
+    x = _special_rows((RNG.standard_normal(shape) * 3).astype(np.float32))
+    exe, (y,) = run_both(_jax_softmax(shape), [x], rtol=1e-5, atol=1e-7)
+    assert _uses_library(exe)
+    assert exe.stats["kernel_count"] == 1 and exe.stats["temp_bytes"] == 0
+    rest = y.reshape(-1, shape[-1])[4:].astype(np.float64)
+    np.testing.assert_allclose(rest.sum(1), 1.0, rtol=1e-5)
+
+
+def test_same_results_as_the_emitted_kernel(monkeypatch):
+    """The library kernel is the emitted kernel's IR with the row length a parameter:
+    the same values up to the order of the row sum."""
+    from oxla_backend_cpu import rowlib
+
+    text = _jax_softmax((48, 1024))
+    x = _special_rows((RNG.standard_normal((48, 1024)) * 4).astype(np.float32))
+    lib = compile_cpu(text, cache=False)
+    (got,) = lib(x)
+    monkeypatch.setattr(rowlib, "match_softmax", lambda k: None)
+    emitted = compile_cpu(text, cache=False)
+    (want,) = emitted(x)
+    assert _uses_library(lib) and not _uses_library(emitted)
+    np.testing.assert_allclose(got, want, rtol=2e-7, atol=0, equal_nan=True)
+
+
+def test_torch_softmax_form_and_convert_init():
+    """torch's ``_softmax`` lowering: ``max(x)`` broadcast directly; the init through a
+    same-type ``convert``."""
+    t, r = _t((17, 40)), _t((17,))
+    text = f"""func.func @main(%x: {t}) -> {t} {{
+  %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %ni = stablehlo.convert %ninf : (tensor<f32>) -> tensor<f32>
+  %zero = stablehlo.constant dense<0.0> : tensor<f32>
+  %m = stablehlo.reduce(%x init: %ni) applies stablehlo.maximum across dimensions = [1]
+    : ({t}, tensor<f32>) -> {r}
+  %mb = stablehlo.broadcast_in_dim %m, dims = [0] : ({r}) -> {t}
+  %d = stablehlo.subtract %x, %mb : {t}
+  %e = stablehlo.exponential %d : {t}
+  %sum = stablehlo.reduce(%e init: %zero) applies stablehlo.add across dimensions = [1]
+    : ({t}, tensor<f32>) -> {r}
+  %sb = stablehlo.broadcast_in_dim %sum, dims = [0] : ({r}) -> {t}
+  %y = stablehlo.divide %e, %sb : {t}
+  return %y : {t}
+}}"""
+    x = _special_rows(RNG.standard_normal((17, 40)).astype(np.float32))
+    exe, _ = run_both(text, [x], rtol=1e-5, atol=1e-7)
+    assert _uses_library(exe)
+
+
+def test_in_place_over_the_scores():
+    """``softmax(a @ b) @ c``: the row kernel's output takes the scores' bytes, so the
+    library kernel gets one pointer twice (its in-place variant)."""
+    n = 96
+    t, r = _t((n, n)), _t((n,))
+    text = f"""func.func @main(%a: {t}, %b: {t}, %c: {r}) -> {r} {{
+  %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %zero = stablehlo.constant dense<0.0> : tensor<f32>
+  %s = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : ({t}, {t}) -> {t}
+  %m = stablehlo.reduce(%s init: %ninf) applies stablehlo.maximum across dimensions = [1]
+    : ({t}, tensor<f32>) -> {r}
+  %mb = stablehlo.broadcast_in_dim %m, dims = [0] : ({r}) -> {t}
+  %d = stablehlo.subtract %s, %mb : {t}
+  %e = stablehlo.exponential %d : {t}
+  %sum = stablehlo.reduce(%e init: %zero) applies stablehlo.add across dimensions = [1]
+    : ({t}, tensor<f32>) -> {r}
+  %sb = stablehlo.broadcast_in_dim %sum, dims = [0] : ({r}) -> {t}
+  %p = stablehlo.divide %e, %sb : {t}
+  %y = stablehlo.dot_general %p, %c, contracting_dims = [1] x [0] : ({t}, {r}) -> {r}
+  return %y : {r}
+}}"""
+    a, b = (RNG.standard_normal((n, n)).astype(np.float32) for _ in range(2))
+    c = RNG.standard_normal(n).astype(np.float32)
+    exe, _ = run_both(text, [a, b, c], rtol=2e-4, atol=2e-4)
+    assert _uses_library(exe)
+    assert "1 in place" in "\n".join(exe.stages)
+
+
+@pytest.mark.parametrize("change", [
+    # another dtype: emitted
+    ("f32", "f64"),
+    # log_softmax's consumer
+    ("%y = stablehlo.divide %e, %sb : {x}", "%y = stablehlo.subtract %d, %sb : {x}"),
+    # the max's init is not -inf
+    ("%ninf = stablehlo.constant dense<0xFF800000>", "%ninf = stablehlo.constant dense<1.0>"),
+    # exp of something else than x - max
+    ("%d = stablehlo.subtract %x, %mb : {x}", "%d = stablehlo.add %x, %mb : {x}"),
+    # the sum's init is not 0
+    ("%zero = stablehlo.constant dense<0.0>", "%zero = stablehlo.constant dense<1.0>"),
+    # max(c, m) with c finite is not m
+    ("%ninf2 = stablehlo.constant dense<0xFF800000>", "%ninf2 = stablehlo.constant dense<0.5>"),
+])
+def test_other_forms_keep_the_emitted_kernel(change):
+    shape = (6, 37)
+    old, new = (c.format(x=_t(shape)) for c in change)
+    text = _jax_softmax(shape)
+    assert old in text
+    text = text.replace(old, new)
+    dt = np.float64 if "f64" in new else np.float32
+    x = _special_rows((RNG.standard_normal(shape) * 3).astype(dt))
+    exe, _ = run_both(text, [x], rtol=1e-5, atol=1e-6)
+    assert not _uses_library(exe)
