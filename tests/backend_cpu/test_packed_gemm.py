@@ -134,3 +134,25 @@ def test_driver_blocks_and_tiles(monkeypatch, lanes: int) -> None:
     finally:  # no pool worker may stay parked in code freed with the engine
         ctypes.CFUNCTYPE(None)(jit.address("oxla_pool_shutdown"))()
     np.testing.assert_allclose(c, a.astype(np.float64) @ w, rtol=0, atol=1e-4)
+
+
+@needs_simd
+def test_cache_entry_stores_the_recipe_not_the_packed_weights(tmp_path, monkeypatch) -> None:
+    """A compile-cache entry records packed weights as "pack this module constant", so
+    the entry holds no copy of them and a hit rebuilds them (same results)."""
+    monkeypatch.setenv("OXLA_CACHE_DIR", str(tmp_path))
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((32, 128)).astype(np.float32)
+    w = rng.standard_normal((128, 96)).astype(np.float32)
+    text = _program(x.shape, w, (1, 0), (32, 96))
+    first = oxla.compile(text, backend="cpu")
+    assert first.stats["cache"] == "miss" and pg.DRIVER in first.llvm_ir
+    from oxla.artifact import read_manifest
+
+    entries = list(tmp_path.glob("*.oxla"))
+    assert len(entries) == 1 and entries[0].stat().st_size < w.nbytes
+    recipes = read_manifest(entries[0])["constant_recipes"]
+    assert [r["kind"] for r in recipes.values()] == ["pack_weights"]
+    again = oxla.compile(text, backend="cpu")
+    assert again.stats["cache"] == "hit"
+    np.testing.assert_array_equal(again(x), first(x))

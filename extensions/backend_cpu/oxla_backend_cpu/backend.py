@@ -128,7 +128,8 @@ class CPUBackend:
         dump("2-4-plan.txt", plan.describe)
         target = CPUTarget.host()
         labels: list[str] | None = [] if enabled(options.extra) else None
-        ir_text, constants = emit_program(plan, target, options.fast_math, labels)
+        recipes: list[dict | None] = []
+        ir_text, constants = emit_program(plan, target, options.fast_math, labels, recipes)
         dump("5-codegen.ll", ir_text)
         jit = compile_ir(ir_text, target, blas_symbols())
         dump("6-optimized.ll", jit.ir_text)
@@ -147,7 +148,7 @@ class CPUBackend:
         text = print_module(module, elide_constants_over=INLINE_CONSTANT_BYTES)
         exe = CPUExecutable(text, jit.ir_text, jit, target, stats, list(plan.notes),
                             Signature(tuple(ft.inputs), tuple(ft.results)),
-                            constants=constants)
+                            constants=constants, constant_recipes=recipes)
         if key:
             cache.store(key, exe, known)
         return exe

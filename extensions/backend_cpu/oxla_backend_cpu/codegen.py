@@ -62,8 +62,10 @@ def emit_module(plan: Plan, target: Target, fast_math: bool = False) -> str:
 
 
 def emit_program(plan: Plan, target: Target, fast_math: bool = False,
-                 profile: list[str] | None = None) -> tuple[str, list[np.ndarray]]:
-    """Returns the LLVM IR text of the whole program and its run-time constants.
+                 profile: list[str] | None = None,
+                 recipes: list[dict | None] | None = None) -> tuple[str, list[np.ndarray]]:
+    """Returns the LLVM IR text of the whole program and its run-time constants
+    (``recipes``, when given, receives each one's :attr:`Buf.recipe`).
 
     The entry reads run-time constant ``j`` from its argument table at index
     ``len(plan.args) + j``: the executable appends their addresses after the inputs.
@@ -78,7 +80,7 @@ def emit_program(plan: Plan, target: Target, fast_math: bool = False,
         module.oxla_profiler = Profiler(module)  # type: ignore[attr-defined]
     fns = {id(k): _emit_kernel(module, target, k, p, fast_math) for k, p in _leaf_kernels(plan)}
     constants: list[np.ndarray] = []
-    _emit_entry(module, plan, fns, constants)
+    _emit_entry(module, plan, fns, constants, recipes)
     if profile is not None:
         profile.extend(module.oxla_profiler.labels)  # type: ignore[attr-defined]
     return str(module), constants
@@ -193,7 +195,8 @@ def _emit_dot(s: Scalar, k: DotKernel, lhs: ir.Value, rhs: ir.Value, out: ir.Val
 
 
 def _emit_entry(module: ir.Module, plan: Plan, fns: dict[int, ir.Function],
-                constants: list[np.ndarray] | None = None) -> None:
+                constants: list[np.ndarray] | None = None,
+                recipes: list[dict | None] | None = None) -> None:
     """The entry function: buffer addresses computed once in its first block, then the
     schedule (kernel calls, parallel loops, BLAS, loops and branches)."""
     fn = ir.Function(module, ir.FunctionType(VOID, [PTR, PTR, PTR]), "entry")
@@ -219,6 +222,8 @@ def _emit_entry(module: ir.Module, plan: Plan, fns: dict[int, ir.Function],
             data = np.ascontiguousarray(buf.data).reshape(-1).view(np.uint8)
             index = len(plan.args) + len(constants)
             constants.append(data)
+            if recipes is not None:
+                recipes.append(buf.recipe)
             p = pro.load(pro.gep(args, [ir.Constant(I64, index)], source_etype=PTR),
                          typ=PTR, name=buf.name)
         else:

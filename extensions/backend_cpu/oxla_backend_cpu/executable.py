@@ -84,8 +84,11 @@ class CPUExecutable:
 
     def __init__(self, module_text: str, llvm_ir: str, jit: Any, target: Any,
                  stats: dict[str, Any], stages: list[str], signature: Signature | None = None,
-                 constants: list[np.ndarray] | None = None):
+                 constants: list[np.ndarray] | None = None,
+                 constant_recipes: list[dict | None] | None = None):
         self.module_text = module_text
+        # how a constant was computed from a module constant (packed weights), if it was
+        self.constant_recipes = list(constant_recipes or [])
         # Large constants (weights) live here, not in the machine code; the entry reads
         # their addresses after the inputs' in its argument table.
         self.constants = [np.ascontiguousarray(c).reshape(-1).view(np.uint8)
@@ -196,7 +199,8 @@ class CPUExecutable:
         one of them are recorded by digest only, without their data: the compile cache
         passes the module's weights, as an entry is only read back with that module at
         hand (see ``load_artifact``). A constant that is one of those arrays' memory is not
-        hashed again.
+        hashed again. A constant computed from one of them (weights packed at compile
+        time, see :attr:`oxla_backend_cpu.plan.Buf.recipe`) is recorded as its recipe.
         """
         from oxla.artifact import write_artifact
 
@@ -215,8 +219,13 @@ class CPUExecutable:
         runtime = getattr(self._jit, "runtime_code", b"")
         if runtime:  # the parallel runtime's object, loaded next to program.o
             files["runtime.o"] = runtime
-        digests = _digests(self.constants, omit_constants)
-        omitted = [j for j, d in enumerate(digests) if d in omit_constants]
+        recipes = _recipes(self.constant_recipes, omit_constants)
+        rest = [j for j in range(len(self.constants)) if str(j) not in recipes]
+        digests: list[str | None] = [None] * len(self.constants)
+        for j, d in zip(rest, _digests([self.constants[j] for j in rest], omit_constants)):
+            digests[j] = d
+        omitted = [j for j, d in enumerate(digests)
+                   if d in omit_constants or str(j) in recipes]
         for j, c in enumerate(self.constants):
             if j not in omitted:
                 files[f"constants/{j}.npy"] = _npy_bytes(c)
@@ -232,11 +241,29 @@ class CPUExecutable:
             # raw bytes' SHA-256: a cache hit takes equal constants from the module
             "constant_digests": digests,
             "constants_omitted": omitted,
+            "constant_recipes": recipes,
             # re-resolved through the oxla_custom_calls hook by oxla.load
             "custom_calls": self._custom_calls.targets if self._custom_calls else [],
             "sha256": {n: hashlib.sha256(d).hexdigest() for n, d in files.items()},
         }
         write_artifact(path, BACKEND, files, meta)
+
+
+def _recipes(recipes: list[dict | None], known: Any) -> dict[str, dict]:
+    """Constant index (as a string) -> its recipe with ``source`` = the digest of the
+    ``known`` array (digest -> array) it was computed from; constants computed from
+    anything else are left out (their data is stored)."""
+    if not isinstance(known, dict) or not any(recipes):
+        return {}
+    by_memory = {(a.ctypes.data, a.nbytes): d for d, a in known.items()
+                 if isinstance(a, np.ndarray) and a.flags.c_contiguous}
+    out = {}
+    for j, r in enumerate(recipes):
+        d = by_memory.get(tuple(r["source_memory"])) if r else None
+        if d is not None:
+            out[str(j)] = {**{k: v for k, v in r.items() if k != "source_memory"},
+                           "source": d}
+    return out
 
 
 def _digests(arrays: list[np.ndarray], known: Any = ()) -> list[str]:
@@ -300,6 +327,16 @@ def load_artifact(path: str | os.PathLike[str],
     known = known_constants or {}
     recorded = manifest.get("constant_digests") or [None] * n_const
     reuse = {j: known[d] for j, d in enumerate(recorded) if isinstance(d, str) and d in known}
+    recipes = manifest.get("constant_recipes") or {}
+    for j, r in (recipes.items() if isinstance(recipes, dict) else ()):
+        src = known.get(r.get("source")) if isinstance(r, dict) else None
+        if src is not None:
+            from oxla_backend_cpu.packed_gemm import rebuild
+
+            try:
+                reuse[int(j)] = rebuild(r, np.asarray(src)).reshape(-1).view(np.uint8)
+            except (ValueError, KeyError, TypeError) as exc:
+                raise OxlaError(f"'{p}' is corrupt: constant {j}: {exc}") from exc
     missing = [j for j in manifest.get("constants_omitted", []) if j not in reuse]
     if missing:
         raise OxlaError(f"'{p}' records constants {missing} by digest only (a compile-cache "

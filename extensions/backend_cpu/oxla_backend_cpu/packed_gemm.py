@@ -115,9 +115,32 @@ def pack_constant_rhs(rbuf, shape: tuple[int, ...], contracting: tuple[int, ...]
     if hit is None or hit[1] != nr:
         w = np.asarray(rbuf.data).reshape(shape).transpose(contracting + free).reshape(k, n)
         data = pack_weights(w, nr)
-        hit = (Buf(f"{rbuf.name}.packed", data.nbytes, "const", data=data), nr)
+        src = np.asarray(rbuf.data)
+        # the source by its memory, not a reference: the executable must not keep it alive
+        recipe = {"source_memory": (src.ctypes.data, src.nbytes), "kind": "pack_weights", "shape": list(shape),
+                  "contracting": list(contracting), "free": list(free), "k": k, "n": n,
+                  "nr": nr}
+        hit = (Buf(f"{rbuf.name}.packed", data.nbytes, "const", data=data, recipe=recipe),
+               nr)
         _PACKED[rbuf] = hit
     return hit
+
+
+def rebuild(recipe: dict, source: np.ndarray) -> np.ndarray:
+    """The packed constant that ``recipe`` (a :attr:`~oxla_backend_cpu.plan.Buf.recipe`
+    without its ``source``, as an artifact manifest records it) makes of ``source``.
+
+    Raises:
+        ValueError: an unknown recipe, or a source of another size or dtype.
+    """
+    if recipe.get("kind") != "pack_weights":
+        raise ValueError(f"unknown constant recipe {recipe.get('kind')!r}")
+    shape = tuple(int(d) for d in recipe["shape"])
+    if source.dtype != np.float32 or source.size != int(np.prod(shape, dtype=np.int64)):
+        raise ValueError("the recipe's source has another size or dtype")
+    order = tuple(int(d) for d in recipe["contracting"]) + tuple(int(d) for d in recipe["free"])
+    w = source.reshape(shape).transpose(order).reshape(int(recipe["k"]), int(recipe["n"]))
+    return pack_weights(w, int(recipe["nr"]))
 
 
 def pack_weights(w: np.ndarray, nr: int) -> np.ndarray:

@@ -24,6 +24,10 @@ class Buf:
         data: the constant's array (``const`` only).
         base: for a temporary of a control-flow region, the scratch buffer its
             ``offset`` is relative to (regions get their own arena inside the parent's).
+        recipe: for a ``const`` computed from another constant (weights packed at compile
+            time), how: ``{"source_memory": (address, nbytes), **parameters}`` (see
+            :func:`oxla_backend_cpu.packed_gemm.rebuild`); the compile cache stores that
+            instead of the data.
     """
 
     name: str
@@ -33,6 +37,7 @@ class Buf:
     offset: int = -1
     data: np.ndarray | None = None
     base: Buf | None = None
+    recipe: dict | None = None
 
 
 @dataclass(eq=False)
