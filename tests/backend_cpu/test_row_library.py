@@ -162,3 +162,112 @@ def test_other_forms_keep_the_emitted_kernel(change):
     x = _special_rows((RNG.standard_normal(shape) * 3).astype(dt))
     exe, _ = run_both(text, [x], rtol=1e-5, atol=1e-6)
     assert not _uses_library(exe)
+
+
+LAYER_NORM = "oxla_layer_norm_rows_f32"
+
+
+def _torch_layer_norm(shape, swap: bool = False, **edits: str) -> str:
+    """torch's ``native_layer_norm`` lowering (statistics on ``[R]``, no unit dims);
+    ``swap`` writes every commutative ``+``/``*`` the other way round; ``edits``
+    replace lines by their result name."""
+    rows, n = shape[:-1], len(shape)
+    x, r, v, s = _t(shape), _t(rows), _t(shape[-1:]), _t(())
+    keep, last = list(range(n - 1)), [n - 1]
+
+    def op(name, a, b, t):
+        return f"stablehlo.{name} {b}, {a} : {t}" if swap else f"stablehlo.{name} {a}, {b} : {t}"
+
+    lines = {
+        "zero": f"stablehlo.constant dense<0.0> : {s}",
+        "sum": f"stablehlo.reduce(%x init: %zero) applies stablehlo.add across dimensions = "
+               f"{last} : ({x}, {s}) -> {r}",
+        "nc": f"stablehlo.constant dense<{float(shape[-1])}> : {r}",
+        "mean": f"stablehlo.divide %sum, %nc : {r}",
+        "mb": f"stablehlo.broadcast_in_dim %mean, dims = {keep} : ({r}) -> {x}",
+        "c": f"stablehlo.subtract %x, %mb : {x}",
+        "cc": op("multiply", "%c", "%c", x),
+        "ss": f"stablehlo.reduce(%cc init: %zero) applies stablehlo.add across dimensions = "
+              f"{last} : ({x}, {s}) -> {r}",
+        "var": f"stablehlo.divide %ss, %nc : {r}",
+        "eps": f"stablehlo.constant dense<1.0e-05> : {r}",
+        "ve": op("add", "%var", "%eps", r),
+        "rstd": f"stablehlo.rsqrt %ve : {r}",
+        "rb": f"stablehlo.broadcast_in_dim %rstd, dims = {keep} : ({r}) -> {x}",
+        "y0": op("multiply", "%c", "%rb", x),
+        "gb": f"stablehlo.broadcast_in_dim %g, dims = {last} : ({v}) -> {x}",
+        "y1": op("multiply", "%y0", "%gb", x),
+        "bb": f"stablehlo.broadcast_in_dim %b, dims = {last} : ({v}) -> {x}",
+        "y": op("add", "%y1", "%bb", x),
+    }
+    lines.update(edits)
+    body = "\n".join(f"  %{k} = {e}" for k, e in lines.items())
+    return f"""func.func @main(%x: {x}, %g: {v}, %b: {v}) -> {x} {{
+{body}
+  return %y : {x}
+}}"""
+
+
+def _norm_args(shape):
+    x = _special_rows((RNG.standard_normal(shape) * 2 + 1).astype(np.float32))
+    g, b = (RNG.standard_normal(shape[-1:]).astype(np.float32) for _ in range(2))
+    return [x, g, b]
+
+
+@pytest.mark.parametrize("shape", [(4, 16), (2, 3, 64), (128, 1024), (7, 3), (5, 131)])
+def test_jax_layer_norm_calls_the_library_kernel(shape):
+    from tests.backend_cpu.test_row_fusion import _layer_norm
+
+    exe, _ = run_both(_layer_norm(shape, "f32"), _norm_args(shape), rtol=1e-4, atol=1e-5)
+    assert f"@{LAYER_NORM}(" in exe._jit.ir_text
+    assert exe.stats["kernel_count"] == 1 and exe.stats["temp_bytes"] == 0
+
+
+@pytest.mark.parametrize("swap", [False, True])
+def test_torch_layer_norm_in_either_operand_order(swap):
+    shape = (9, 70)
+    exe, _ = run_both(_torch_layer_norm(shape, swap), _norm_args(shape), rtol=1e-4, atol=1e-5)
+    assert f"@{LAYER_NORM}(" in exe._jit.ir_text
+
+
+def test_layer_norm_same_results_as_the_emitted_kernel(monkeypatch):
+    from oxla_backend_cpu import rowlib
+
+    shape = (40, 1024)
+    text, args = _torch_layer_norm(shape), _norm_args(shape)
+    (got,) = compile_cpu(text, cache=False)(*args)
+    monkeypatch.setattr(rowlib, "match_layer_norm", lambda k: None)
+    emitted = compile_cpu(text, cache=False)
+    assert f"@{LAYER_NORM}(" not in emitted._jit.ir_text
+    (want,) = emitted(*args)
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-6, equal_nan=True)
+
+
+@pytest.mark.parametrize("edits", [
+    # flax's association: (x - mean) * (rstd * g)
+    {"rg": "stablehlo.multiply %rb, %gb : tensor<6x45xf32>",
+     "y1": "stablehlo.multiply %c, %rg : tensor<6x45xf32>"},
+    # unbiased variance: another divisor
+    {"nc1": "stablehlo.constant dense<44.0> : tensor<6xf32>",
+     "var": "stablehlo.divide %ss, %nc1 : tensor<6xf32>"},
+    # a product where the bias is added
+    {"y": "stablehlo.multiply %y1, %bb : tensor<6x45xf32>"},
+    # the gain read at another column
+    {"gr": "stablehlo.reverse %g, dims = [0] : tensor<45xf32>",
+     "gb": "stablehlo.broadcast_in_dim %gr, dims = [1] : (tensor<45xf32>) -> tensor<6x45xf32>"},
+    # sqrt instead of rsqrt
+    {"rstd": "stablehlo.sqrt %ve : tensor<6xf32>"},
+])
+def test_other_norm_forms_keep_the_emitted_kernel(edits):
+    shape = (6, 45)
+    base = _torch_layer_norm(shape)
+    order = [ln.split(" = ")[0].strip()[1:] for ln in base.splitlines()[1:-2]]
+    # keep each edit's new names before their first use
+    text = _torch_layer_norm(shape, **{k: v for k, v in edits.items() if k in order})
+    extra = {k: v for k, v in edits.items() if k not in order}
+    for k, v in extra.items():
+        first = min(order.index(o) for o, e in edits.items() if o in order and f"%{k}" in e)
+        anchor = f"  %{order[first]} = "
+        text = text.replace(anchor, f"  %{k} = {v}\n{anchor}", 1)
+    exe, _ = run_both(text, _norm_args(shape), rtol=1e-4, atol=1e-5)
+    assert f"@{LAYER_NORM}(" not in exe._jit.ir_text
