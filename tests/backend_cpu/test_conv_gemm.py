@@ -385,8 +385,9 @@ func.func @main(%x: tensor<8x3x32x32xf32>, %k1: tensor<16x3x3x3xf32>,
 def test_small_cnn_im2col_holds_min_gemm_cols(monkeypatch, threads):
     """bench/cpu_vs_xla.py's cnn: two convs of under 2 items of ITEM_FLOPS per thread, so
     each im2col chunk holds MIN_GEMM_COLS columns (whole output rows), not the whole
-    im2col matrix (2 MiB budget: 1.8 MB of arena). The arena is then the two conv
-    outputs live at the second conv plus its chunk, and the result stays right."""
+    im2col matrix (2 MiB budget: 1.8 MB of arena). The arena is then at most the two
+    conv outputs live at the second conv plus its chunk (less: the second output
+    overlaps the first, test_conv_over_input), and the result stays right."""
     import oxla_backend_cpu.conv as conv
 
     monkeypatch.setenv("OXLA_NUM_THREADS", threads)

@@ -12,11 +12,16 @@ to the last kernel that reads it. Buffers are placed, in schedule order:
    so a temporary whose whole live range ends before that kernel lives in the result's
    bytes (``base`` = the result, first fit by offset): XLA's output aliasing of scratch,
    which is why an MLP needs one hidden-layer buffer, not two;
-3. **in the arena**: first fit by offset among the live temporaries (one block per
+3. **over its dead input** (GEMM-mode convolutions): when the convolution's input is
+   an arena temporary it is the last reader of, its output may overlap the input's
+   slabs of batches already consumed, ending one output batch past the input's end,
+   the chunks then running last to first (:func:`oxla_backend_cpu.conv.output_over_input`
+   has the proof); taken when those extra bytes are free;
+4. **in the arena**: first fit by offset among the live temporaries (one block per
    calling thread, ``temp_bytes`` long).
 
-Arguments and constants are never written. Kernels whose parameters share an address
-lose LLVM's ``noalias`` (:func:`distinct_locations`).
+Arguments and constants are never written. Kernels whose parameters overlap lose LLVM's
+``noalias`` (:func:`distinct_locations`).
 """
 
 from __future__ import annotations
@@ -51,9 +56,14 @@ def location(b: Buf) -> tuple:
 
 
 def distinct_locations(bufs: list[Buf]) -> bool:
-    """True when no two of ``bufs`` start at the same place (so ``noalias`` holds)."""
-    locs = [location(b) for b in bufs]
-    return len(set(locs)) == len(locs)
+    """True when no two of ``bufs`` overlap (so ``noalias`` holds): none starts at the
+    same place as another, and none starts inside another of its region."""
+    spans = [(location(b), max(b.nbytes, 1)) for b in bufs]
+    for i, ((reg_a, off_a), size_a) in enumerate(spans):
+        for (reg_b, off_b), size_b in spans[i + 1:]:
+            if reg_a == reg_b and off_a < off_b + size_b and off_b < off_a + size_a:
+                return False
+    return True
 
 
 def same_index_inputs(k: LoopKernel) -> set[Value]:
@@ -107,9 +117,12 @@ def assign_buffers(plan: Plan) -> Plan:
         for b in kernel_reads(k, plan.vbuf):
             last_use[id(b)] = t
     results = [r for r in plan.results if r.kind == "result" and id(r) in first_write]
+    for k in plan.kernels:
+        if hasattr(k, "reverse"):  # conv.ConvKernel: set again below when it applies
+            k.reverse = False
     in_result: dict[int, list[tuple[int, int, Buf]]] = {id(r): [] for r in results}
     live: list[tuple[int, int, Buf]] = []  # arena: (offset, size, buf), sorted by offset
-    peak = total = in_place = aliased = 0
+    peak = total = in_place = aliased = over_input = 0
     for t, k in enumerate(plan.kernels):
         live = [x for x in live if last_use[id(x[2])] >= t]
         for r in results:
@@ -138,14 +151,44 @@ def assign_buffers(plan: Plan) -> Plan:
                 in_result[id(home)].sort(key=lambda x: x[0])
                 aliased += 1
                 continue
-            w.offset = _first_fit(live, size)
+            start = _over_input(k, w, plan, live, last_use, t, size, peak)
+            if start is not None:
+                k.reverse, over_input = True, over_input + 1
+            w.offset = _first_fit(live, size) if start is None else start
             live.append((w.offset, size, w))
             live.sort(key=lambda x: x[0])
             peak = max(peak, w.offset + size)
     plan.temp_bytes = peak
     plan.notes.append(f"buffer assignment: {peak} arena bytes for {total} bytes of "
-                      f"temporaries ({in_place} in place, {aliased} inside results)")
+                      f"temporaries ({in_place} in place, {aliased} inside results, "
+                      f"{over_input} over their input)")
     return plan
+
+
+def _over_input(k, w: Buf, plan: Plan, live: list[tuple[int, int, Buf]],
+                last_use: dict[int, int], t: int, size: int, peak: int) -> int | None:
+    """The arena offset for output ``w`` of convolution ``k`` (at schedule position
+    ``t``) over its dead input (:func:`oxla_backend_cpu.conv.output_over_input`), when
+    the input is an arena temporary whose last reader is ``k``, no other live temporary
+    is in the way, and it does not raise the arena's ``peak`` where first fit would
+    not; else None."""
+    from oxla_backend_cpu.conv import output_over_input
+
+    if w is not getattr(k, "out", None) or not hasattr(k, "reverse"):
+        return None
+    lhs = k.lhs
+    if lhs.kind != "temp" or lhs.base is not None or lhs.offset < 0 or \
+            last_use.get(id(lhs)) != t:
+        return None
+    d = output_over_input(k, plan.vbuf)
+    if d is None or _align(d) >= lhs.nbytes:  # later is safe too: aligned up
+        return None
+    start = lhs.offset + _align(d)
+    if any(b is not lhs and off < start + size and start < off + sz for off, sz, b in live):
+        return None
+    if start + size > peak >= _first_fit(live, size) + size:
+        return None
+    return start
 
 
 def _replace(live: list[tuple[int, int, Buf]], old: Buf, new: Buf) -> None:
@@ -183,7 +226,7 @@ def assign_best(plan: Plan, program_order: list) -> Plan:
     plan = assign_buffers(plan)
     if scheduled == program_order:
         return plan
-    best = (plan.temp_bytes, _placement(plan), plan.notes[-1])
+    best = (plan.temp_bytes, _placement(plan), plan.notes[-1], _reversed(plan))
     plan.notes.pop()
     _reset(plan)
     plan.kernels = list(program_order)
@@ -195,6 +238,8 @@ def assign_best(plan: Plan, program_order: list) -> Plan:
     plan.kernels = scheduled
     for w, (base, offset) in best[1].items():
         w.base, w.offset = base, offset
+    for k, rev in best[3].items():
+        k.reverse = rev
     plan.temp_bytes = best[0]
     plan.notes.append(best[2])
     return plan
@@ -207,6 +252,11 @@ def _top_level_temps(plan: Plan) -> list[Buf]:
 
 def _placement(plan: Plan) -> dict[Buf, tuple]:
     return {w: (w.base, w.offset) for w in _top_level_temps(plan)}
+
+
+def _reversed(plan: Plan) -> dict:
+    """Each convolution kernel's ``reverse`` flag (set with its output's placement)."""
+    return {k: k.reverse for k in plan.kernels if hasattr(k, "reverse")}
 
 
 def _reset(plan: Plan) -> None:

@@ -4,8 +4,8 @@ Planning (this module) picks, per op, one of three forms (:func:`conv_kernels`):
 
 * **GEMM**: chunk by chunk of the output, an im2col packing task (parallel loop nest)
   writes a temporary ``col`` buffer (one chunk, :func:`chunk_budget`: what the threads
-  work on at once, at most :data:`CHUNK_BYTES`; counted by buffer assignment), then one GEMM per feature/batch group through BLAS writes the output in
-  its own layout (:mod:`oxla_backend_cpu.conv_gemm`). A 1x1, stride-1, unpadded
+  work on at once, at most :data:`CHUNK_BYTES`; counted by buffer assignment), then
+  one GEMM per feature/batch group through BLAS writes the output in its own layout (:mod:`oxla_backend_cpu.conv_gemm`). A 1x1, stride-1, unpadded
   convolution whose input and output dimension orders agree reads the input directly
   (no packing). The kernel is used in place when its output feature dimension is
   outermost or innermost, else copied once to ``[O, rest]`` (a
@@ -29,6 +29,11 @@ output feature dimension) and ``og`` output features per group:
   before/after the feature dimension; a chunk holds some outer indices, or some rows of
   ``inner`` of one); ``out[outer, g*og:(g+1)*og, inner] =
   W_g^T[og,K] @ col[outer, g][K, inner]``.
+
+Memory: a GEMM-mode convolution whose input dies at it may write its output over the
+input's already consumed batches (chunks then run last to first), so the two need about
+one input plus one output batch of arena, not both whole (:func:`output_over_input`,
+placed by :mod:`oxla_backend_cpu.buffers`).
 
 Epilogue: an elementwise loop kernel that is the only reader of the convolution's
 result, reading it at its own index (bias add, relu), is computed by the GEMM or direct
@@ -218,6 +223,8 @@ class ConvKernel:
         extra: the epilogue's other inputs.
         chunking: GEMM mode: the :class:`Chunks` that sized ``col`` (codegen uses the
             same).
+        reverse: run the chunks last to first (set by buffer assignment when ``out``
+            overlaps the dead part of ``lhs``, :func:`output_over_input`).
     """
 
     name: str
@@ -232,6 +239,7 @@ class ConvKernel:
     epilogue: LoopKernel | None = None
     extra: list[Value] = field(default_factory=list)
     chunking: Chunks | None = None
+    reverse: bool = False
 
     def buffers_read(self, vbuf: dict[Value, Buf]) -> list[Buf]:
         """The buffers the kernel reads: input, kernel, epilogue inputs."""
@@ -410,6 +418,34 @@ def conv_kernels(op: Operation, vbuf: dict[Value, Buf], n: int, counter) -> list
     kernels.append(ConvKernel(f"{name}_{len(kernels)}", op, g, "gemm", vbuf[lhs], wbuf, out,
                               col, w_major, chunking=ch))
     return kernels
+
+
+def output_over_input(k: Kernel, vbuf: dict[Value, Buf]) -> int | None:
+    """Where the output of GEMM-mode :class:`ConvKernel` ``k`` may start, in bytes from
+    the start of its input ``lhs``, when ``lhs`` dies at ``k``; None when it may not.
+
+    With ``N`` batches outermost in both (input slabs of ``IB`` bytes, output slabs of
+    ``OB <= IB``), one batch group, im2col packing (the GEMM reads only ``col``) and the
+    chunks run last to first (``k.reverse``), the output may end ``OB`` bytes past the
+    input's end: output slab ``b`` then starts at ``N*IB - (N-1-b)*OB >= (b+1)*IB``,
+    past every input slab a later chunk reads (chunks of output batch ``b`` read input
+    slab ``b`` only, and pack it before their GEMM writes). The output then takes
+    ``N*OB - OB`` bytes of the input instead of new arena bytes (any later start is
+    safe too). None when the kernel reads ``lhs`` otherwise (as its weights or in its
+    epilogue).
+    """
+    if not isinstance(k, ConvKernel) or k.mode != "gemm" or k.col is None:
+        return None
+    g = k.geom
+    n = g.nb
+    if g.bgc != 1 or g.ib != 0 or g.ob != 0 or n < 2 or g.ls[g.ib] != n:
+        return None
+    if any(b is k.lhs for b in [k.rhs] + [vbuf[x] for x in k.extra]):
+        return None
+    ib, ob = k.lhs.nbytes // n, k.out.nbytes // n
+    if ob > ib or ib * n != k.lhs.nbytes or ob * n != k.out.nbytes:
+        return None
+    return k.lhs.nbytes - (n - 1) * ob
 
 
 def fuse_conv_epilogues(kernels: list[Kernel], vbuf: dict[Value, Buf]) -> list[Kernel]:

@@ -1,9 +1,11 @@
 """LLVM IR for a GEMM-mode :class:`~oxla_backend_cpu.conv.ConvKernel`, in chunks.
 
-The output is computed chunk by chunk (:func:`oxla_backend_cpu.conv.chunks`): for each
-chunk, a parallel im2col task packs the chunk's columns into the ``col`` temporary, then
-a parallel GEMM task runs single-threaded BLAS calls (one per group and block of output
-rows or columns) and applies the fused epilogue to each block it wrote. The ``col``
+The output is computed chunk by chunk (:func:`oxla_backend_cpu.conv.chunks`; last to
+first when the output overlaps the input,
+:func:`~oxla_backend_cpu.conv.output_over_input`): for each chunk, a parallel im2col
+task packs the chunk's columns into the ``col`` temporary, then a parallel GEMM task
+runs single-threaded BLAS calls (one per group and block of output rows or columns)
+and applies the fused epilogue to each block it wrote. The ``col``
 buffer holds one chunk (:func:`~oxla_backend_cpu.conv.chunk_budget`: what the threads
 work on at once, at most :data:`~oxla_backend_cpu.conv.CHUNK_BYTES`), so the temporary
 stays small and the packed block is still in cache when BLAS reads it.
@@ -296,6 +298,8 @@ def emit_gemm_mode(s: Scalar, k, lhs: ir.Value, w: ir.Value, out: ir.Value,
     want = b.select(b.icmp_signed("<=", nt, _c(1)), _c(1), b.mul(nt, _c(BLOCKS_PER_THREAD)))
     old = set_gemm_threads(b, module, 1.0)  # the calling thread's items: one BLAS thread
     with for_range(b, ch.n, "chunk") as c:
+        if k.reverse:  # the output overlaps the input's dead slabs (conv.output_over_input)
+            c = b.sub(_c(ch.n - 1), c)
         if g.feature_last:
             p_all = math.prod(g.os[:-1])
             p0 = b.mul(c, _c(ch.rows))

@@ -1,0 +1,167 @@
+"""GEMM-mode convolutions whose output overlaps their dead input (buffer assignment's
+``over its dead input`` placement, :func:`oxla_backend_cpu.conv.output_over_input`):
+results against the interpreter over layouts, windows, groups, epilogues, chunk sizes
+and thread counts; the arena bytes saved; the cases that must not overlap."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.backend_cpu.conftest import compile_cpu
+from tests.backend_cpu.test_conv_gemm import CNN, conv_case
+
+
+@pytest.fixture(autouse=True)
+def _gemm_at_every_size(monkeypatch, tmp_path):
+    """Small cases on the GEMM kernel (not the exact f64 loop), own compile cache."""
+    from oxla_backend_cpu import linalg
+
+    monkeypatch.setattr(linalg, "SMALL_CONV_MACS", 0)
+    monkeypatch.setenv("OXLA_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def _interpret(text: str, args: list):
+    from oxla.interpreter import InterpreterBackend
+    from oxla.ir import parse_module
+
+    return InterpreterBackend().compile(parse_module(text, "test.mlir"))(*args)
+
+
+def _placed_plan(text: str):
+    """The plan after fusion, scheduling and buffer assignment (as the backend runs
+    them on an already-lowered module)."""
+    from oxla_backend_cpu.buffers import assign_best
+    from oxla_backend_cpu.fusion import fuse
+    from oxla_backend_cpu.schedule import schedule
+
+    from oxla.ir import parse_module
+
+    plan = fuse(parse_module(text, "test.mlir"))
+    order = list(plan.kernels)
+    return assign_best(schedule(plan), order)
+
+
+def _convs(plan):
+    from oxla_backend_cpu.conv import ConvKernel
+
+    return [k for k in plan.kernels if isinstance(k, ConvKernel)]
+
+
+def _through_tanh(text: str, tanh: bool = True) -> str:
+    """``conv(x)`` -> ``reverse(conv(tanh(x)))``: the input becomes a temporary that dies
+    at the convolution (with ``tanh``), the output a temporary (reversed into the
+    result: read at another index, so not a fused epilogue)."""
+    head, rest = text.split("{", 1)
+    ty = head.split("%x: ", 1)[1].split(", %w", 1)[0]
+    if tanh:
+        rest = rest.replace("stablehlo.convolution(%x, %w)", "stablehlo.convolution(%t, %w)")
+        rest = f"\n  %t = stablehlo.tanh %x : {ty}{rest}"
+    body, ret = rest.rsplit("return ", 1)
+    last, oty = ret.split(" : ", 1)
+    oty = oty.split("\n", 1)[0]
+    return (f"{head}{{{body}%rv = stablehlo.reverse {last}, dims = [0] : {oty}\n"
+            f"  return %rv : {oty}\n}}")
+
+
+def _check(text: str, args: list, tol: float = 1e-4):
+    exe = compile_cpu(text, cache=False)
+    got = exe(*args)[0]
+    np.testing.assert_allclose(got, _interpret(text, args)[0], rtol=tol, atol=tol)
+    return exe
+
+
+def test_small_cnn_arena_below_xla(monkeypatch):
+    """bench/cpu_vs_xla.py's cnn: the second conv's output overlaps the first conv's
+    (dead) output, so the arena is the first output, one output image past it and the
+    im2col chunk: under XLA's 664,576 temp bytes (the two conv outputs and a 9 KiB
+    weight transpose), and the result stays right."""
+    rng = np.random.default_rng(5)
+    args = [rng.standard_normal((8, 3, 32, 32)).astype(np.float32),
+            (rng.standard_normal((16, 3, 3, 3)) * 0.2).astype(np.float32),
+            (rng.standard_normal((16, 16, 3, 3)) * 0.1).astype(np.float32),
+            (rng.standard_normal((4096, 10)) * 0.01).astype(np.float32)]
+    for threads in ("1", "2"):
+        monkeypatch.setenv("OXLA_NUM_THREADS", threads)
+        plan = _placed_plan(CNN)
+        k1, k2 = _convs(plan)
+        assert (k1.reverse, k2.reverse) == (False, True)
+        in1, out2 = k2.lhs, k2.out
+        assert out2.offset == in1.offset + in1.nbytes + out2.nbytes // 8 - out2.nbytes
+        assert plan.temp_bytes <= in1.nbytes + out2.nbytes // 8 + k2.col.nbytes + 64
+        exe = _check(CNN, args)
+        assert exe.stats["temp_bytes"] == plan.temp_bytes < 664_576
+
+
+LAYOUTS = [("NCHW", "OIHW", "NCHW"), ("NHWC", "HWIO", "NHWC"), ("NHWC", "OHWI", "NHWC"),
+           ("NCHW", "HWIO", "NHWC"), ("NHWC", "IOHW", "NCHW"), ("NHWC", "HWIO", "NHCW")]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS, ids=lambda x: "-".join(x))
+@pytest.mark.parametrize("case", [
+    dict(),
+    dict(stride=(2, 2), pad=((1, 1), (0, 1)), relu=True, bias=True),
+    dict(o=2, rd=(2, 1), ld=(1, 2), rev=(1, 0), pad=((2, 1), (1, 2))),
+    dict(c=6, o=4, fgc=2, relu=True, small=True),
+    dict(o=3, stride=(2, 3), small=True),
+], ids=["plain", "stride-epilogue", "dilations-reversal", "groups-small-chunks",
+        "strides-small-chunks"])
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_output_over_dead_input_matches_interpreter(monkeypatch, layout, case, threads):
+    """conv(tanh(x)) with 3 images: the output overlaps tanh's buffer (chunks last to
+    first), across chunk boundaries inside and across images."""
+    import oxla_backend_cpu.conv as conv
+
+    monkeypatch.setenv("OXLA_NUM_THREADS", threads)
+    case = dict(case)
+    if case.pop("small", False):
+        monkeypatch.setattr(conv, "CHUNK_BYTES", 600)
+    lhs, rhs, out = layout
+    text, args = conv_case(lhs=lhs, rhs=rhs, out=out, n=3, **{"c": 4, "o": 6, "sp": (9, 8),
+                                                             **case})
+    text = _through_tanh(text)
+    (k,) = _convs(_placed_plan(text))
+    assert k.mode == "gemm" and k.reverse
+    assert k.lhs.offset < k.out.offset < k.lhs.offset + k.lhs.nbytes
+    _check(text, args)
+
+
+@pytest.mark.parametrize("what", ["residual", "read-later", "batch-groups", "argument",
+                                  "batch-not-outer"])
+def test_no_overlap_where_the_input_is_still_needed(what):
+    """The placement is skipped when the kernel or a later one reads the input, with
+    batch groups, for an argument, and when the batch is not outermost."""
+    kw = dict(n=4, c=4, o=4, sp=(6, 6), pad=((1, 1), (1, 1)))
+    if what == "batch-groups":
+        kw.update(bgc=2, o=4)
+    if what == "batch-not-outer":
+        kw.update(lhs="CHWN", rhs="HWIO", out="HWNC")
+    text, args = conv_case(**kw)
+    ty = text.split("-> ", 1)[1].split(" {", 1)[0]
+    if what == "residual":  # conv(t) + t: the epilogue reads the input
+        text = text.replace("return %0", f"%r = stablehlo.add %0, %t : {ty}\n  return %r")
+    if what == "read-later":  # t read after the conv, at another index
+        text = text.replace(
+            "return %0",
+            f"%rt = stablehlo.reverse %t, dims = [3] : {ty}\n"
+            f"  %r = stablehlo.add %0, %rt : {ty}\n  return %r")
+    text = _through_tanh(text, tanh=what != "argument")
+    (k,) = _convs(_placed_plan(text))
+    assert not k.reverse
+    from oxla_backend_cpu.buffers import distinct_locations
+
+    assert distinct_locations([k.lhs, k.out])
+    _check(text, args)
+
+
+def test_distinct_locations_sees_overlaps():
+    """Buffers that overlap without sharing a start lose ``noalias`` too."""
+    from oxla_backend_cpu.buffers import distinct_locations
+    from oxla_backend_cpu.plan import Buf
+
+    a, b, c = Buf("a", 256, "temp", offset=0), Buf("b", 128, "temp", offset=192), \
+        Buf("c", 64, "temp", offset=256)
+    assert not distinct_locations([a, b])
+    assert distinct_locations([a, c])
+    assert not distinct_locations([b, c])
+    assert distinct_locations([Buf("r", 64, "result", 0), Buf("t", 64, "temp", offset=0)])
