@@ -383,7 +383,11 @@ def _define_layer_norm(module: ir.Module) -> None:
 
 
 class _DistinctNode(ir.values.MDValue):
-    """``distinct !{}``: an access group (llvmlite prints only uniqued nodes)."""
+    """``distinct !{}``: an access group (llvmlite prints only uniqued nodes). Equal only
+    to itself, so llvmlite's metadata cache keeps each group's loop hints apart."""
+
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
 
     def descr(self, buf):
         buf += ("distinct !{}", "\n")
