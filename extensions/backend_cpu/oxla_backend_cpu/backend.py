@@ -131,7 +131,8 @@ class CPUBackend:
         recipes: list[dict | None] = []
         ir_text, constants = emit_program(plan, target, options.fast_math, labels, recipes)
         dump("5-codegen.ll", ir_text)
-        jit = compile_ir(ir_text, target, blas_symbols())
+        jit = compile_ir(ir_text, target, blas_symbols(),
+                         store=cache.RUNTIME_OBJECTS if key else None)
         dump("6-optimized.ll", jit.ir_text)
         plan.notes.append(f"codegen: {len(plan.kernels)} kernels, llvm -O3 for {target.cpu}")
         stats = {"compile_seconds": time.perf_counter() - t0,

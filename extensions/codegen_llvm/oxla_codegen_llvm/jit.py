@@ -9,7 +9,9 @@ program back without parsing, optimizing or generating code again.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
+from typing import Any
 
 import llvmlite.binding as llvm
 
@@ -114,7 +116,7 @@ def _engine(target: Target) -> llvm.ExecutionEngine:
 
 
 def compile_ir(ir_text: str, target: Target, symbols: dict[str, int] | None = None,
-               opt: int = 3) -> JitModule:
+               opt: int = 3, store: Any = None) -> JitModule:
     """Optimizes ``ir_text``, generates its object code once and loads it.
 
     Args:
@@ -122,13 +124,15 @@ def compile_ir(ir_text: str, target: Target, symbols: dict[str, int] | None = No
         target: the target to compile for (must be the host to be loaded).
         symbols: external symbol name -> address (BLAS routines), registered globally.
         opt: LLVM optimization level, 0..3.
+        store: where the runtime object persists between processes, or None (see
+            :func:`runtime_object`).
 
     Raises:
         LoweringError: the IR does not parse or verify (a bug in the emitters).
     """
     mod = optimize(ir_text, target, opt)
     obj = target.target_machine(opt).emit_object(mod)
-    runtime = runtime_object(target) if _calls_runtime(mod) else b""
+    runtime = runtime_object(target, store) if _calls_runtime(mod) else b""
     return load_object(obj, target, symbols, str(mod), runtime)
 
 
@@ -145,19 +149,44 @@ def _calls_runtime(mod: llvm.ModuleRef) -> bool:
 _RUNTIME: dict[tuple, bytes] = {}
 
 
-def runtime_object(target: Target) -> bytes:
+def runtime_object(target: Target, store: Any = None) -> bytes:
     """The object code of the parallel runtime
     (:func:`oxla_codegen_llvm.parallel.runtime_module`) for ``target``, compiled at
-    ``-O3`` once per process and target: programs only declare its symbols, so the ~30 ms
-    of optimizing and generating it are not paid again by every compile."""
+    ``-O3`` once per process and target: programs only declare its symbols, so the
+    optimizing and code generation (with the backends' runtime extensions, 0.2-0.4 s)
+    are not paid again by every compile.
+
+    ``store``: an object with ``load(key) -> bytes | None`` and ``save(key, bytes)``
+    (the cpu backend's compile cache) that keeps the object between processes. Its key
+    is the SHA-256 of the runtime's LLVM IR text (generated again, ~30 ms, so any change
+    of the code that writes it is a new key), the target, and the llvmlite version.
+    """
     from oxla_codegen_llvm.parallel import runtime_extensions, runtime_module
 
     key = (target.triple, target.cpu, target.features, runtime_extensions())
     obj = _RUNTIME.get(key)
+    if obj is not None:
+        return obj
+    text = runtime_module(target.triple)
+    disk_key = ""
+    if store is not None:
+        h = hashlib.sha256("\0".join((target.triple, target.cpu, target.features,
+                                       llvm_version(), text)).encode())
+        disk_key = h.hexdigest()
+        obj = store.load(disk_key)
     if obj is None:
-        mod = optimize(runtime_module(target.triple), target)
-        obj = _RUNTIME[key] = target.target_machine().emit_object(mod)
+        obj = target.target_machine().emit_object(optimize(text, target))
+        if store is not None:
+            store.save(disk_key, obj)
+    _RUNTIME[key] = obj
     return obj
+
+
+def llvm_version() -> str:
+    """llvmlite's version and the LLVM it was built with (``0.50.0/22.1.0``)."""
+    import llvmlite
+
+    return f"{llvmlite.__version__}/{'.'.join(map(str, llvm.llvm_version_info))}"
 
 
 def load_object(obj: bytes, target: Target, symbols: dict[str, int] | None = None,
