@@ -10,10 +10,11 @@ BLAS driver of :mod:`oxla_backend_cpu.gemm_runtime`) runs the Goto/van de Geijn 
 nest (Goto and van de Geijn, "Anatomy of High-Performance Matrix Multiplication", ACM
 TOMS 34(3), 2008) over it:
 
-* ``A`` is copied per thread in blocks of ``MC`` rows by ``KC`` columns (a 512 KiB
-  buffer from ``malloc``; a small block on the stack if that fails) into row tiles of
-  ``MR`` rows, ``k``-major, so the microkernel reads it as one stream; rows past ``M``
-  are zeros;
+* ``A`` is read in blocks of ``MC`` rows by ``KC`` columns: where it is row-major, in
+  place (the microkernel keeps ``MR`` row pointers; measured 3-6% faster than copying,
+  as no thread copies it); otherwise copied per thread (a 512 KiB buffer from
+  ``malloc``; a small block on the stack if that fails) into row tiles of ``MR`` rows,
+  ``k``-major; rows past ``M`` are zeros;
 * for each of the thread's panels and each row tile, the microkernel keeps an
   ``MR x NR`` tile of ``C`` in vector registers (``MR * NR / VL`` accumulators, with
   ``VL`` the vector length in f32 lanes), and per ``k`` loads ``NR / VL`` vectors of the
@@ -28,9 +29,10 @@ counts; 14x32 (28 accumulators) lost 9% at 128 rows to its half-empty last tile.
 Threads split the panels into contiguous ranges (each thread packs ``A`` once per
 range, so ``A`` is copied ``threads`` times in all), and also the rows when there are
 fewer than four panels per thread. Measured on a 2-core Zen 4 (AVX-512), best of 20
-calls, one thread: GPT-2's 128x768x3072 109 GFLOP/s, 128x3072x768 106, 128x768x2304
-111, against OpenBLAS 0.3.x (numpy) 89, 95, 96; at 1024 rows 106-111 against 102-104.
-Two threads: 196-221 against numpy's 155-205.
+calls, one thread: GPT-2's 128x768x3072 112 GFLOP/s, 128x3072x768 112, 128x768x2304
+113, against OpenBLAS 0.3.x (numpy) 89, 93, 98; at 1024 rows 111 against 101-104. Two
+threads: 231 on all of these (numpy 180-207, timed apart: OpenBLAS's spinning threads
+slow whatever runs right after it).
 
 Rounding: each output element is a sum of ``K`` products accumulated with fused
 multiply-adds in ``k`` order per ``KC`` block, as BLAS does (``dot_general``'s
@@ -314,13 +316,18 @@ def _define_block(module: ir.Module, name: str, micro: ir.Function, mr: int,
     f = _fields(b, desc)
     m, n, k, sa_m, sa_k = f["m"], f["n"], f["k"], f["sa_m"], f["sa_k"]
     del m
+    direct = b.icmp_signed("==", sa_k, _c(1))
+    rs = b.select(direct, sa_m, _c(1))  # A's strides as the microkernel reads it
+    ks = b.select(direct, _c(1), _c(mr))
     with _Loop(b, m0, m1, mc, name="ic") as ic:
         rows = _min(b, mc, b.sub(m1, ic))
         ntiles = _cdiv(b, rows, _c(mr))
         with _Loop(b, _c(0), k, kcap, name="kb") as kb:
             kc = _min(b, kcap, b.sub(k, kb))
-            # pack A[ic : ic + rows, kb : kb + kc] into tiles [kc, mr] (zeros past rows)
-            with _Loop(b, _c(0), b.mul(ntiles, _c(mr)), name="pr") as r:
+            # pack A[ic : ic + rows, kb : kb + kc] into tiles [kc, mr] (zeros past rows),
+            # unless A is row-major: the microkernel then reads its rows where they are
+            stop = b.select(direct, _c(0), b.mul(ntiles, _c(mr)))
+            with _Loop(b, _c(0), stop, name="pr") as r:
                 dst = b.gep(buf, [b.add(b.mul(b.sdiv(r, _c(mr)), b.mul(kc, _c(mr))),
                                         b.srem(r, _c(mr)))], source_etype=F32)
                 live = b.icmp_signed("<", r, rows)
@@ -337,19 +344,24 @@ def _define_block(module: ir.Module, name: str, micro: ir.Function, mr: int,
                               source_etype=F32)
                 with _Loop(b, _c(0), ntiles, name="t") as t:
                     r0 = b.mul(t, _c(mr))
-                    ap = b.gep(buf, [b.mul(r0, kc)], source_etype=F32)
+                    ap = b.select(direct, b.gep(a, [b.add(b.mul(b.add(ic, r0), sa_m), kb)],
+                                                source_etype=F32),
+                                  b.gep(buf, [b.mul(r0, kc)], source_etype=F32))
                     cp = b.gep(c, [b.add(b.mul(b.add(ic, r0), n), b.mul(j, _c(nr)))],
                                source_etype=F32)
-                    b.call(micro, [ap, panel, kc, cp, n, _min(b, _c(mr), b.sub(rows, r0)),
-                                   cols, acc])
+                    b.call(micro, [ap, rs, ks, panel, kc, cp, n,
+                                   _min(b, _c(mr), b.sub(rows, r0)), cols, acc])
     b.ret_void()
     return fn
 
 
 def _define_micro(module: ir.Module, name: str, lanes: int, mr: int,
                   nr: int) -> ir.Function:
-    """``micro(Ap, Bp, kc, C, ldc, rows, cols, acc)``: the ``mr x nr`` tile ``C[:rows,
-    :cols] (+)= Ap[kc, mr]^T Bp[kc, nr]`` (``kc >= 1``; ``acc``: add to ``C``)."""
+    """``micro(Ap, rs, ks, Bp, kc, C, ldc, rows, cols, acc)``: the ``mr x nr`` tile
+    ``C[:rows, :cols] (+)= A Bp[kc, nr]``, ``A[r, k]`` at ``Ap[r * rs + k * ks]`` (a
+    packed tile: ``rs = 1, ks = mr``; rows of a row-major ``A``: ``rs = lda, ks = 1``;
+    rows ``>= rows`` read row 0 instead, and are not stored); ``kc >= 1``; ``acc``: add
+    to ``C``."""
     from oxla_codegen_llvm.loops import loop_hint
 
     nv = nr // lanes
@@ -362,15 +374,17 @@ def _define_micro(module: ir.Module, name: str, lanes: int, mr: int,
     mstore = module.globals.get(f"llvm.masked.store.v{lanes}f32.p0") or ir.Function(
         module, ir.FunctionType(VOID, [vty, PTR, I32, mty]),
         f"llvm.masked.store.v{lanes}f32.p0")
-    fn = ir.Function(module, ir.FunctionType(VOID, [PTR, PTR, I64, PTR, I64, I64, I64, I1]),
-                     f"{name}.micro")
+    fn = ir.Function(module, ir.FunctionType(
+        VOID, [PTR, I64, I64, PTR, I64, PTR, I64, I64, I64, I1]), f"{name}.micro")
     fn.linkage = "internal"
-    ap, bp, kc, c, ldc, rows, cols, acc = fn.args
+    ap, rs, ks, bp, kc, c, ldc, rows, cols, acc = fn.args
     for p in (ap, bp, c):
         p.add_attribute("noalias")
     entry = fn.append_basic_block("entry")
     loop = fn.append_basic_block("k")
     b = ir.IRBuilder(entry)
+    arow = [b.gep(ap, [b.mul(b.select(b.icmp_signed("<", _c(r), rows), _c(r), _c(0)), rs)],
+                  source_etype=F32) for r in range(mr)]
     b.branch(loop)
     b.position_at_end(loop)
     kk = b.phi(I64, name="k")
@@ -386,7 +400,7 @@ def _define_micro(module: ir.Module, name: str, lanes: int, mr: int,
     undef = ir.Constant(vty, ir.Undefined)
     new = []
     for r in range(mr):
-        s = b.load(b.gep(ap, [b.add(b.mul(kk, _c(mr)), _c(r))], source_etype=F32), typ=F32)
+        s = b.load(b.gep(arow[r], [b.mul(kk, ks)], source_etype=F32), typ=F32)
         sv = b.shuffle_vector(b.insert_element(undef, s, _c(0, I32)), undef, splat)
         new.append([b.call(fma, [sv, bvec[v], accs[r][v]]) for v in range(nv)])
     for r in range(mr):

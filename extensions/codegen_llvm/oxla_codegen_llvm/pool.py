@@ -4,7 +4,12 @@ Starting threads per parallel loop costs tens of microseconds each, and threads 
 live for one call also make libraries with per-thread state start cold on every call
 (OpenBLAS allocates and faults in its packing buffers per new thread). The pool starts
 ``oxla_num_threads - 1`` workers on the first parallel loop of a program and parks them
-on a condition variable between loops (no spinning: a busy machine is not made busier).
+on a condition variable between loops, after polling for the next loop for a while
+(:data:`SPINS` polls, each followed by ``sched_yield``, so that a busy machine gets the
+core back at once). The caller polls the same way before it waits for the workers. Waking
+a parked thread, whose idle virtual CPU may be halted, measured 10-20 us more per loop
+than this: 128x768x768 GEMMs went from 220 to 231 GFLOP/s on 2 threads, and GPT-2's
+loops and GEMMs from 168 to 158 ms per call.
 
 Protocol (one mutex, two condition variables, all in module globals):
 
@@ -103,6 +108,10 @@ def define_pool(module: ir.Module, task_type: ir.FunctionType, create: ir.Functi
     b.position_at_end(loop)
     mygen = b.phi(I64, name="mygen")
     mygen.add_incoming(_c(0), entry)
+    # awake for a while before parking: the next loop of a program usually follows
+    # within microseconds, and waking a parked thread (an idle vCPU) costs far more
+    _spin_until(b, p, lambda b: b.icmp_signed(
+        "!=", b.load_atomic(p.word(b, GEN), "acquire", 8, typ=I64), mygen), "worker.spin")
     b.call(p.lock, [p.mutex])
     b.branch(head)
     b.position_at_end(head)
@@ -121,13 +130,14 @@ def define_pool(module: ir.Module, task_type: ir.FunctionType, create: ir.Functi
     ctx = b.inttoptr(p.load(b, CTX), PTR)
     n, t, chunk = p.load(b, N), p.load(b, T), p.load(b, CHUNK)
     joins = b.icmp_signed("<", b.add(idx, _c(1)), t)
-    p.store(b, RUNNING, b.add(p.load(b, RUNNING), b.zext(joins, I64)))
+    b.store_atomic(b.add(p.load(b, RUNNING), b.zext(joins, I64)), p.word(b, RUNNING),
+                   "monotonic", 8)
     b.call(p.unlock, [p.mutex])
     b.cbranch(joins, run, after)
     b.position_at_end(run)
     emit_take_chunks(b, p, task, ctx, n, chunk)
     b.call(p.lock, [p.mutex])
-    p.store(b, RUNNING, b.sub(p.load(b, RUNNING), _c(1)))
+    b.store_atomic(b.sub(p.load(b, RUNNING), _c(1)), p.word(b, RUNNING), "release", 8)
     b.call(p.broadcast, [p.done])
     b.call(p.unlock, [p.mutex])
     b.branch(after)
@@ -257,16 +267,46 @@ def emit_pool_run(b: ir.IRBuilder, p: _Pool, worker: ir.Function, create: ir.Fun
     count = b.mul(per, t)
     p.store(b, CHUNK, b.sdiv(b.add(n, b.sub(count, _c(1))), count))
     b.store_atomic(_c(0), p.word(b, NEXT), "monotonic", 8)
-    p.store(b, GEN, b.add(p.load(b, GEN), _c(1)))
+    b.store_atomic(b.add(p.load(b, GEN), _c(1)), p.word(b, GEN), "release", 8)
     b.call(p.broadcast, [p.work])
     chunk = p.load(b, CHUNK)
     b.call(p.unlock, [p.mutex])
     emit_take_chunks(b, p, task, ctx, n, chunk)
+    _spin_until(b, p, lambda b: b.icmp_signed(
+        "==", b.load_atomic(p.word(b, RUNNING), "acquire", 8, typ=I64), _c(0)), "pool.spin")
     b.call(p.lock, [p.mutex])
     _wait_idle(b, p, "pool.wait")
     b.call(p.unlock, [p.mutex])
     b.store_atomic(_c(0), word, "release", 8)
     b.ret_void()
+
+
+SPINS = 2000
+"""Polls of a condition (each followed by ``sched_yield``, which on a busy machine hands
+the core to whoever waits for it) before a thread parks on a condition variable."""
+
+
+def _spin_until(b: ir.IRBuilder, p: _Pool, cond, name: str) -> None:
+    """At ``b``: polls ``cond(b)`` (an i1) up to :data:`SPINS` times, yielding the core
+    between polls; continues after the first true poll or the last one."""
+    fn = b.function
+    yield_ = p.module.globals.get("sched_yield") or ir.Function(
+        p.module, ir.FunctionType(I32, []), "sched_yield")
+    pre = b.block
+    head = fn.append_basic_block(name)
+    body = fn.append_basic_block(f"{name}.yield")
+    out = fn.append_basic_block(f"{name}.out")
+    b.branch(head)
+    b.position_at_end(head)
+    i = b.phi(I64, name=f"{name}.i")
+    i.add_incoming(_c(0), pre)
+    stop = b.or_(cond(b), b.icmp_signed(">=", i, _c(SPINS)))
+    b.cbranch(stop, out, body)
+    b.position_at_end(body)
+    b.call(yield_, [])
+    i.add_incoming(b.add(i, _c(1)), body)
+    b.branch(head)
+    b.position_at_end(out)
 
 
 def _wait_idle(b: ir.IRBuilder, p: _Pool, name: str) -> None:
