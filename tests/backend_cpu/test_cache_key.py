@@ -158,8 +158,10 @@ def test_entries_record_module_weights_by_digest_only(cache_dir, tmp_path):
     (entry,) = cache_dir.glob("*.oxla")
     with zipfile.ZipFile(entry) as zf:
         names = zf.namelist()
+        # the shared runtime's object code travels with every entry that calls it
+        runtime = sum(i.compress_size for i in zf.infolist() if i.filename == "runtime.o")
     assert not [n for n in names if n.startswith("constants/")], names
-    assert entry.stat().st_size < W.nbytes  # the weights are not in the entry
+    assert entry.stat().st_size - runtime < W.nbytes  # the weights are not in the entry
     with pytest.raises(OxlaError, match="by digest only"):
         oxla.load(entry)  # an entry is read back only with its module
     hit = _compile(text)

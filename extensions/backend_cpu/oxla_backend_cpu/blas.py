@@ -184,6 +184,9 @@ def emit_gemm(s, k, lhs: ir.Value, rhs: ir.Value, out: ir.Value) -> None:
     if k.packed_nr:
         _emit_packed(s, k, lhs, rhs, out)
         return
+    if k.batched_nr:
+        _emit_batched(s, k, lhs, rhs, out)
+        return
     b, module = s.b, s.module
     split_n = k.n > k.m  # skinny C (an MLP layer): split columns, each thread packs less B
     flops = 2.0 * k.m * k.n * k.k
@@ -223,6 +226,33 @@ def _emit_packed(s, k, lhs: ir.Value, rhs: ir.Value, out: ir.Value) -> None:
     b.call(driver, [b.bitcast(desc, ir.PointerType()), lhs, rhs, out])
 
 
+def _emit_batched(s, k, lhs: ir.Value, rhs: ir.Value, out: ir.Value) -> None:
+    """A batch of small GEMMs on oxla's microkernel: one call of the runtime's
+    ``oxla_bgemm_f32`` with a constant descriptor (:mod:`oxla_backend_cpu.batched_gemm`)."""
+    from oxla_codegen_llvm.parallel import runtime
+
+    from oxla_backend_cpu.batched_gemm import (
+        BATCHED_FLOPS_PER_THREAD,
+        DESC_FIELDS,
+        DRIVER,
+        DRIVER_TYPE,
+    )
+
+    b, module = s.b, s.module
+    flops = 2.0 * k.m * k.n * k.k * k.batch
+    sa_m, sa_k = (1, k.m) if k.trans_lhs else (k.k, 1)
+    sb_k, sb_n = (1, k.k) if k.trans_rhs else (k.n, 1)
+    values = dict(batch=k.batch, m=k.m, n=k.n, k=k.k, sa_m=sa_m, sa_k=sa_k, sb_k=sb_k,
+                  sb_n=sb_n, parallel=int(flops >= BATCHED_FLOPS_PER_THREAD))
+    ty = ir.ArrayType(I64, len(DESC_FIELDS))
+    desc = ir.GlobalVariable(module, ty, f"{k.name}.desc")
+    desc.linkage, desc.global_constant = "internal", True
+    desc.initializer = ir.Constant(ty, [values[f] for f in DESC_FIELDS])
+    runtime(module)
+    driver = module.globals.get(DRIVER) or ir.Function(module, DRIVER_TYPE, DRIVER)
+    b.call(driver, [b.bitcast(desc, ir.PointerType()), lhs, rhs, out])
+
+
 def _set_one_thread(b: ir.IRBuilder, module: ir.Module) -> None:
     """One BLAS thread for calls from this thread (a worker's setting dies with it; the
     caller's is restored by :func:`emit_gemm` after the join)."""
@@ -247,13 +277,15 @@ def _define_gemm_runtime(module: ir.Module) -> None:
 def _register_runtime() -> None:
     from oxla_codegen_llvm.parallel import register_runtime_extension
 
+    from oxla_backend_cpu.batched_gemm import DRIVER as BATCHED_DRIVER
     from oxla_backend_cpu.gemm_runtime import driver_name
     from oxla_backend_cpu.packed_gemm import DRIVER as PACKED_DRIVER
     from oxla_backend_cpu.packed_gemm import define_packed_gemm_runtime
 
     register_runtime_extension("cpu-gemm", _define_gemm_runtime,
                                [driver_name("f32"), driver_name("f64")])
-    register_runtime_extension("cpu-packed-gemm", define_packed_gemm_runtime, [PACKED_DRIVER])
+    register_runtime_extension("cpu-packed-gemm", define_packed_gemm_runtime,
+                               [PACKED_DRIVER, BATCHED_DRIVER])
 
 
 _register_runtime()

@@ -27,7 +27,7 @@ import numpy as np
 from oxla.errors import NotSupportedError
 from oxla.ir import Module, Operation, Value
 from oxla.ir import types as T
-from oxla_backend_cpu.packed_gemm import pack_constant_rhs
+from oxla_backend_cpu.packed_gemm import batched_tile, pack_constant_rhs
 from oxla_backend_cpu.plan import (
     Buf,
     DotKernel,
@@ -467,7 +467,8 @@ def _dot_kernels(op: Operation, vbuf: dict[Value, Buf], n: int, counter) -> list
         return kernels
     rbuf, trans_r = layout(rhs, rb, rf, rc, False)
     kernels.append(DotKernel(f"dot{n + len(kernels)}", op, lbuf, rbuf, vbuf[op.results[0]],
-                             batch, m, nn, k, trans_l, trans_r, et.name))
+                             batch, m, nn, k, trans_l, trans_r, et.name,
+                             batched_nr=batched_tile(et.name, batch, m, nn, k)))
     return kernels
 
 

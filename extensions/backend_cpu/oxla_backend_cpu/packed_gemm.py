@@ -145,6 +145,19 @@ def rebuild(recipe: dict, source: np.ndarray) -> np.ndarray:
     return pack_weights(w, int(recipe["nr"]))
 
 
+def batched_tile(dtype: str, batch: int, m: int, n: int, k: int) -> int:
+    """The panel width when a batch of ``batch`` GEMMs ``[m, k] x [k, n]`` in ``dtype``
+    runs on the batched microkernel (:mod:`oxla_backend_cpu.batched_gemm`), else 0."""
+    from oxla_backend_cpu.batched_gemm import fits
+    from oxla_backend_cpu.batched_gemm import tile_shape as batched_tile_shape
+
+    lanes = host_lanes()
+    if dtype != "f32" or batch < 2 or not lanes:
+        return 0
+    nr = batched_tile_shape(lanes)[1]
+    return nr if fits(m, n, k, nr) else 0
+
+
 def pack_weights(w: np.ndarray, nr: int) -> np.ndarray:
     """``w`` ``[K, N]`` (f32) as ``ceil(N / nr)`` panels ``[K, nr]``, the last one
     zero-padded: element ``(k, n)`` at ``[n // nr, k, n % nr]``. Returns a new C-contiguous
@@ -211,12 +224,17 @@ class _Loop:
 
 
 def define_packed_gemm_runtime(module: ir.Module) -> None:
-    """Defines ``oxla_pgemm_f32`` for the host's tile shape in the runtime ``module`` (a
+    """Defines ``oxla_pgemm_f32`` and ``oxla_bgemm_f32``
+    (:mod:`oxla_backend_cpu.batched_gemm`) for the host's tile shape in the runtime ``module`` (a
     runtime extension, see :func:`oxla_codegen_llvm.parallel.register_runtime_extension`);
     nothing on a host without AVX2+FMA or AVX-512 (programs there never call it)."""
+    from oxla_backend_cpu.batched_gemm import define_batched_driver
+    from oxla_backend_cpu.batched_gemm import tile_shape as batched_tile_shape
+
     lanes = host_lanes()
     if lanes:
         define_driver(module, lanes, *tile_shape(lanes))
+        define_batched_driver(module, lanes, *batched_tile_shape(lanes))
 
 
 def define_driver(module: ir.Module, lanes: int, mr: int, nr: int,

@@ -93,7 +93,9 @@ class DotKernel:
     ``trans_lhs`` means ``lhs`` is laid out ``[B,K,M]``; ``trans_rhs`` that ``rhs`` is
     ``[B,N,K]``. ``packed_nr`` > 0: ``rhs`` is a constant packed at compile time into
     panels of that many columns, and oxla's own microkernel runs the GEMM
-    (:mod:`oxla_backend_cpu.packed_gemm`; ``batch`` is 1)."""
+    (:mod:`oxla_backend_cpu.packed_gemm`; ``batch`` is 1). ``batched_nr`` > 0: the
+    microkernel runs each GEMM of the batch, packing its ``rhs`` at run time
+    (:mod:`oxla_backend_cpu.batched_gemm`)."""
 
     name: str
     op: Operation
@@ -108,6 +110,7 @@ class DotKernel:
     trans_rhs: bool
     dtype: str  # "f32" | "f64"
     packed_nr: int = 0
+    batched_nr: int = 0
 
 
 @dataclass(eq=False)
