@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from tests.backend_cpu.conftest import compile_cpu, run_both
+from tests.backend_cpu.test_row_fusion import _attention
 
 RNG = np.random.default_rng(23)
 SOFTMAX = "oxla_softmax_rows_f32"
@@ -114,23 +115,7 @@ def test_in_place_over_the_scores():
     """``softmax(a @ b) @ c``: the row kernel's output takes the scores' bytes, so the
     library kernel gets one pointer twice (its in-place variant)."""
     n = 96
-    t, r = _t((n, n)), _t((n,))
-    text = f"""func.func @main(%a: {t}, %b: {t}, %c: {r}) -> {r} {{
-  %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
-  %zero = stablehlo.constant dense<0.0> : tensor<f32>
-  %s = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : ({t}, {t}) -> {t}
-  %m = stablehlo.reduce(%s init: %ninf) applies stablehlo.maximum across dimensions = [1]
-    : ({t}, tensor<f32>) -> {r}
-  %mb = stablehlo.broadcast_in_dim %m, dims = [0] : ({r}) -> {t}
-  %d = stablehlo.subtract %s, %mb : {t}
-  %e = stablehlo.exponential %d : {t}
-  %sum = stablehlo.reduce(%e init: %zero) applies stablehlo.add across dimensions = [1]
-    : ({t}, tensor<f32>) -> {r}
-  %sb = stablehlo.broadcast_in_dim %sum, dims = [0] : ({r}) -> {t}
-  %p = stablehlo.divide %e, %sb : {t}
-  %y = stablehlo.dot_general %p, %c, contracting_dims = [1] x [0] : ({t}, {r}) -> {r}
-  return %y : {r}
-}}"""
+    text = _attention(n, f"  %p = stablehlo.divide %e, %sb : tensor<{n}x{n}xf32>")
     a, b = (RNG.standard_normal((n, n)).astype(np.float32) for _ in range(2))
     c = RNG.standard_normal(n).astype(np.float32)
     exe, _ = run_both(text, [a, b, c], rtol=2e-4, atol=2e-4)

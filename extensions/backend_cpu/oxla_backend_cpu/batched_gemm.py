@@ -66,7 +66,7 @@ def define_batched_driver(module: ir.Module, lanes: int, mr: int, nr: int,
                           name: str = DRIVER) -> ir.Function:
     """Defines ``void name(ptr desc, ptr A, ptr B, ptr C)`` (see the module doc) in
     ``module``, with its own ``mr x nr`` microkernel (see :func:`tile_shape`)."""
-    from oxla_codegen_llvm.parallel import NUM_THREADS, call_parallel, runtime
+    from oxla_codegen_llvm.parallel import NUM_THREADS, call_parallel_if, runtime
 
     micro = pg._define_micro(module, name, lanes, mr, nr)
     block = pg._define_block(module, name, micro, mr, nr)
@@ -79,19 +79,9 @@ def define_batched_driver(module: ir.Module, lanes: int, mr: int, nr: int,
     f = _fields(b, desc)
     runtime(module)
     nt = b.load(module.globals[NUM_THREADS], typ=I64)
-    par = fn.append_basic_block("parallel")
-    seq = fn.append_basic_block("sequential")
-    done = fn.append_basic_block("done")
     many = b.and_(b.icmp_signed("!=", f["parallel"], _c(0)),
                   b.and_(b.icmp_signed(">", nt, _c(1)), b.icmp_signed(">", f["batch"], _c(1))))
-    b.cbranch(many, par, seq)
-    b.position_at_end(par)
-    call_parallel(b, module, task, [desc, a, bm, c], f["batch"], 1)
-    b.branch(done)
-    b.position_at_end(seq)
-    b.call(task, [desc, a, bm, c, _c(0), f["batch"]])
-    b.branch(done)
-    b.position_at_end(done)
+    call_parallel_if(b, module, many, task, [desc, a, bm, c], f["batch"])
     b.ret_void()
     return fn
 

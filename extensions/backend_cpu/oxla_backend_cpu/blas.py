@@ -175,8 +175,6 @@ def emit_gemm(s, k, lhs: ir.Value, rhs: ir.Value, out: ir.Value) -> None:
     GEMM driver (:mod:`oxla_backend_cpu.gemm_runtime`, compiled once per process); the
     kernel is one call with this GEMM's constant descriptor.
     """
-    from oxla_codegen_llvm.parallel import runtime
-
     from oxla_backend_cpu.gemm_runtime import DESC_FIELDS, DRIVER_TYPE, driver_name
 
     if k.batch == 0 or k.m == 0 or k.n == 0:
@@ -187,7 +185,6 @@ def emit_gemm(s, k, lhs: ir.Value, rhs: ir.Value, out: ir.Value) -> None:
     if k.batched_nr:
         _emit_batched(s, k, lhs, rhs, out)
         return
-    b, module = s.b, s.module
     split_n = k.n > k.m  # skinny C (an MLP layer): split columns, each thread packs less B
     flops = 2.0 * k.m * k.n * k.k
     cap = row_blocks(k.batch, k.n if split_n else k.m, flops)
@@ -195,42 +192,41 @@ def emit_gemm(s, k, lhs: ir.Value, rhs: ir.Value, out: ir.Value) -> None:
     values = dict(batch=k.batch, m=k.m, n=k.n, k=k.k, trans_lhs=int(k.trans_lhs),
                   trans_rhs=int(k.trans_rhs), split_n=int(split_n), cap=cap,
                   parallel=int(parallel))
-    ty = ir.ArrayType(I64, len(DESC_FIELDS))
+    _call_driver(s, k, driver_name(k.dtype), DRIVER_TYPE, DESC_FIELDS, values, [lhs, rhs, out])
+
+
+def _call_driver(s, k, driver: str, driver_type: ir.FunctionType, fields: tuple[str, ...],
+                 values: dict[str, int], operands: list[ir.Value]) -> None:
+    """Emits ``driver(desc, *operands)`` with ``desc`` an internal constant ``i64`` array
+    of ``values`` in ``fields`` order, named after kernel ``k``; declares the runtime
+    (the drivers run oxla's parallel-for and read ``oxla_num_threads``)."""
+    from oxla_codegen_llvm.parallel import runtime
+
+    b, module = s.b, s.module
+    ty = ir.ArrayType(I64, len(fields))
     desc = ir.GlobalVariable(module, ty, f"{k.name}.desc")
     desc.linkage, desc.global_constant = "internal", True
-    desc.initializer = ir.Constant(ty, [values[f] for f in DESC_FIELDS])
-    runtime(module)  # the driver runs oxla's parallel-for and reads oxla_num_threads
-    name = driver_name(k.dtype)
-    driver = module.globals.get(name) or ir.Function(module, DRIVER_TYPE, name)
-    b.call(driver, [b.bitcast(desc, ir.PointerType()), lhs, rhs, out])
+    desc.initializer = ir.Constant(ty, [values[f] for f in fields])
+    runtime(module)
+    fn = module.globals.get(driver) or ir.Function(module, driver_type, driver)
+    b.call(fn, [b.bitcast(desc, ir.PointerType()), *operands])
 
 
 def _emit_packed(s, k, lhs: ir.Value, rhs: ir.Value, out: ir.Value) -> None:
     """A GEMM with pre-packed constant weights: one call of the runtime's
     ``oxla_pgemm_f32`` with a constant descriptor (:mod:`oxla_backend_cpu.packed_gemm`)."""
-    from oxla_codegen_llvm.parallel import runtime
-
     from oxla_backend_cpu.packed_gemm import DESC_FIELDS, DRIVER, DRIVER_TYPE
 
-    b, module = s.b, s.module
     flops = 2.0 * k.m * k.n * k.k
     sa_m, sa_k = (1, k.m) if k.trans_lhs else (k.k, 1)
     values = dict(m=k.m, n=k.n, k=k.k, sa_m=sa_m, sa_k=sa_k,
                   parallel=int(flops >= 2 * FLOPS_PER_THREAD))
-    ty = ir.ArrayType(I64, len(DESC_FIELDS))
-    desc = ir.GlobalVariable(module, ty, f"{k.name}.desc")
-    desc.linkage, desc.global_constant = "internal", True
-    desc.initializer = ir.Constant(ty, [values[f] for f in DESC_FIELDS])
-    runtime(module)
-    driver = module.globals.get(DRIVER) or ir.Function(module, DRIVER_TYPE, DRIVER)
-    b.call(driver, [b.bitcast(desc, ir.PointerType()), lhs, rhs, out])
+    _call_driver(s, k, DRIVER, DRIVER_TYPE, DESC_FIELDS, values, [lhs, rhs, out])
 
 
 def _emit_batched(s, k, lhs: ir.Value, rhs: ir.Value, out: ir.Value) -> None:
     """A batch of small GEMMs on oxla's microkernel: one call of the runtime's
     ``oxla_bgemm_f32`` with a constant descriptor (:mod:`oxla_backend_cpu.batched_gemm`)."""
-    from oxla_codegen_llvm.parallel import runtime
-
     from oxla_backend_cpu.batched_gemm import (
         BATCHED_FLOPS_PER_THREAD,
         DESC_FIELDS,
@@ -238,19 +234,12 @@ def _emit_batched(s, k, lhs: ir.Value, rhs: ir.Value, out: ir.Value) -> None:
         DRIVER_TYPE,
     )
 
-    b, module = s.b, s.module
     flops = 2.0 * k.m * k.n * k.k * k.batch
     sa_m, sa_k = (1, k.m) if k.trans_lhs else (k.k, 1)
     sb_k, sb_n = (1, k.k) if k.trans_rhs else (k.n, 1)
     values = dict(batch=k.batch, m=k.m, n=k.n, k=k.k, sa_m=sa_m, sa_k=sa_k, sb_k=sb_k,
                   sb_n=sb_n, parallel=int(flops >= BATCHED_FLOPS_PER_THREAD))
-    ty = ir.ArrayType(I64, len(DESC_FIELDS))
-    desc = ir.GlobalVariable(module, ty, f"{k.name}.desc")
-    desc.linkage, desc.global_constant = "internal", True
-    desc.initializer = ir.Constant(ty, [values[f] for f in DESC_FIELDS])
-    runtime(module)
-    driver = module.globals.get(DRIVER) or ir.Function(module, DRIVER_TYPE, DRIVER)
-    b.call(driver, [b.bitcast(desc, ir.PointerType()), lhs, rhs, out])
+    _call_driver(s, k, DRIVER, DRIVER_TYPE, DESC_FIELDS, values, [lhs, rhs, out])
 
 
 def _set_one_thread(b: ir.IRBuilder, module: ir.Module) -> None:

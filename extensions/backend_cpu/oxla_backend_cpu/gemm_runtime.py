@@ -60,7 +60,7 @@ def _max(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
 
 
 def _define_driver(module: ir.Module, dtype: str) -> None:
-    from oxla_codegen_llvm.parallel import NUM_THREADS, call_parallel
+    from oxla_codegen_llvm.parallel import NUM_THREADS, call_parallel_if
 
     from oxla_backend_cpu.blas import BLOCKS_PER_THREAD, THREADS_SYMBOL, blas_symbols
 
@@ -90,17 +90,8 @@ def _define_driver(module: ir.Module, dtype: str) -> None:
         threads = module.globals.get(THREADS_SYMBOL) or ir.Function(
             module, ir.FunctionType(I32, [I32]), THREADS_SYMBOL)
         old = b.call(threads, [ir.Constant(I32, 1)])
-    par = fn.append_basic_block("parallel")
-    seq = fn.append_basic_block("sequential")
-    done = fn.append_basic_block("done")
-    b.cbranch(b.icmp_signed("!=", f["parallel"], _c(0)), par, seq)
-    b.position_at_end(par)
-    call_parallel(b, module, task, [desc, lhs, rhs, out, geom], items, 1)
-    b.branch(done)
-    b.position_at_end(seq)
-    b.call(task, [desc, lhs, rhs, out, geom, _c(0), items])
-    b.branch(done)
-    b.position_at_end(done)
+    call_parallel_if(b, module, b.icmp_signed("!=", f["parallel"], _c(0)), task,
+                     [desc, lhs, rhs, out, geom], items)
     if old is not None:
         b.call(module.globals[THREADS_SYMBOL], [old])
     b.ret_void()

@@ -241,7 +241,7 @@ def define_driver(module: ir.Module, lanes: int, mr: int, nr: int,
                   name: str = DRIVER) -> ir.Function:
     """Defines ``void name(ptr desc, ptr A, ptr Bp, ptr C)`` (see the module doc) for
     vectors of ``lanes`` f32 and ``mr x nr`` tiles in ``module`` and returns it."""
-    from oxla_codegen_llvm.parallel import NUM_THREADS, call_parallel, runtime
+    from oxla_codegen_llvm.parallel import NUM_THREADS, call_parallel_if, runtime
 
     micro = _define_micro(module, name, lanes, mr, nr)
     block = _define_block(module, name, micro, mr, nr)
@@ -264,17 +264,8 @@ def define_driver(module: ir.Module, lanes: int, mr: int, nr: int,
     b.store(gm, geom)
     b.store(gn, b.gep(geom, [_c(1)], source_etype=I64))
     items = b.mul(gm, gn)
-    par = fn.append_basic_block("parallel")
-    seq = fn.append_basic_block("sequential")
-    done = fn.append_basic_block("done")
-    b.cbranch(b.icmp_signed(">", items, _c(1)), par, seq)
-    b.position_at_end(par)
-    call_parallel(b, module, task, [desc, a, bp, c, geom], items, 1)
-    b.branch(done)
-    b.position_at_end(seq)
-    b.call(task, [desc, a, bp, c, geom, _c(0), items])
-    b.branch(done)
-    b.position_at_end(done)
+    call_parallel_if(b, module, b.icmp_signed(">", items, _c(1)), task,
+                     [desc, a, bp, c, geom], items)
     b.ret_void()
     return fn
 

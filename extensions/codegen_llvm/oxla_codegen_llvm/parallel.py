@@ -261,3 +261,22 @@ def call_parallel(b: ir.IRBuilder, module: ir.Module, kernel: ir.Function,
         b.store(p, b.gep(ctx, [ir.Constant(I64, i)], source_etype=PTR))
     count = n if isinstance(n, ir.Value) else ir.Constant(I64, n)
     b.call(pfor, [task, ctx, count, ir.Constant(I64, grain)])
+
+
+def call_parallel_if(b: ir.IRBuilder, module: ir.Module, parallel: ir.Value,
+                     kernel: ir.Function, ptrs: Sequence[ir.Value], n: ir.Value) -> None:
+    """Emits, at ``b``: when the i1 ``parallel`` holds, :func:`call_parallel` of
+    ``kernel`` over ``[0, n)`` (grain 1), else ``kernel(ptrs..., 0, n)`` on this thread;
+    leaves ``b`` after both."""
+    fn = b.function
+    par = fn.append_basic_block("parallel")
+    seq = fn.append_basic_block("sequential")
+    done = fn.append_basic_block("done")
+    b.cbranch(parallel, par, seq)
+    b.position_at_end(par)
+    call_parallel(b, module, kernel, ptrs, n, 1)
+    b.branch(done)
+    b.position_at_end(seq)
+    b.call(kernel, [*ptrs, ir.Constant(I64, 0), n])
+    b.branch(done)
+    b.position_at_end(done)
