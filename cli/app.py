@@ -145,8 +145,9 @@ class OxlaGroup(click.Group):
         with _debug_environment(bool(ctx.params.get("debug"))):
             try:
                 return super().invoke(ctx)
-            except (click.exceptions.ClickException, click.exceptions.Exit, click.Abort):
-                raise
+            except (click.exceptions.ClickException, click.exceptions.Exit, click.Abort,
+                    BrokenPipeError):  # a closed pipe (`oxla plugins | head`): click
+                raise  # silences the output and exits 1, like other CLIs; no "internal error"
             except Exception as exc:
                 if not debug_requested(ctx):
                     ctx.exit(report_error(exc))

@@ -51,6 +51,9 @@ def resolve_frontend(path: str, name: str | None) -> str:
                 f"installed; installed: {installed}",
                 notes=[f"install oxla-frontend-{frontend} with: {how}"],
             )
+    if path.endswith(".oxla"):
+        raise PluginError(f"'{path}' is already a compiled artifact",
+                          notes=[f"run it with: oxla run {path} --input x.npy ..."])
     raise PluginError(
         f"no installed frontend recognizes '{path}'; installed: {installed}",
         notes=["pass --frontend NAME"],
@@ -77,8 +80,9 @@ def compile_command(input_path: str, frontend: str | None, backend: str, output:
     """Compile a model file or directory (IN) into a .oxla artifact.
 
     The frontend is detected from IN when --frontend is omitted: .mlir files are
-    StableHLO text, .jaxexport files jax.export artifacts, directories holding a
-    saved_model.pb TensorFlow SavedModels (--input-spec per input, sorted by name).
+    StableHLO text, .jaxexport files jax.export artifacts, torch.export.save archives
+    (.pt2, or any suffix) PyTorch ExportedPrograms, directories holding a saved_model.pb
+    TensorFlow SavedModels (--input-spec per input, sorted by name).
     """
     import oxla
     from oxla.ir import print_module

@@ -26,12 +26,21 @@ def _load_input(path: str) -> np.ndarray:
     except FileNotFoundError as exc:
         raise OxlaError(f"no such file: {path}") from exc
     except ValueError as exc:
-        if "pickle" in str(exc):  # np.load's reading of a file that has no .npy header
+        if "pickle" in str(exc):  # no .npy header, or an object array (pickled items)
+            if _has_npy_header(path):
+                raise OxlaError(f"'{path}' holds an object array (its items are pickled, "
+                                "which oxla never loads); save a numeric array, e.g. "
+                                "np.save(path, np.asarray(x, dtype=np.float32))") from exc
             raise OxlaError(f"'{path}' is not a .npy file (no .npy header; write it "
                             "with numpy.save)") from exc
         raise OxlaError(f"'{path}' is not a .npy array file: {exc}") from exc
     except (OSError, EOFError) as exc:
         raise OxlaError(f"'{path}' is not a .npy file: {exc}") from exc
+
+
+def _has_npy_header(path: str) -> bool:
+    with open(path, "rb") as fh:
+        return fh.read(6) == b"\x93NUMPY"
 
 
 def reinterpret_input(array: np.ndarray, want: Any) -> np.ndarray:
@@ -73,12 +82,25 @@ def _expected_dtypes(exe: Any, count: int) -> list[Any]:
     return out + [None] * (count - len(out))
 
 
+def check_output_path(path: str, results: int) -> None:
+    """Raises :class:`OxlaError` when ``path`` ends in ``.npy`` but the program has other
+    than one result (a ``.npy`` file holds one array)."""
+    if path.endswith(".npy") and results != 1:
+        raise OxlaError(f"-o {path}: a .npy file holds one array and the program has "
+                        f"{results} results; write an .npz archive (-o {path[:-4]}.npz)")
+
+
 def write_results(path: str, outs: list[np.ndarray]) -> None:
     """Writes ``outs`` to exactly ``path``: a ``.npy`` file when ``path`` ends in
     ``.npy`` and there is one result, else an ``.npz`` archive (result0, result1, ...)
-    whatever the suffix (``np.savez`` would append ``.npz`` to a path)."""
+    whatever the suffix (``np.savez`` would append ``.npz`` to a path).
+
+    Raises:
+        OxlaError: a ``.npy`` path for other than one result (:func:`check_output_path`).
+    """
+    check_output_path(path, len(outs))
     with open(path, "wb") as fh:
-        if path.endswith(".npy") and len(outs) == 1:
+        if path.endswith(".npy"):
             np.save(fh, outs[0], allow_pickle=False)
         else:
             np.savez(fh, **{f"result{i}": o for i, o in enumerate(outs)})
@@ -90,13 +112,16 @@ def write_results(path: str, outs: list[np.ndarray]) -> None:
               help="one .npy file per argument, in order")
 @click.option("--output", "-o", type=click.Path(), default=None,
               help="write the results to exactly this path: an .npz archive (result0, "
-                   "result1, ...), or a plain .npy when the path ends in .npy and there "
-                   "is one result")
+                   "result1, ...), or a plain .npy when the program has one result (a "
+                   ".npy path for several results is an error)")
 def run_command(artifact: str, inputs: tuple[str, ...], output: str | None) -> None:
     """Run a compiled artifact on .npy inputs; print each output's shape and dtype."""
     import oxla
 
     exe = oxla.load(artifact)
+    signature = getattr(exe, "signature", None)
+    if output is not None and signature is not None:  # before the run, not after it
+        check_output_path(output, len(signature.outputs))
     args = [_load_input(p) for p in inputs]
     args = [reinterpret_input(a, w) for a, w in zip(args, _expected_dtypes(exe, len(args)))]
     t0 = time.perf_counter()
