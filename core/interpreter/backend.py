@@ -42,6 +42,8 @@ def check_inputs(types: Sequence[T.Type], args: Sequence[Any], what: str = "argu
         if a.dtype != want:
             how = (f" (a {given} converts to {a.dtype}; pass np.asarray(x, "
                    f"dtype={np.dtype(want).name}))") if given else ""
+            if not given and a.dtype.newbyteorder("=") == np.dtype(want).newbyteorder("="):
+                how = f" (the other byte order: pass x.astype('{np.dtype(want).str}'))"
             raise RuntimeInputError(
                 f"{what} #{i} has dtype {a.dtype}, expected {want} (for {t}){how}")
         if len(a.shape) != len(t.shape) or any(

@@ -1,5 +1,6 @@
 """CLI problems found by the session-4 new-user trial: an object-array input, a ``.npy``
-output path for several results, an artifact given to ``compile``, a closed pipe."""
+output path for several results, an artifact given to ``compile``, a closed pipe, an
+input in the other byte order."""
 
 from __future__ import annotations
 
@@ -67,3 +68,15 @@ def test_closed_pipe_is_not_an_internal_error():
     err = producer.stderr.read().decode()
     producer.wait(timeout=60)
     assert "internal error" not in err and "Traceback" not in err, err
+
+
+def test_other_byte_order_input_says_how_to_convert():
+    import pytest
+
+    import oxla
+    from oxla.errors import RuntimeInputError
+
+    exe = oxla.compile("func.func @main(%a: tensor<2xf32>) -> tensor<2xf32> {\n"
+                       "  return %a : tensor<2xf32>\n}", backend="interpreter")
+    with pytest.raises(RuntimeInputError, match=r"pass x.astype\('<f4'\)"):
+        exe(np.ones(2, ">f4"))
