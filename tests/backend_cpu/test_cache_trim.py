@@ -86,3 +86,21 @@ def test_max_bytes_reads_the_environment(monkeypatch):
     assert cache.max_bytes() == 12345
     monkeypatch.setenv(cache.MAX_BYTES_ENV, "lots")
     assert cache.max_bytes() == cache.DEFAULT_MAX_BYTES
+
+
+def test_writes_under_the_limit_do_not_rescan_the_directory(tmp_path, monkeypatch):
+    """A process looks at the directory on its first write there, then counts its own
+    writes: a scan per write made large caches slow (a ``stat`` per entry)."""
+    from oxla_backend_cpu import cache
+
+    monkeypatch.setenv("OXLA_CACHE_DIR", str(tmp_path / "c"))
+    monkeypatch.delenv(cache.MAX_BYTES_ENV, raising=False)
+    scans = []
+    real = cache._trim
+    monkeypatch.setattr(cache, "_trim", lambda limit: scans.append(limit) or real(limit))
+    for c in (11.0, 12.0, 13.0):
+        assert _compile(c).stats["cache"] == "miss"
+    assert len(scans) == 1
+    monkeypatch.setenv(cache.MAX_BYTES_ENV, "1")  # the next write passes the limit
+    assert _compile(14.0).stats["cache"] == "miss"
+    assert len(scans) == 2 and len(list((tmp_path / "c").glob("*.oxla"))) <= 1
