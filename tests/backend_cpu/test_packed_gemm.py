@@ -156,3 +156,23 @@ def test_cache_entry_stores_the_recipe_not_the_packed_weights(tmp_path, monkeypa
     again = oxla.compile(text, backend="cpu")
     assert again.stats["cache"] == "hit"
     np.testing.assert_array_equal(again(x), first(x))
+
+
+@needs_simd
+def test_avx2_tiles_through_the_whole_compile(monkeypatch) -> None:
+    """With the host taken for an AVX2 machine (8 lanes), constant weights pack into
+    16-column panels and the 6x16 kernels run; same results (AVX2 is a subset of this
+    host's features when it has AVX-512)."""
+    from oxla_codegen_llvm import jit
+
+    monkeypatch.setattr(pg, "host_lanes", lambda: 8)
+    monkeypatch.setattr(jit, "_RUNTIME", {})  # the runtime object holds the tile shape
+    monkeypatch.setattr(pg, "_PACKED", pg.weakref.WeakKeyDictionary())
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((45, 70)).astype(np.float32)
+    w = rng.standard_normal((70, 37)).astype(np.float32)
+    ref = x.astype(np.float64) @ w
+    exe = oxla.compile(_program(x.shape, w, (1, 0), ref.shape), backend="cpu", cache=False)
+    assert pg.DRIVER in exe.llvm_ir
+    assert any(c.nbytes == 70 * 48 * 4 for c in exe.constants)  # 3 panels of 16 columns
+    np.testing.assert_allclose(exe(x)[0], ref, rtol=0, atol=1e-4)
