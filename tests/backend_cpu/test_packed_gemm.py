@@ -176,3 +176,30 @@ def test_avx2_tiles_through_the_whole_compile(monkeypatch) -> None:
     assert pg.DRIVER in exe.llvm_ir
     assert any(c.nbytes == 70 * 48 * 4 for c in exe.constants)  # 3 panels of 16 columns
     np.testing.assert_allclose(exe(x)[0], ref, rtol=0, atol=1e-4)
+
+
+@needs_simd
+def test_concurrent_calls_of_one_executable() -> None:
+    """Four threads call one executable with a packed-weight GEMM at once (the pool
+    serves one call, the others start their own threads): every result is right."""
+    import threading
+
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal((4, 64, 96)).astype(np.float32)
+    w = rng.standard_normal((96, 80)).astype(np.float32)
+    exe = oxla.compile(_program(x.shape, w, (2, 0), (4, 64, 80)), backend="cpu")
+    ref = x.astype(np.float64) @ w
+    errors: list[float] = []
+
+    def work(seed: int) -> None:
+        for i in range(20):
+            xi = x * (seed + i)
+            errors.append(float(np.abs(exe(xi)[0] - ref * (seed + i)).max()
+                                / (np.abs(ref).max() * (seed + i))))
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(1, 5)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(errors) == 80 and max(errors) < 1e-5
