@@ -8,6 +8,8 @@ import ctypes
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import oxla
 
@@ -48,7 +50,8 @@ def _check(x: np.ndarray, w: np.ndarray, contracting, expect_packed: bool = True
 
 
 @needs_simd
-@pytest.mark.parametrize("m,k,n", [(16, 300, 2), (37, 70, 49), (64, 96, 200), (100, 33, 7)])
+@pytest.mark.parametrize("m,k,n", [(16, 300, 2), (37, 70, 49), (64, 96, 200), (100, 33, 7),
+                                   (20, 1100, 60)])  # k past one KC block
 def test_row_major_lhs_against_float64(m: int, k: int, n: int) -> None:
     rng = np.random.default_rng(m + k + n)
     x = rng.standard_normal((m, k)).astype(np.float32)
@@ -203,3 +206,19 @@ def test_concurrent_calls_of_one_executable() -> None:
     for t in threads:
         t.join()
     assert len(errors) == 80 and max(errors) < 1e-5
+
+
+@needs_simd
+@settings(max_examples=25, deadline=None)
+@given(m=st.integers(pg.MIN_ROWS, 70), k=st.integers(1, 1100), n=st.integers(2, 110),
+       trans_w=st.booleans(), seed=st.integers(0, 2**16))
+def test_random_shapes_against_float64(m: int, k: int, n: int, trans_w: bool,
+                                       seed: int) -> None:
+    """Random GEMM shapes with a constant rhs stored either way, ``k`` past one
+    ``KC`` block (accumulation into C) included."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    w = rng.standard_normal((n, k) if trans_w else (k, n)).astype(np.float32)
+    from oxla_backend_cpu.linalg import SMALL_DOT_MACS  # smaller: an inline loop
+
+    _check(x, w, (1, 1 if trans_w else 0), expect_packed=m * k * n > SMALL_DOT_MACS)
