@@ -8,6 +8,8 @@ import ctypes
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import oxla
 
@@ -98,3 +100,15 @@ def test_avx2_tile_standalone() -> None:
         ctypes.CFUNCTYPE(None)(jit.address("oxla_pool_shutdown"))()
     ref = np.matmul(a.astype(np.float64), np.swapaxes(b, 1, 2))
     np.testing.assert_allclose(c, ref, rtol=0, atol=1e-4)
+
+
+@needs_simd
+@settings(max_examples=25, deadline=None)
+@given(batch=st.integers(2, 5), m=st.integers(pg.MIN_ROWS, 60), k=st.integers(1, 100),
+       n=st.integers(2, 80), trans_a=st.booleans(), trans_b=st.booleans())
+def test_random_shapes_and_layouts(batch, m, k, n, trans_a, trans_b) -> None:
+    from oxla_backend_cpu.linalg import SMALL_DOT_MACS  # smaller: an inline loop
+
+    expect = bg.fits(m, n, k, bg.tile_shape(pg.host_lanes())[1]) and \
+        batch * m * k * n > SMALL_DOT_MACS
+    _run(batch, m, k, n, trans_a, trans_b, expect=expect)
