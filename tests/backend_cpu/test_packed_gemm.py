@@ -222,3 +222,24 @@ def test_random_shapes_against_float64(m: int, k: int, n: int, trans_w: bool,
     from oxla_backend_cpu.linalg import SMALL_DOT_MACS  # smaller: an inline loop
 
     _check(x, w, (1, 1 if trans_w else 0), expect_packed=m * k * n > SMALL_DOT_MACS)
+
+
+@needs_simd
+def test_one_square_weight_read_both_ways() -> None:
+    """``x . W`` and ``x . W^T`` of one constant: two packings, not one reused."""
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((32, 40)).astype(np.float32)
+    w = rng.standard_normal((40, 40)).astype(np.float32)
+    t, o = "tensor<32x40xf32>", "tensor<40x40xf32>"
+    text = f"""
+func.func @main(%x: {t}) -> ({t}, {t}) {{
+  %w = stablehlo.constant dense<{_dense(w)}> : {o}
+  %a = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] : ({t}, {o}) -> {t}
+  %b = stablehlo.dot_general %x, %w, contracting_dims = [1] x [1] : ({t}, {o}) -> {t}
+  return %a, %b : {t}, {t}
+}}"""
+    exe = oxla.compile(text, backend="cpu")
+    assert exe.llvm_ir.count(f"call void @{pg.DRIVER}") == 2
+    a, b = exe(x)
+    np.testing.assert_allclose(a, x.astype(np.float64) @ w, rtol=0, atol=1e-4)
+    np.testing.assert_allclose(b, x.astype(np.float64) @ w.T, rtol=0, atol=1e-4)

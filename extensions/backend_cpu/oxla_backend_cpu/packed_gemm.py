@@ -103,7 +103,8 @@ def pack_constant_rhs(rbuf, shape: tuple[int, ...], contracting: tuple[int, ...]
 
     Returns:
         ``(Buf, nr)``: a new ``const`` buffer holding :func:`pack_weights` of the rhs
-        seen as ``[k, n]``, one per rhs buffer and host (reused by other dots of it).
+        seen as ``[k, n]``, one per rhs buffer, dimension order and panel width (reused
+        by other dots reading it the same way).
     """
     from oxla_backend_cpu.plan import Buf
 
@@ -113,19 +114,20 @@ def pack_constant_rhs(rbuf, shape: tuple[int, ...], contracting: tuple[int, ...]
     if rbuf.data.dtype != np.float32 or m < MIN_ROWS or n < 2 or k < 1:
         return None
     nr = tile_shape(lanes)[1]
-    hit = _PACKED.get(rbuf)
-    if hit is None or hit[1] != nr:
-        w = np.asarray(rbuf.data).reshape(shape).transpose(contracting + free).reshape(k, n)
-        data = pack_weights(w, nr)
+    # one packing per buffer and dimension order: a square weight may be read both ways
+    key = (tuple(contracting), tuple(free), nr)
+    hits = _PACKED.setdefault(rbuf, {})
+    if key not in hits:
         src = np.asarray(rbuf.data)
+        w = src.reshape(shape).transpose(contracting + free).reshape(k, n)
+        data = pack_weights(w, nr)
         # the source by its memory, not a reference: the executable must not keep it alive
-        recipe = {"source_memory": (src.ctypes.data, src.nbytes), "kind": "pack_weights", "shape": list(shape),
-                  "contracting": list(contracting), "free": list(free), "k": k, "n": n,
-                  "nr": nr}
-        hit = (Buf(f"{rbuf.name}.packed", data.nbytes, "const", data=data, recipe=recipe),
-               nr)
-        _PACKED[rbuf] = hit
-    return hit
+        recipe = {"source_memory": (src.ctypes.data, src.nbytes), "kind": "pack_weights",
+                  "shape": list(shape), "contracting": list(contracting),
+                  "free": list(free), "k": k, "n": n, "nr": nr}
+        hits[key] = (Buf(f"{rbuf.name}.packed", data.nbytes, "const", data=data,
+                         recipe=recipe), nr)
+    return hits[key]
 
 
 def rebuild(recipe: dict, source: np.ndarray) -> np.ndarray:
