@@ -111,7 +111,8 @@ def pack_constant_rhs(rbuf, shape: tuple[int, ...], contracting: tuple[int, ...]
     lanes = host_lanes()
     if not lanes or rbuf.kind != "const" or rbuf.data is None:
         return None
-    if rbuf.data.dtype != np.float32 or m < MIN_ROWS or n < 2 or k < 1:
+    if rbuf.data.dtype != np.float32 or rbuf.data.size != k * n or m < MIN_ROWS or n < 2 \
+            or k < 1:  # (a splat's data would be one element: never packed)
         return None
     nr = tile_shape(lanes)[1]
     # one packing per buffer and dimension order: a square weight may be read both ways
