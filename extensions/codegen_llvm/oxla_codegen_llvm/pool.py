@@ -4,12 +4,13 @@ Starting threads per parallel loop costs tens of microseconds each, and threads 
 live for one call also make libraries with per-thread state start cold on every call
 (OpenBLAS allocates and faults in its packing buffers per new thread). The pool starts
 ``oxla_num_threads - 1`` workers on the first parallel loop of a program and parks them
-on a condition variable between loops, after polling for the next loop for a while
+on a condition variable between loops, after polling for the next loop for about 0.1 ms
 (:data:`SPINS` polls, each followed by ``sched_yield``, so that a busy machine gets the
-core back at once). The caller polls the same way before it waits for the workers. Waking
-a parked thread, whose idle virtual CPU may be halted, measured 10-20 us more per loop
-than this: 128x768x768 GEMMs went from 220 to 231 GFLOP/s on 2 threads, and GPT-2's
-loops and GEMMs from 168 to 158 ms per call.
+core back; a yield that was taken ends the poll). The caller polls the same way before it
+waits for the workers. Waking a parked thread, whose idle virtual CPU may be halted,
+measured 10-20 us more per loop than this: 128x768x768 GEMMs went from 220 to 231
+GFLOP/s on 2 threads, BERT b1 from 124 to 115-120 ms per call (with a CPU hog on the
+other core it costs 1-4%, see :data:`SPINS`).
 
 Protocol (one mutex, two condition variables, all in module globals):
 
@@ -281,17 +282,29 @@ def emit_pool_run(b: ir.IRBuilder, p: _Pool, worker: ir.Function, create: ir.Fun
     b.ret_void()
 
 
-SPINS = 2000
+SPINS = 200
 """Polls of a condition (each followed by ``sched_yield``, which on a busy machine hands
-the core to whoever waits for it) before a thread parks on a condition variable."""
+the core to whoever waits for it) before a thread parks on a condition variable: about
+0.1 ms. Measured, BERT b1 per call on 2 cores, one process comparing the three: 115-120
+ms (2,000 polls: 117; none: 124-125); in separate runs with a CPU hog on one core
+215-222 ms (2,000 polls: 222-255; none: 206-214)."""
+
+
+YIELD_BUSY_TICKS = 40_000
+"""A ``sched_yield`` that took longer than this many cycle-counter ticks (about 10-20
+us) gave the core to another thread: the machine is busy, so the poll stops and the
+thread parks at once."""
 
 
 def _spin_until(b: ir.IRBuilder, p: _Pool, cond, name: str) -> None:
     """At ``b``: polls ``cond(b)`` (an i1) up to :data:`SPINS` times, yielding the core
-    between polls; continues after the first true poll or the last one."""
+    between polls; continues after the first true poll, the last one, or a yield that
+    took longer than :data:`YIELD_BUSY_TICKS`."""
     fn = b.function
     yield_ = p.module.globals.get("sched_yield") or ir.Function(
         p.module, ir.FunctionType(I32, []), "sched_yield")
+    ticks = p.module.globals.get("llvm.readcyclecounter") or ir.Function(
+        p.module, ir.FunctionType(I64, []), "llvm.readcyclecounter")
     pre = b.block
     head = fn.append_basic_block(name)
     body = fn.append_basic_block(f"{name}.yield")
@@ -303,8 +316,11 @@ def _spin_until(b: ir.IRBuilder, p: _Pool, cond, name: str) -> None:
     stop = b.or_(cond(b), b.icmp_signed(">=", i, _c(SPINS)))
     b.cbranch(stop, out, body)
     b.position_at_end(body)
+    t0 = b.call(ticks, [])
     b.call(yield_, [])
-    i.add_incoming(b.add(i, _c(1)), body)
+    busy = b.icmp_unsigned(">", b.sub(b.call(ticks, []), t0), _c(YIELD_BUSY_TICKS))
+    # a busy machine: jump past the limit, so the next test ends the poll
+    i.add_incoming(b.select(busy, _c(SPINS), b.add(i, _c(1))), body)
     b.branch(head)
     b.position_at_end(out)
 
