@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from tests.backend_cpu.conftest import compile_cpu, run_both
-from tests.backend_cpu.test_row_fusion import _attention
+from tests.backend_cpu.test_row_fusion import _attention, _special_rows
 
 RNG = np.random.default_rng(23)
 SOFTMAX = "oxla_softmax_rows_f32"
@@ -45,15 +45,6 @@ def _jax_softmax(shape, et: str = "f32") -> str:
   %y = stablehlo.divide %e, %sb : {x}
   return %y : {x}
 }}"""
-
-
-def _special_rows(x: np.ndarray) -> np.ndarray:
-    """Row 0 all -inf, row 1 one NaN, row 2 one +inf, row 3 one -inf (rows that exist)."""
-    flat = x.reshape(-1, x.shape[-1])
-    specials = [(slice(None), -np.inf), (0, np.nan), (-1, np.inf), (-1, -np.inf)]
-    for row, (col, val) in enumerate(specials[:len(flat)]):
-        flat[row, col] = val
-    return x
 
 
 def _uses_library(exe) -> bool:
