@@ -76,7 +76,7 @@ def define_batched_driver(module: ir.Module, lanes: int, mr: int, nr: int,
     fn.attributes.add("optsize")
     desc, a, bm, c = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    f = _fields(b, desc)
+    f = pg._fields(b, desc, DESC_FIELDS)
     runtime(module)
     nt = b.load(module.globals[NUM_THREADS], typ=I64)
     many = b.and_(b.icmp_signed("!=", f["parallel"], _c(0)),
@@ -123,11 +123,6 @@ def _pack_b(b: ir.IRBuilder, dst: ir.Value, src: ir.Value, n: ir.Value, k: ir.Va
     b.position_at_end(out)
 
 
-def _fields(b: ir.IRBuilder, desc: ir.Value) -> dict[str, ir.Value]:
-    return {n: b.load(b.gep(desc, [_c(i)], source_etype=I64), typ=I64)
-            for i, n in enumerate(DESC_FIELDS)}
-
-
 def _define_task(module: ir.Module, name: str, block: ir.Function, mr: int,
                  nr: int) -> ir.Function:
     """``task(desc, A, B, C, start, end)``: batch items ``[start, end)``, each: pack its
@@ -140,7 +135,7 @@ def _define_task(module: ir.Module, name: str, block: ir.Function, mr: int,
     panel_buf.align = 64
     a_buf = b.alloca(F32, mr * pg.SMALL_KC, name="apack")  # A not row-major: small blocks
     a_buf.align = 64
-    f = _fields(b, desc)
+    f = pg._fields(b, desc, DESC_FIELDS)
     m, n, k = f["m"], f["n"], f["k"]
     inner = b.alloca(I64, len(pg.DESC_FIELDS), name="desc1")  # one item, packed driver's
     for i, v in enumerate((m, n, k, f["sa_m"], f["sa_k"], _c(0))):

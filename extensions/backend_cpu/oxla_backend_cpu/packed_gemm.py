@@ -273,9 +273,11 @@ def define_driver(module: ir.Module, lanes: int, mr: int, nr: int,
     return fn
 
 
-def _fields(b: ir.IRBuilder, desc: ir.Value) -> dict[str, ir.Value]:
+def _fields(b: ir.IRBuilder, desc: ir.Value,
+            names: tuple[str, ...] = DESC_FIELDS) -> dict[str, ir.Value]:
+    """The descriptor's i64 words at ``b``, by name (``names``: their order)."""
     return {n: b.load(b.gep(desc, [_c(i)], source_etype=I64), typ=I64)
-            for i, n in enumerate(DESC_FIELDS)}
+            for i, n in enumerate(names)}
 
 
 def _define_task(module: ir.Module, name: str, block: ir.Function, mr: int,
