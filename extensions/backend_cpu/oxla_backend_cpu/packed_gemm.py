@@ -294,12 +294,17 @@ def _define_task(module: ir.Module, name: str, block: ir.Function, mr: int,
         module, ir.FunctionType(VOID, [PTR]), "free")
     small = b.alloca(F32, mr * SMALL_KC, name="apack.small")  # if malloc fails
     small.align = 64
-    heap = b.call(malloc, [_c(MC_TILES * mr * KC * 4)], name="apack")
-    failed = b.icmp_unsigned("==", heap, ir.Constant(PTR, None))
+    slot = b.alloca(PTR, name="apack.slot")
+    b.store(ir.Constant(PTR, None), slot)
+    f = _fields(b, desc)
+    direct = b.icmp_signed("==", f["sa_k"], _c(1))  # A read in place: no copy buffer
+    with b.if_then(b.not_(direct)):
+        b.store(b.call(malloc, [_c(MC_TILES * mr * KC * 4)], name="apack"), slot)
+    heap = b.load(slot, typ=PTR)
+    failed = b.and_(b.not_(direct), b.icmp_unsigned("==", heap, ir.Constant(PTR, None)))
     buf = b.select(failed, small, heap)
     mc = b.select(failed, _c(mr), _c(MC_TILES * mr))
     kcap = b.select(failed, _c(SMALL_KC), _c(KC))
-    f = _fields(b, desc)
     gm = b.load(geom, typ=I64)
     gn = b.load(b.gep(geom, [_c(1)], source_etype=I64), typ=I64)
     tiles = _cdiv(b, f["m"], _c(mr))
