@@ -58,6 +58,16 @@ def fits(m: int, n: int, k: int, nr: int) -> bool:
         _cdiv_int(n, nr) * nr * k * 4 <= MAX_PANEL_BYTES
 
 
+def batched_tile(dtype: str, batch: int, m: int, n: int, k: int) -> int:
+    """The panel width when a batch of ``batch`` GEMMs ``[m, k] x [k, n]`` in ``dtype``
+    runs on the batched microkernel, else 0."""
+    lanes = pg.host_lanes()
+    if dtype != "f32" or batch < 2 or not lanes:
+        return 0
+    nr = tile_shape(lanes)[1]
+    return nr if fits(m, n, k, nr) else 0
+
+
 def _cdiv_int(x: int, y: int) -> int:
     return -(-x // y)
 

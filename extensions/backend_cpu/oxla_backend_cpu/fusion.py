@@ -27,7 +27,8 @@ import numpy as np
 from oxla.errors import NotSupportedError
 from oxla.ir import Module, Operation, Value
 from oxla.ir import types as T
-from oxla_backend_cpu.packed_gemm import batched_tile, pack_constant_rhs
+from oxla_backend_cpu.batched_gemm import batched_tile
+from oxla_backend_cpu.packed_gemm import pack_constant_rhs
 from oxla_backend_cpu.plan import (
     Buf,
     DotKernel,

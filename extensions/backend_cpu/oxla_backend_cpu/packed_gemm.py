@@ -148,19 +148,6 @@ def rebuild(recipe: dict, source: np.ndarray) -> np.ndarray:
     return pack_weights(w, int(recipe["nr"]))
 
 
-def batched_tile(dtype: str, batch: int, m: int, n: int, k: int) -> int:
-    """The panel width when a batch of ``batch`` GEMMs ``[m, k] x [k, n]`` in ``dtype``
-    runs on the batched microkernel (:mod:`oxla_backend_cpu.batched_gemm`), else 0."""
-    from oxla_backend_cpu.batched_gemm import fits
-    from oxla_backend_cpu.batched_gemm import tile_shape as batched_tile_shape
-
-    lanes = host_lanes()
-    if dtype != "f32" or batch < 2 or not lanes:
-        return 0
-    nr = batched_tile_shape(lanes)[1]
-    return nr if fits(m, n, k, nr) else 0
-
-
 def pack_weights(w: np.ndarray, nr: int) -> np.ndarray:
     """``w`` ``[K, N]`` (f32) as ``ceil(N / nr)`` panels ``[K, nr]``, the last one
     zero-padded: element ``(k, n)`` at ``[n // nr, k, n % nr]``. Returns a new C-contiguous
