@@ -111,9 +111,10 @@ def small_to_f32(b: ir.IRBuilder, name: str, h: ir.Value) -> ir.Value:
 def f32_to_e8m0(b: ir.IRBuilder, v: ir.Value) -> ir.Value:
     """f32 register ``v`` rounded to ``f8E8M0FNU`` bits (an ``i8``) exactly as ml_dtypes
     rounds: a normal f32 gives its exponent, plus one when the mantissa is at least
-    half (ties round up), NaN ``0xFF`` past ``2^127``; an f32 subnormal gives ``0x00``
-    (``2^-127``) up to ``2^-127`` and ``0x01`` above it; zero, negatives, infinities
-    and NaN give ``0xFF``. (f64 values reach here rounded to odd f32, as the
+    half (ties round up), NaN ``0xFF`` past ``2^127``; an f32 subnormal rounds to the
+    nearer of ``2^-127`` (``0x00``, also for everything below it) and ``2^-126``
+    (``0x01``), the tie ``1.5 * 2^-127`` (bits ``0x600000``) up; zero, negatives,
+    infinities and NaN give ``0xFF``. (f64 values reach here rounded to odd f32, as the
     interpreter rounds them.)"""
     x = b.bitcast(v, _I32)
     a = b.and_(x, _c(0x7FFFFFFF))
@@ -121,7 +122,7 @@ def f32_to_e8m0(b: ir.IRBuilder, v: ir.Value) -> ir.Value:
     up = b.zext(b.icmp_unsigned(">=", b.and_(a, _c(0x7FFFFF)), _c(0x400000)), _I32)
     r = b.add(e, up)
     r = b.select(b.icmp_unsigned(">", r, _c(254)), _c(255), r)
-    sub = b.zext(b.icmp_unsigned(">", a, _c(0x400000)), _I32)
+    sub = b.zext(b.icmp_unsigned(">=", a, _c(0x600000)), _I32)
     r = b.select(b.icmp_unsigned("==", e, _c(0)), sub, r)
     bad = b.or_(b.icmp_signed("<", x, _c(0)),
                 b.or_(b.icmp_unsigned("==", a, _c(0)), b.icmp_unsigned(">=", a, _c(0x7F800000))))
