@@ -41,12 +41,16 @@ PIPELINES["default"] = DEFAULT_PIPELINE
 def _pass_classes() -> list[type]:
     from oxla.passes.canonicalize import Canonicalize
     from oxla.passes.chlo_legalize import ChloLegalizeToStablehlo
+    from oxla.passes.composites import InlineComposites
     from oxla.passes.cse_dce import CSE, DCE
+    from oxla.passes.dot_layout import AbsorbDotTransposes
     from oxla.passes.fold import ConstantFold
     from oxla.passes.inline import Inline
+    from oxla.passes.probes import ProbesToCustomCalls
     from oxla.passes.refine_shapes import RefineShapes
 
-    return [Inline, Canonicalize, ConstantFold, CSE, DCE, ChloLegalizeToStablehlo, RefineShapes]
+    return [Inline, Canonicalize, ConstantFold, CSE, DCE, ChloLegalizeToStablehlo, RefineShapes,
+            InlineComposites, AbsorbDotTransposes, ProbesToCustomCalls]
 
 
 def builtin_passes() -> list[PassInfo]:

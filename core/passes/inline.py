@@ -34,6 +34,29 @@ def _symbol_refs(attr, out: set[str]) -> None:
             _symbol_refs(a, out)
 
 
+def inline_call(call: Operation, target: Operation) -> None:
+    """Replaces ``call`` (a ``func.call``, or any op whose operands are ``target``'s
+    arguments and whose results are its returned values, such as ``composite``) by a
+    copy of the body of function ``target``.
+
+    Assumes ``target`` has a body ending with ``func.return``.
+    """
+    body = target.regions[0].blocks[0]
+    mapping = dict(zip(body.args, call.operands))
+    block = call.parent
+    assert block is not None
+    results = None
+    for op in body.ops:
+        if op.name == "func.return":
+            results = [mapping.get(v, v) for v in op.operands]
+            break
+        block.insert_before(call, op.clone(mapping))
+    assert results is not None, "a function body ends with func.return"
+    for old, new in zip(call.results, results):
+        old.replace_all_uses_with(new)
+    call.erase()
+
+
 @dataclass(frozen=True)
 class Inline:
     """Replaces each ``func.call`` of a private function that has a body by the body.
@@ -63,7 +86,7 @@ class Inline:
                     or not target.regions[0].blocks
                 ):
                     continue
-                self._inline(call, target)
+                inline_call(call, target)
                 inlined = True
             if not inlined:
                 break
@@ -73,23 +96,6 @@ class Inline:
                 "recursive calls are not allowed"
             )
         self._drop_unused(module)
-
-    @staticmethod
-    def _inline(call: Operation, target: Operation) -> None:
-        body = target.regions[0].blocks[0]
-        mapping = dict(zip(body.args, call.operands))
-        block = call.parent
-        assert block is not None
-        results = None
-        for op in body.ops:
-            if op.name == "func.return":
-                results = [mapping.get(v, v) for v in op.operands]
-                break
-            block.insert_before(call, op.clone(mapping))
-        assert results is not None, "a function body ends with func.return"
-        for old, new in zip(call.results, results):
-            old.replace_all_uses_with(new)
-        call.erase()
 
     @staticmethod
     def _drop_unused(module: Module) -> None:

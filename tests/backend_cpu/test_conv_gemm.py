@@ -97,11 +97,12 @@ def check(**kw):
 
 
 def plan_of(text: str):
-    from oxla_backend_cpu.fusion import fuse
+    from oxla_backend_cpu.policy import CPUPolicy
 
     from oxla.ir import parse_module
+    from oxla.lowering import fuse
 
-    return fuse(parse_module(text, "test.mlir"))
+    return fuse(parse_module(text, "test.mlir"), CPUPolicy())
 
 
 def conv_kernels_of(text: str):
@@ -186,7 +187,7 @@ def test_1d_and_3d(spatial):
                          ids=lambda x: "-".join(x))
 @pytest.mark.parametrize("mode", [dict(), dict(c=8, o=8, fgc=8)], ids=["gemm", "depthwise"])
 def test_bias_relu_epilogue_is_fused(layout, mode):
-    from oxla_backend_cpu.plan import LoopKernel
+    from oxla.lowering import LoopKernel
 
     lhs, rhs, out = layout
     kw = dict(lhs=lhs, rhs=rhs, out=out, bias=True, relu=True, stride=(2, 1),

@@ -31,13 +31,12 @@ def _interpret(text: str, args: list):
 def _placed_plan(text: str):
     """The plan after fusion, scheduling and buffer assignment (as the backend runs
     them on an already-lowered module)."""
-    from oxla_backend_cpu.buffers import assign_best
-    from oxla_backend_cpu.fusion import fuse
-    from oxla_backend_cpu.schedule import schedule
+    from oxla_backend_cpu.policy import CPUPolicy
 
     from oxla.ir import parse_module
+    from oxla.lowering import assign_best, fuse, schedule
 
-    plan = fuse(parse_module(text, "test.mlir"))
+    plan = fuse(parse_module(text, "test.mlir"), CPUPolicy())
     order = list(plan.kernels)
     return assign_best(schedule(plan), order)
 
@@ -148,7 +147,7 @@ def test_no_overlap_where_the_input_is_still_needed(what):
     text = _through_tanh(text, tanh=what != "argument")
     (k,) = _convs(_placed_plan(text))
     assert not k.reverse
-    from oxla_backend_cpu.buffers import distinct_locations
+    from oxla.lowering import distinct_locations
 
     assert distinct_locations([k.lhs, k.out])
     _check(text, args)
@@ -156,8 +155,7 @@ def test_no_overlap_where_the_input_is_still_needed(what):
 
 def test_distinct_locations_sees_overlaps():
     """Buffers that overlap without sharing a start lose ``noalias`` too."""
-    from oxla_backend_cpu.buffers import distinct_locations
-    from oxla_backend_cpu.plan import Buf
+    from oxla.lowering import Buf, distinct_locations
 
     a, b, c = Buf("a", 256, "temp", offset=0), Buf("b", 128, "temp", offset=192), \
         Buf("c", 64, "temp", offset=256)

@@ -1,5 +1,5 @@
 """Broadcasts of splat constants are recomputed by their readers, never stored
-(oxla_backend_cpu.fusion), with results checked against the interpreter."""
+(oxla.lowering.fusion), with results checked against the interpreter."""
 
 from __future__ import annotations
 

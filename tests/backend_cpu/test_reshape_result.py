@@ -1,5 +1,5 @@
 """A returned ``reshape`` of a computed value is free: the value's producer writes the
-result buffer directly (:func:`oxla_backend_cpu.fusion._reshaped_results`), checked
+result buffer directly (:func:`oxla.lowering.fusion._reshaped_results`), checked
 against the interpreter, with the value also returned, read by other kernels, reshaped
 twice, and produced by dot, reduce and loop kernels."""
 

@@ -217,12 +217,13 @@ def test_not_fused_when_the_row_value_has_another_reader():
 
 
 def _row_kernel(text: str):
-    from oxla_backend_cpu.fusion import fuse
+    from oxla_backend_cpu.policy import CPUPolicy
     from oxla_backend_cpu.rowfusion import RowKernel
 
     from oxla.ir import parse_module
+    from oxla.lowering import fuse
 
-    (k,) = [k for k in fuse(parse_module(text)).kernels if isinstance(k, RowKernel)]
+    (k,) = [k for k in fuse(parse_module(text), CPUPolicy()).kernels if isinstance(k, RowKernel)]
     return k
 
 

@@ -52,7 +52,7 @@ def test_small_f32_products_equal_the_interpreter_bitwise(text, shapes):
 
 def test_thresholds_pick_the_kernels():
     from oxla_backend_cpu import linalg
-    from oxla_backend_cpu.fusion import _blas_dot
+    from oxla_backend_cpu.policy import blas_dot as _blas_dot
 
     from oxla.ir import parse_module
 

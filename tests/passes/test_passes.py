@@ -49,7 +49,7 @@ def test_pipeline_parsing_options_and_default():
 @pytest.mark.parametrize(
     "text, message",
     [
-        ("bogus", "unknown pass 'bogus'; registered: canonicalize"),
+        ("bogus", "unknown pass 'bogus'; registered: absorb-dot-transposes, canonicalize"),
         ("cse{foo=1}", "pass 'cse' has no option 'foo'"),
         ("canonicalize{max-iterations=x}", "expects int, got 'x'"),
         ("canonicalize{max-iterations=3", "unbalanced"),

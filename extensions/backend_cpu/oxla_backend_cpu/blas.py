@@ -145,7 +145,7 @@ BLOCKS_PER_THREAD = 1
 
 
 def emit_gemm(s, k, lhs: ir.Value, rhs: ir.Value, out: ir.Value) -> None:
-    """Emits ``dot_general`` kernel ``k`` (a :class:`~oxla_backend_cpu.plan.DotKernel`):
+    """Emits ``dot_general`` kernel ``k`` (a :class:`~oxla.lowering.DotKernel`):
     single-threaded BLAS calls run by oxla's parallel-for.
 
     Row-major ``C[M,N] = A[M,K] B[K,N]`` is column-major ``C^T = B^T A^T``: the Fortran
@@ -179,10 +179,10 @@ def emit_gemm(s, k, lhs: ir.Value, rhs: ir.Value, out: ir.Value) -> None:
 
     if k.batch == 0 or k.m == 0 or k.n == 0:
         return
-    if k.packed_nr:
+    if k.strategy == "packed":
         _emit_packed(s, k, lhs, rhs, out)
         return
-    if k.batched_nr:
+    if k.strategy == "batched":
         _emit_batched(s, k, lhs, rhs, out)
         return
     split_n = k.n > k.m  # skinny C (an MLP layer): split columns, each thread packs less B

@@ -31,9 +31,7 @@ from oxla_codegen_llvm import (
 )
 from oxla_codegen_llvm.parallel import call_parallel, grain_for, worth_parallel
 
-from oxla_backend_cpu.buffers import distinct_locations, location
-from oxla_backend_cpu.fusion import constant_bytes
-from oxla_backend_cpu.plan import (
+from oxla.lowering import (
     Buf,
     ControlKernel,
     DotKernel,
@@ -42,13 +40,21 @@ from oxla_backend_cpu.plan import (
     OpKernel,
     PackKernel,
     Plan,
+    distinct_locations,
     kernel_reads,
     kernel_writes,
+    location,
 )
 
 PTR = ir.PointerType()
 VOID = ir.VoidType()
 I8, I32, I64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
+
+
+def constant_bytes(buf: Buf) -> bytes:
+    """The bytes of constant buffer ``buf`` (row-major)."""
+    assert buf.data is not None
+    return np.ascontiguousarray(buf.data).tobytes()
 
 
 INLINE_CONSTANT_BYTES = 4096

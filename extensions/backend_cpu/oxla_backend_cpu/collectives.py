@@ -20,9 +20,10 @@ communication", "Streaming communication"):
   code, never through the interpreter;
 * tokens (``!stablehlo.token``) are buffers of zero bytes; ``after_all`` and
   ``create_token`` emit nothing;
-* side-effecting ops (:data:`ORDERED_OPS`) are always live and keep their program order
-  (:func:`has_side_effect`, read by fusion and scheduling): processes must meet at
-  rendezvous in the same order, and sends on one channel arrive in program order.
+* communicating and side-effecting ops (op-table traits ``COLLECTIVE``/``SIDE_EFFECT``,
+  :mod:`oxla.lowering.effects`) are always live and keep their program order: processes
+  must meet at rendezvous in the same order, and sends on one channel arrive in
+  program order.
 
 The runtime (process grid, rendezvous, the ops' semantics on numpy views of the
 buffers) is :mod:`oxla_backend_cpu.collectives_runtime`.
@@ -39,8 +40,8 @@ from oxla_codegen_llvm.loops import for_range
 
 from oxla.ir import Operation
 from oxla.ir import types as T
+from oxla.lowering import OpKernel
 from oxla_backend_cpu.opkernels import op_emitter
-from oxla_backend_cpu.plan import ControlKernel, Kernel, OpKernel
 
 PTR = ir.PointerType()
 VOID = ir.VoidType()
@@ -61,9 +62,6 @@ RUNTIME_OPS = frozenset({
 
 TOKEN_OPS = frozenset({"stablehlo.after_all", "stablehlo.create_token"})
 """Ops that only produce a token (no code)."""
-
-ORDERED_OPS = RUNTIME_OPS - {"stablehlo.replica_id", "stablehlo.partition_id"}
-"""Ops with effects outside their results: never dropped, never reordered."""
 
 REDUCING_OPS = frozenset({"stablehlo.all_reduce", "stablehlo.reduce_scatter",
                           "stablehlo.collective_reduce"})
@@ -137,21 +135,6 @@ def runtime_ops(func: Operation) -> list[Operation]:
     """The ops of :data:`RUNTIME_OPS` in ``func`` (regions included), in walk order: the
     ``op_index`` the generated code passes to the runtime."""
     return [op for op in func.walk() if op.name in RUNTIME_OPS]
-
-
-def has_side_effect(k: Kernel) -> bool:
-    """True for a kernel that communicates (an op of :data:`ORDERED_OPS`, or control
-    flow around one): it is never dropped and keeps its program order."""
-    if isinstance(k, OpKernel):
-        return k.op.name in ORDERED_OPS
-    if isinstance(k, ControlKernel):
-        return any(op.name in ORDERED_OPS for op in k.op.walk())
-    return False
-
-
-def is_ordered(op: Operation) -> bool:
-    """True when ``op`` (or an op in its regions) is in :data:`ORDERED_OPS`."""
-    return any(inner.name in ORDERED_OPS for inner in op.walk())
 
 
 def is_token(t: T.Type) -> bool:

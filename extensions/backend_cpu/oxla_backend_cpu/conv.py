@@ -9,7 +9,7 @@ Planning (this module) picks, per op, one of three forms (:func:`conv_kernels`):
   convolution whose input and output dimension orders agree reads the input directly
   (no packing). The kernel is used in place when its output feature dimension is
   outermost or innermost, else copied once to ``[O, rest]`` (a
-  :class:`~oxla_backend_cpu.plan.PackKernel`).
+  :class:`~oxla.lowering.PackKernel`).
 * **direct**: depthwise-like convolutions (one input feature per group) accumulate over
   the window straight into blocks of the two innermost output dimensions, vectorized
   along the innermost, with the valid ranges computed once per block and window element
@@ -33,7 +33,7 @@ output feature dimension) and ``og`` output features per group:
 Memory: a GEMM-mode convolution whose input dies at it may write its output over the
 input's already consumed batches (chunks then run last to first), so the two need about
 one input plus one output batch of arena, not both whole (:func:`output_over_input`,
-placed by :mod:`oxla_backend_cpu.buffers`).
+placed by :mod:`oxla.lowering.buffers`).
 
 Epilogue: an elementwise loop kernel that is the only reader of the convolution's
 result, reading it at its own index (bias add, relu), is computed by the GEMM or direct
@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 
 from oxla.ir import Operation, Value
 from oxla.ir import types as T
-from oxla_backend_cpu.plan import Buf, Kernel, LoopKernel, PackKernel
+from oxla.lowering import Buf, Kernel, KernelBase, LoopKernel, PackKernel
 
 CONV_OPS = ("stablehlo.convolution", "stablehlo.dynamic_conv")
 
@@ -207,7 +207,7 @@ def geometry(op: Operation) -> ConvGeom:
 
 
 @dataclass(eq=False)
-class ConvKernel:
+class ConvKernel(KernelBase):
     """A convolution as im2col + GEMM (``mode == "gemm"``) or a direct vectorized
     kernel (``mode == "direct"``), with an optional fused elementwise epilogue.
 
@@ -241,13 +241,23 @@ class ConvKernel:
     chunking: Chunks | None = None
     reverse: bool = False
 
-    def buffers_read(self, vbuf: dict[Value, Buf]) -> list[Buf]:
+    def reads(self, vbuf: dict[Value, Buf]) -> list[Buf]:
         """The buffers the kernel reads: input, kernel, epilogue inputs."""
         return [self.lhs, self.rhs] + [vbuf[v] for v in self.extra]
 
-    def buffers_written(self) -> list[Buf]:
+    def writes(self) -> list[Buf]:
         """The buffers the kernel writes: the output, and the im2col temporary."""
         return [self.out] + ([self.col] if self.col is not None else [])
+
+    def over_input(self, vbuf: dict[Value, Buf]) -> tuple[Buf, Buf, int] | None:
+        """(input, output, distance) when the output may overlap the dead input
+        (:func:`output_over_input`)."""
+        d = output_over_input(self, vbuf)
+        return None if d is None else (self.lhs, self.out, d)
+
+    def place_over_input(self, flag: bool) -> None:
+        """Runs the chunks last to first when the output was placed over the input."""
+        self.reverse = flag
 
     def label(self) -> str:
         """One line for profiles: mode, shapes, groups, window, fused ops."""
@@ -383,7 +393,7 @@ def conv_kernels(op: Operation, vbuf: dict[Value, Buf], n: int, counter) -> list
     """The kernels of an f32/f64 convolution (a weight packing copy when needed, then a
     :class:`ConvKernel`), or None for the generic loop emitter (other element types,
     zero-size shapes)."""
-    from oxla_backend_cpu.fusion import nbytes
+    from oxla.lowering import nbytes
 
     if not _float_conv(op):
         return None
@@ -453,8 +463,7 @@ def fuse_conv_epilogues(kernels: list[Kernel], vbuf: dict[Value, Buf]) -> list[K
     its (temporary) output when that kernel reads it only at its own index, has its
     shape and element type, and reads nothing computed after the convolution. The
     convolution then writes the loop kernel's output; its own buffer disappears."""
-    from oxla_backend_cpu.buffers import same_index_inputs
-    from oxla_backend_cpu.plan import kernel_reads, kernel_writes
+    from oxla.lowering import kernel_reads, kernel_writes, same_index_inputs
 
     readers: dict[int, list[int]] = {}
     writer: dict[int, int] = {}
@@ -474,7 +483,7 @@ def fuse_conv_epilogues(kernels: list[Kernel], vbuf: dict[Value, Buf]) -> list[K
         v = c.op.results[0]
         if not isinstance(lk, LoopKernel) or v not in lk.inputs or lk.root.type != v.type:
             continue
-        if vbuf.get(v) is not c.out or v not in same_index_inputs(lk):
+        if vbuf.get(v) is not c.out or v not in same_index_inputs(lk.root, lk.inputs):
             continue
         extra = [x for x in dict.fromkeys(lk.inputs) if x is not v]
         if any(writer.get(id(vbuf[x]), -1) > t for x in extra):

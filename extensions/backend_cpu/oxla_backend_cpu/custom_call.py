@@ -65,8 +65,8 @@ from oxla.errors import LoweringError, NotSupportedError, OxlaError
 from oxla.ir import Operation
 from oxla.ir import attributes as A
 from oxla.ir import types as T
+from oxla.lowering import OpKernel
 from oxla_backend_cpu.opkernels import op_emitter
-from oxla_backend_cpu.plan import OpKernel
 
 BACKEND = "cpu"
 OP = "stablehlo.custom_call"
@@ -164,21 +164,6 @@ def _api_version(op: Operation) -> int | None:
         return int(v)
     v = getattr(a, "value", v)  # an enum: #stablehlo<custom_call_api_version NAME>
     return _API_NAMES.get(str(v))
-
-
-def has_side_effect(op: Operation) -> bool:
-    """True for a ``custom_call`` with ``has_side_effect = true``."""
-    if op.name != OP:
-        return False
-    a = op.attributes.get("has_side_effect")
-    return a is not None and bool(A.to_python(a))
-
-
-def kernel_has_side_effect(k: Any) -> bool:
-    """True for a kernel running a side-effecting ``custom_call`` (also in the regions of
-    a control-flow kernel): scheduling keeps such kernels in program order."""
-    op = getattr(k, "op", None)
-    return op is not None and any(has_side_effect(o) for o in op.walk())
 
 
 def _reject(op: Operation, why: str, hint: str = "") -> NotSupportedError:

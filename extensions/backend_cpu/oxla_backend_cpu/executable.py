@@ -200,7 +200,7 @@ class CPUExecutable:
         passes the module's weights, as an entry is only read back with that module at
         hand (see ``load_artifact``). A constant that is one of those arrays' memory is not
         hashed again. A constant computed from one of them (weights packed at compile
-        time, see :attr:`oxla_backend_cpu.plan.Buf.recipe`) is recorded as its recipe.
+        time, see :attr:`oxla.lowering.Buf.recipe`) is recorded as its recipe.
         """
         from oxla.artifact import write_artifact
 

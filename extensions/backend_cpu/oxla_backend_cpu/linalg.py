@@ -31,8 +31,8 @@ from oxla_codegen_llvm.scalar import convert
 from oxla.errors import NotSupportedError
 from oxla.ir import attributes as A
 from oxla.ir import types as T
+from oxla.lowering import OpKernel
 from oxla_backend_cpu.opkernels import op_emitter
-from oxla_backend_cpu.plan import OpKernel
 
 I1, I64 = ir.IntType(1), ir.IntType(64)
 

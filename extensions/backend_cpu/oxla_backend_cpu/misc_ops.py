@@ -28,8 +28,8 @@ from oxla_codegen_llvm.scalar import from_storage, storage_type, to_storage
 
 from oxla.errors import NotSupportedError
 from oxla.ir import types as T
+from oxla.lowering import OpKernel
 from oxla_backend_cpu.opkernels import op_emitter, window_params
-from oxla_backend_cpu.plan import OpKernel
 
 I1, I64 = ir.IntType(1), ir.IntType(64)
 PTR = ir.PointerType()

@@ -22,7 +22,7 @@ from oxla_codegen_llvm.fused import load as load_elem
 from oxla_codegen_llvm.fused import store as store_elem
 
 from oxla.ir import Value
-from oxla_backend_cpu.plan import OpKernel
+from oxla.lowering import OpKernel
 
 I64 = ir.IntType(64)
 OpEmitter = Callable[[Scalar, OpKernel, dict[Value, ir.Value], list[ir.Value]], None]

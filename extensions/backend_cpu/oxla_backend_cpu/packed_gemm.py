@@ -96,7 +96,7 @@ def pack_constant_rhs(rbuf, shape: tuple[int, ...], contracting: tuple[int, ...]
     or None when the GEMM ``[m, k] x [k, n]`` should go to BLAS.
 
     Args:
-        rbuf: the rhs's :class:`~oxla_backend_cpu.plan.Buf` (packed only when ``const``).
+        rbuf: the rhs's :class:`~oxla.lowering.Buf` (packed only when ``const``).
         shape: the rhs's shape; ``contracting`` and ``free``: its contracting and free
             dimensions (no batching dimensions), in the dot's order.
         m, n, k: the GEMM's sizes.
@@ -106,7 +106,7 @@ def pack_constant_rhs(rbuf, shape: tuple[int, ...], contracting: tuple[int, ...]
         seen as ``[k, n]``, one per rhs buffer, dimension order and panel width (reused
         by other dots reading it the same way).
     """
-    from oxla_backend_cpu.plan import Buf
+    from oxla.lowering import Buf
 
     lanes = host_lanes()
     if not lanes or rbuf.kind != "const" or rbuf.data is None:
@@ -132,7 +132,7 @@ def pack_constant_rhs(rbuf, shape: tuple[int, ...], contracting: tuple[int, ...]
 
 
 def rebuild(recipe: dict, source: np.ndarray) -> np.ndarray:
-    """The packed constant that ``recipe`` (a :attr:`~oxla_backend_cpu.plan.Buf.recipe`
+    """The packed constant that ``recipe`` (a :attr:`~oxla.lowering.Buf.recipe`
     without its ``source``, as an artifact manifest records it) makes of ``source``.
 
     Raises:

@@ -3,7 +3,8 @@
 The StableHLO interpreter's ``probe`` writes each value it sees (every iteration of a
 loop) for ``check.expect_serialized_eq`` to compare later. Compiled here, a probe
 becomes a side-effecting ``stablehlo.custom_call @interpreter.probe`` (its
-``probe_id`` as the backend config) bound to a per-executable :class:`ProbeRecorder`
+``probe_id`` as the backend config; the pass :mod:`oxla.passes.probes`) bound to a
+per-executable :class:`ProbeRecorder`
 (a Python kernel, so such an executable is neither cached nor saved): after a call,
 ``exe.probes`` maps each probe id to the copies recorded during that call on this
 thread, in execution order (the interpreter's ``Context.probes``).
@@ -16,28 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from oxla.ir import Module, Operation
-from oxla.ir import attributes as A
-
-PROBE_OP = "interpreter.probe"
-PROBE_TARGET = "interpreter.probe"
-
-
-def probes_to_custom_calls(module: Module) -> int:
-    """Replaces every ``interpreter.probe`` of ``module`` by a side-effecting
-    ``custom_call`` to :data:`PROBE_TARGET`, in place; returns how many."""
-    probes = [op for op in module.walk() if op.name == PROBE_OP]
-    for op in probes:
-        pid = str(A.to_python(op.attributes["probe_id"]))
-        new = Operation.create(
-            "stablehlo.custom_call", list(op.operands), [op.results[0].type],
-            {"call_target_name": A.StringAttr(PROBE_TARGET),
-             "backend_config": A.StringAttr(pid),
-             "has_side_effect": A.BoolAttr(True)}, (), op.loc)
-        op.parent.insert_before(op, new)
-        op.results[0].replace_all_uses_with(new.results[0])
-        op.erase()
-    return len(probes)
+from oxla.passes.probes import PROBE_TARGET
 
 
 class ProbeRecorder:

@@ -78,13 +78,13 @@ class Profiler:
 
 def kernel_label(k: Any) -> str:
     """A one-line description of a kernel: name, kind, shapes, fused ops."""
-    from oxla_backend_cpu.plan import DotKernel, LoopKernel, OpKernel, PackKernel
+    from oxla.lowering import DotKernel, LoopKernel, OpKernel, PackKernel
 
     def shape(v: Any) -> str:
         return "x".join(str(d) for d in getattr(v.type, "shape", ())) or "scalar"
 
     if isinstance(k, DotKernel):
-        t = ("T" if k.trans_lhs else "N") + ("P" if k.packed_nr else "T" if k.trans_rhs
+        t = ("T" if k.trans_lhs else "N") + ("P" if k.strategy == "packed" else "T" if k.trans_rhs
                                               else "N")
         return f"{k.name} dot b{k.batch} m{k.m} n{k.n} k{k.k} {t}"
     if isinstance(k, PackKernel):

@@ -23,9 +23,9 @@ from oxla_codegen_llvm.loops import for_range
 
 from oxla.errors import NotSupportedError
 from oxla.ir import attributes as A
+from oxla.lowering import OpKernel
 from oxla_backend_cpu.misc_ops import _from_raw_bits
 from oxla_backend_cpu.opkernels import op_emitter
-from oxla_backend_cpu.plan import OpKernel
 
 I32, I64 = ir.IntType(32), ir.IntType(64)
 _ROTATIONS = (13, 15, 26, 6, 17, 29, 16, 24)

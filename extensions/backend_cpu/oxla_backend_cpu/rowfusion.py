@@ -1,7 +1,7 @@
 """Row fusion: reductions over the trailing dimensions and their elementwise consumer in
 ONE kernel (XLA's "row reduction + elementwise consumers", softmax and layer norm).
 
-After loop and input fusion (:mod:`oxla_backend_cpu.fusion`) softmax is three kernels:
+After loop and input fusion (:mod:`oxla.lowering.fusion`) softmax is three kernels:
 ``max`` over each row into a ``[R]`` temporary, ``sum(exp(x - max))`` into another, then
 the loop kernel ``exp(x - max) / sum``. :func:`fuse_rows` merges such a group into one
 :class:`RowKernel` that, for each row (rows split across threads), runs every reduction
@@ -50,7 +50,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from oxla.ir import Operation, Value
-from oxla_backend_cpu.plan import Kernel, LoopKernel, OpKernel, kernel_reads, kernel_writes
+from oxla.lowering import Kernel, LoopKernel, OpKernel, kernel_reads, kernel_writes
 
 Sym = tuple  # symbolic index, per dimension: ("d", k) root dim k, ("c", 0), None unknown
 
@@ -79,6 +79,15 @@ class RowKernel(OpKernel):
     stash: Value | None = None
     stash_reduce: Operation | None = None
     in_bufs: dict = field(default_factory=dict)  # input value -> its Buf (for in-place)
+
+    def in_place_inputs(self, vbuf: dict) -> list:
+        """The input buffers the output may take (:func:`in_place_inputs`)."""
+        same = in_place_inputs(self)
+        by_buf: dict = {}
+        for v in self.inputs:
+            b = vbuf[v]
+            by_buf[id(b)] = (b, by_buf.get(id(b), (b, True))[1] and v in same)
+        return [b for b, ok in by_buf.values() if ok]
 
 
 def _rows_of(k: Kernel) -> tuple[int, ...] | None:
@@ -474,7 +483,7 @@ def _in_place(fn, k: RowKernel, buffers: dict, outs: list) -> dict:
     distinct again and get ``noalias`` (codegen left them without it)."""
     import llvmlite.ir as ir
 
-    from oxla_backend_cpu.buffers import distinct_locations, location
+    from oxla.lowering import distinct_locations, location
 
     if not k.in_bufs or not k.outs:
         return buffers

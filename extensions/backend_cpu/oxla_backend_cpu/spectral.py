@@ -34,10 +34,10 @@ from oxla_codegen_llvm.scalar import convert
 from oxla.errors import NotSupportedError
 from oxla.ir import attributes as A
 from oxla.ir import types as T
+from oxla.lowering import OpKernel
 from oxla_backend_cpu.fft_pocket import emit_fft_pocket, pocket_plan_ok
 from oxla_backend_cpu.misc_ops import _libc
 from oxla_backend_cpu.opkernels import op_emitter
-from oxla_backend_cpu.plan import OpKernel
 
 I64, F64, PTR = ir.IntType(64), ir.DoubleType(), ir.PointerType()
 C128 = T.ComplexType(T.FloatType("f64"))

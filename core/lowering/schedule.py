@@ -1,15 +1,15 @@
-"""Stage 3, scheduling: a kernel order that lowers the peak of live temporary bytes.
+"""Scheduling: a kernel order that lowers the peak of live temporary bytes.
 
 Fusion emits kernels in program order, which is a valid order but not a frugal one:
 JAX's lowering often computes every projection first and consumes them later. The
 scheduler is a greedy list scheduler over the kernels' data dependences (a kernel
 reading a buffer after the kernels writing it; a kernel writing a buffer after the
 earlier kernels reading or writing it, so control-flow state keeps its order; a
-communicating kernel or side-effecting ``custom_call`` after the previous one, see
-:mod:`oxla_backend_cpu.collectives`): among
+kernel with an effect (``Kernel.has_effect``, from the op table's traits) after the
+previous one): among
 the ready kernels it picks the one with the smallest *net* growth of live temporaries
 (bytes it allocates minus bytes of inputs whose last reader it is), ties broken by
-program order. Buffer assignment (:mod:`oxla_backend_cpu.buffers`) then packs the
+program order. Buffer assignment (:mod:`oxla.lowering.buffers`) then packs the
 temporaries along that order.
 
 Arguments, results and constants are not temporaries and count as zero. Plans with
@@ -18,7 +18,7 @@ more than :data:`MAX_KERNELS` kernels keep program order (the greedy pass is qua
 
 from __future__ import annotations
 
-from oxla_backend_cpu.plan import Buf, Plan, kernel_reads, kernel_writes
+from oxla.lowering.plan import Buf, Plan
 
 MAX_KERNELS = 4000
 
@@ -30,24 +30,21 @@ def _temp_size(b: Buf) -> int:
 def dependences(plan: Plan) -> list[set[int]]:
     """For each kernel (by position in ``plan.kernels``), the positions of the kernels
     that must run before it."""
-    from oxla_backend_cpu.collectives import has_side_effect
-    from oxla_backend_cpu.custom_call import kernel_has_side_effect
-
     deps: list[set[int]] = [set() for _ in plan.kernels]
     last_writer: dict[int, int] = {}
     readers: dict[int, list[int]] = {}
     last_effect: int | None = None
     for t, k in enumerate(plan.kernels):
-        if has_side_effect(k) or kernel_has_side_effect(k):  # effects keep program order
+        if k.has_effect:  # effects keep program order
             if last_effect is not None:
                 deps[t].add(last_effect)
             last_effect = t
-        for b in kernel_reads(k, plan.vbuf):
+        for b in k.reads(plan.vbuf):
             w = last_writer.get(id(b))
             if w is not None and w != t:
                 deps[t].add(w)
             readers.setdefault(id(b), []).append(t)
-        for b in kernel_writes(k):
+        for b in k.writes():
             w = last_writer.get(id(b))
             if w is not None and w != t:
                 deps[t].add(w)
@@ -72,7 +69,7 @@ def schedule(plan: Plan) -> Plan:
     waiting = [len(ds) for ds in deps]
     remaining_reads: dict[int, int] = {}
     for k in kernels:
-        for b in {id(x): x for x in kernel_reads(k, plan.vbuf)}.values():
+        for b in {id(x): x for x in k.reads(plan.vbuf)}.values():
             remaining_reads[id(b)] = remaining_reads.get(id(b), 0) + 1
     ready = [t for t in range(n) if waiting[t] == 0]
     order: list[int] = []
@@ -80,16 +77,16 @@ def schedule(plan: Plan) -> Plan:
         best, best_cost = -1, None
         for t in ready:
             k = kernels[t]
-            alloc = sum(_temp_size(b) for b in kernel_writes(k))
+            alloc = sum(_temp_size(b) for b in k.writes())
             freed = sum(_temp_size(b) for b in {id(x): x for x in
-                                                kernel_reads(k, plan.vbuf)}.values()
+                                                k.reads(plan.vbuf)}.values()
                         if remaining_reads[id(b)] == 1)
             cost = (alloc - freed, t)
             if best_cost is None or cost < best_cost:
                 best, best_cost = t, cost
         ready.remove(best)
         order.append(best)
-        for b in {id(x): x for x in kernel_reads(kernels[best], plan.vbuf)}.values():
+        for b in {id(x): x for x in kernels[best].reads(plan.vbuf)}.values():
             remaining_reads[id(b)] -= 1
         for u in users[best]:
             waiting[u] -= 1

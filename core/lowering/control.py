@@ -1,8 +1,8 @@
 """Control flow (``while``, ``if``, ``case``) as structured plans.
 
-Each region is fused on its own (:func:`~oxla_backend_cpu.fusion.fuse_block`) into a
-sub-plan whose kernels the entry function calls inside a loop or a branch
-(:mod:`oxla_backend_cpu.codegen`). Values live in buffers:
+Each region is fused on its own (:func:`~oxla.lowering.fusion.fuse_block`, passed in as
+``fuse`` so this module needs no import of fusion) into a sub-plan whose kernels a
+backend's entry code runs inside a loop or a branch. Values live in buffers:
 
 * ``while``: the results' buffers are the loop-carried state: the operands are copied in
   before the loop; the condition region reads them and writes its ``i1`` into a
@@ -22,8 +22,14 @@ largest sub-plan's peak), placed first fit by liveness inside each sub-plan.
 
 from __future__ import annotations
 
-from oxla.ir import Operation, Value
-from oxla_backend_cpu.plan import Buf, ControlKernel, PackKernel, Plan, kernel_reads, kernel_writes
+from collections.abc import Callable
+
+from oxla.ir import Block, Operation, Value
+from oxla.lowering.plan import Buf, ControlKernel, PackKernel, Plan
+from oxla.lowering.shapes import nbytes
+
+SubFuser = Callable[[Block, dict[Value, Buf], list[Buf], str], Plan]
+"""Fuses one region block: ``(block, env, results, prefix) -> Plan``."""
 
 CONTROL_OPS = ("stablehlo.while", "stablehlo.if", "stablehlo.case")
 ALIGN = 64
@@ -41,27 +47,26 @@ def captured_values(op: Operation) -> set[Value]:
     return {v for o in inner[1:] for v in o.operands if v not in defined}
 
 
-def control_kernel(op: Operation, vbuf: dict[Value, Buf], name: str, counter) -> ControlKernel:
+def control_kernel(op: Operation, vbuf: dict[Value, Buf], name: str, counter,
+                   fuse_block: SubFuser) -> ControlKernel:
     """The kernel of one control-flow op; ``vbuf`` holds the buffers of its results and
-    of every value its regions capture.
+    of every value its regions capture; ``fuse_block`` fuses each region's block.
 
     Raises:
         NotSupportedError: an op of a region that the backend cannot compile.
     """
-    from oxla_backend_cpu.fusion import fuse_block, nbytes
-
     outs = [vbuf[r] for r in op.results]
     init = []
     if op.name == "stablehlo.while":
         cond, body = (r.blocks[0] for r in op.regions)
         pred = Buf(f"%{next(counter)}", 1, "temp")
         cond_plan = fuse_block(cond, {**vbuf, **dict(zip(cond.args, outs))}, [pred],
-                               f"{name}.cond.", counter)
+                               f"{name}.cond.")
         ret = body.ops[-1].operands
         nxt = [outs[j] if v is body.args[j] else Buf(f"%{next(counter)}", nbytes(v), "temp")
                for j, v in enumerate(ret)]
         body_plan = fuse_block(body, {**vbuf, **dict(zip(body.args, outs))}, nxt,
-                               f"{name}.body.", counter)
+                               f"{name}.body.")
         for j, v in enumerate(ret):
             if nxt[j] is not outs[j]:
                 body_plan.kernels.append(PackKernel(f"{name}.next{j}", v, nxt[j],
@@ -72,15 +77,15 @@ def control_kernel(op: Operation, vbuf: dict[Value, Buf], name: str, counter) ->
         plans = [cond_plan, body_plan]
     else:
         pred = vbuf[op.operands[0]]
-        plans = [fuse_block(r.blocks[0], vbuf, outs, f"{name}.branch{i}.", counter)
+        plans = [fuse_block(r.blocks[0], vbuf, outs, f"{name}.branch{i}.")
                  for i, r in enumerate(op.regions)]
     scratch = Buf(f"{name}.scratch", 0, "temp")
     size = max([_place(p, scratch, set(map(id, vbuf.values())) | set(map(id, outs)))
                 for p in plans] + [0])
     scratch.nbytes = size
     reads: dict[int, Buf] = {}
-    for b in [pred] + [b for k in init for b in kernel_reads(k, vbuf)] + \
-            [b for p in plans for k in p.kernels for b in kernel_reads(k, p.vbuf)]:
+    for b in [pred] + [b for k in init for b in k.reads(vbuf)] + \
+            [b for p in plans for k in p.kernels for b in k.reads(p.vbuf)]:
         if b.base is None:  # not in the scratch
             reads.setdefault(id(b), b)
     return ControlKernel(name, op, op.name.split(".")[-1], pred, plans, init, outs,
@@ -99,12 +104,12 @@ def _place(plan: Plan, scratch: Buf, outer: set[int]) -> int:
     last: dict[int, int] = {}
     bufs: dict[int, Buf] = {}
     for t, k in enumerate(plan.kernels):
-        for b in kernel_writes(k):
+        for b in k.writes():
             if b.kind == "temp" and b.base is None and id(b) not in outer:
                 first.setdefault(id(b), t)
                 last.setdefault(id(b), t)
                 bufs[id(b)] = b
-        for b in kernel_reads(k, plan.vbuf):
+        for b in k.reads(plan.vbuf):
             if id(b) in bufs:
                 last[id(b)] = t
     for b in plan.results:
@@ -114,7 +119,7 @@ def _place(plan: Plan, scratch: Buf, outer: set[int]) -> int:
     peak = 0
     for t, k in enumerate(plan.kernels):
         live = [x for x in live if last[x[2]] >= t]
-        for b in kernel_writes(k):
+        for b in k.writes():
             if id(b) not in bufs or first[id(b)] != t or b.base is not None:
                 continue
             size = _align(max(b.nbytes, 1))

@@ -1,4 +1,4 @@
-"""Transposes feeding a dot become BLAS transpose flags (before fusion).
+"""``absorb-dot-transposes``: transposes feeding a dot become GEMM transpose flags.
 
 ``dot_general(transpose(x, p), y)`` reads ``x`` with its dimensions permuted; when ``x``
 as it is stored already has a layout BLAS takes with a transpose flag (``[B, free, K]``
@@ -12,13 +12,16 @@ than the GEMM reads it (measured: 42% of BERT-base's batch-1 time went to those 
 The rewrite keeps the dot's result unchanged: the free dimensions of the operand must
 keep their relative order under ``p`` (the result lists them in operand order), and
 batching and contracting dimensions stay paired with the other operand's by position.
-It applies only to dots the cpu backend runs through BLAS (f32 and f64), and only
-when ``x`` then needs no packing copy (otherwise the transpose, possibly fused with its
-producer, is the cheaper copy). ``stablehlo.dot`` becomes the equivalent
+It applies only to dots of the element types a backend runs through a GEMM library
+(``element_types``; the cpu backend's BLAS: f32 and f64), and only when ``x`` then
+needs no packing copy (otherwise the transpose, possibly fused with its producer, is
+the cheaper copy). ``stablehlo.dot`` becomes the equivalent
 ``dot_general`` when one of its operands is absorbed.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from oxla.ir import Module, Operation, Value
 from oxla.ir import attributes as A
@@ -46,11 +49,11 @@ def _blas_layout(rank: int, batch: tuple[int, ...], contr: tuple[int, ...]) -> b
     return order in (batch + free + contr, batch + contr + free)
 
 
-def _is_blas(op: Operation) -> bool:
+def _is_blas(op: Operation, element_types: tuple[str, ...]) -> bool:
     ets = [v.type.element_type for v in (*op.operands, op.results[0])
            if isinstance(v.type, T.TensorType)]
     return len(ets) == 3 and len(set(ets)) == 1 and isinstance(ets[0], T.FloatType) \
-        and ets[0].name in ("f32", "f64")
+        and ets[0].name in element_types
 
 
 def _absorb(op: Operation, side: int, dims: list[tuple[int, ...]]) -> Value | None:
@@ -77,13 +80,13 @@ def _absorb(op: Operation, side: int, dims: list[tuple[int, ...]]) -> Value | No
     return x
 
 
-def absorb_transposes(module: Module) -> int:
-    """Rewrites every f32/f64 dot of ``module`` whose operand is a ``transpose`` it can
+def absorb_transposes(module: Module, element_types: tuple[str, ...] = ("f32", "f64")) -> int:
+    """Rewrites every dot of ``module`` on ``element_types`` (all three types equal) whose operand is a ``transpose`` it can
     read through (see the module doc); erases transposes left without users. Returns how
     many operands were rewritten."""
     n = 0
     for op in list(module.walk()):
-        if op.name not in DOTS or len(op.operands) != 2 or not _is_blas(op):
+        if op.name not in DOTS or len(op.operands) != 2 or not _is_blas(op, element_types):
             continue
         dims = _dims(op)
         new = [_absorb(op, side, dims) for side in (0, 1)]
@@ -111,3 +114,17 @@ def absorb_transposes(module: Module) -> int:
                     and not any(r.uses for r in t.results):
                 t.erase()
     return n
+
+
+@dataclass(frozen=True)
+class AbsorbDotTransposes:
+    """Folds ``transpose`` operands of dots into their dimension numbers (module doc).
+
+    Guarantees: every result is unchanged; a transpose left without users is erased.
+    """
+
+    name: str = "absorb-dot-transposes"
+    element_types: str = "f32,f64"
+
+    def run(self, module: Module) -> None:
+        absorb_transposes(module, tuple(t for t in self.element_types.split(",") if t))

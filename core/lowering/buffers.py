@@ -1,22 +1,23 @@
-"""Stage 4: buffer assignment (scheduling, stage 3, is :mod:`oxla_backend_cpu.schedule`).
+"""Buffer assignment (after scheduling, :mod:`oxla.lowering.schedule`).
 
 Each temporary buffer's live range runs over the schedule from the kernel that writes it
 to the last kernel that reads it. Buffers are placed, in schedule order:
 
-1. **in place**: a loop kernel's output takes the bytes of an input temporary whose last
-   reader it is, when the two have the same size and every read of that input in the
-   kernel is at the output's own index (only elementwise ops between the output and the
-   input, all of the output's shape): element ``i`` is read before element ``i`` is
-   written and nothing else reads it, so sequential, vector and parallel loops are right;
+1. **in place**: a kernel's output takes the bytes of an input temporary whose last
+   reader it is, when the two have the same size and the kernel says the input may be
+   overwritten (``Kernel.in_place_inputs``; a loop kernel: every read of that input is
+   at the output's own index, only elementwise ops between the output and the input,
+   all of the output's shape): element ``i`` is read before element ``i`` is written and
+   nothing else reads it, so sequential, vector and parallel loops are right;
 2. **inside a result**: a result buffer is free until the kernel that first writes it,
    so a temporary whose whole live range ends before that kernel lives in the result's
    bytes (``base`` = the result, first fit by offset): XLA's output aliasing of scratch,
    which is why an MLP needs one hidden-layer buffer, not two;
-3. **over its dead input** (GEMM-mode convolutions): when the convolution's input is
-   an arena temporary it is the last reader of, its output may overlap the input's
-   slabs of batches already consumed, ending one output batch past the input's end,
-   the chunks then running last to first (:func:`oxla_backend_cpu.conv.output_over_input`
-   has the proof); taken when those extra bytes are free;
+3. **over its dead input** (``Kernel.over_input``: the cpu backend's GEMM-mode
+   convolutions): when the kernel's input is an arena temporary it is the last reader
+   of, its output may start at the distance the kernel names inside the input, the
+   kernel then running so that it never overwrites what it still reads
+   (``Kernel.place_over_input``); taken when those extra bytes are free;
 4. **in the arena**: first fit by offset among the live temporaries (one block per
    calling thread, ``temp_bytes`` long).
 
@@ -26,18 +27,9 @@ Arguments and constants are never written. Kernels whose parameters overlap lose
 
 from __future__ import annotations
 
-from oxla.ir import Value
-from oxla_backend_cpu.plan import Buf, LoopKernel, Plan, kernel_reads, kernel_writes
+from oxla.lowering.plan import Buf, Kernel, Plan
 
 ALIGN = 64  # bytes: a cache line, and enough for AVX-512 loads
-
-
-def schedule(plan: Plan) -> Plan:
-    """Stage 3 (kept here for callers of the old location): see
-    :func:`oxla_backend_cpu.schedule.schedule`."""
-    from oxla_backend_cpu.schedule import schedule as greedy
-
-    return greedy(plan)
 
 
 def _align(n: int) -> int:
@@ -66,36 +58,6 @@ def distinct_locations(bufs: list[Buf]) -> bool:
     return True
 
 
-def same_index_inputs(k: LoopKernel) -> set[Value]:
-    """The inputs of loop kernel ``k`` read only at the output's own index: every path
-    from the root to them goes through elementwise ops of the root's shape."""
-    from oxla_codegen_llvm import shape_of
-    from oxla_codegen_llvm.fused import INDEX_RULES
-    from oxla_codegen_llvm.scalar import EMITTERS
-
-    shape = shape_of(k.root)
-    inputs = set(k.inputs)
-    good: set[Value] = set()
-    bad: set[Value] = set()
-    seen: set[tuple[Value, bool]] = set()
-    stack = [(k.root, True)]
-    while stack:
-        v, same = stack.pop()
-        if (v, same) in seen:
-            continue
-        seen.add((v, same))
-        if v in inputs:
-            (good if same else bad).add(v)
-            continue
-        op = v.owner_op
-        if op is None:
-            continue
-        elementwise = op.name in EMITTERS and op.name not in INDEX_RULES
-        for x in op.operands:
-            stack.append((x, same and elementwise and tuple(x.type.shape) == shape))
-    return good - bad
-
-
 def _first_fit(live: list[tuple[int, int, Buf]], size: int) -> int:
     offset = 0
     for off, sz, _ in live:  # sorted by offset
@@ -108,18 +70,24 @@ def _first_fit(live: list[tuple[int, int, Buf]], size: int) -> int:
 def assign_buffers(plan: Plan) -> Plan:
     """Places every top-level ``temp`` buffer; sets ``offset``/``base`` and
     ``plan.temp_bytes`` (see the module doc)."""
+    _assign(plan)
+    return plan
+
+
+def _assign(plan: Plan) -> list[Kernel]:
+    """:func:`assign_buffers`; returns the kernels placed over their input."""
     last_use: dict[int, int] = {}
     first_write: dict[int, int] = {}
     for t, k in enumerate(plan.kernels):
-        for w in kernel_writes(k):
+        for w in k.writes():
             last_use.setdefault(id(w), t)
             first_write.setdefault(id(w), t)
-        for b in kernel_reads(k, plan.vbuf):
+        for b in k.reads(plan.vbuf):
             last_use[id(b)] = t
     results = [r for r in plan.results if r.kind == "result" and id(r) in first_write]
-    for k in plan.kernels:
-        if hasattr(k, "reverse"):  # conv.ConvKernel: set again below when it applies
-            k.reverse = False
+    for k in plan.kernels:  # set again below when it applies
+        k.place_over_input(False)
+    over: list[Kernel] = []
     in_result: dict[int, list[tuple[int, int, Buf]]] = {id(r): [] for r in results}
     live: list[tuple[int, int, Buf]] = []  # arena: (offset, size, buf), sorted by offset
     peak = total = in_place = aliased = over_input = 0
@@ -128,7 +96,7 @@ def assign_buffers(plan: Plan) -> Plan:
         for r in results:
             in_result[id(r)] = [x for x in in_result[id(r)] if last_use[id(x[2])] >= t]
         reuse = _in_place_candidates(k, plan, last_use, t)
-        for w in kernel_writes(k):
+        for w in k.writes():
             if w.kind != "temp" or w.offset >= 0 or w.base is not None:
                 continue
             size = _align(max(w.nbytes, 1))
@@ -153,7 +121,9 @@ def assign_buffers(plan: Plan) -> Plan:
                 continue
             start = _over_input(k, w, plan, live, last_use, t, size, peak)
             if start is not None:
-                k.reverse, over_input = True, over_input + 1
+                k.place_over_input(True)
+                over.append(k)
+                over_input += 1
             w.offset = _first_fit(live, size) if start is None else start
             live.append((w.offset, size, w))
             live.sort(key=lambda x: x[0])
@@ -162,26 +132,23 @@ def assign_buffers(plan: Plan) -> Plan:
     plan.notes.append(f"buffer assignment: {peak} arena bytes for {total} bytes of "
                       f"temporaries ({in_place} in place, {aliased} inside results, "
                       f"{over_input} over their input)")
-    return plan
+    return over
 
 
-def _over_input(k, w: Buf, plan: Plan, live: list[tuple[int, int, Buf]],
+def _over_input(k: Kernel, w: Buf, plan: Plan, live: list[tuple[int, int, Buf]],
                 last_use: dict[int, int], t: int, size: int, peak: int) -> int | None:
-    """The arena offset for output ``w`` of convolution ``k`` (at schedule position
-    ``t``) over its dead input (:func:`oxla_backend_cpu.conv.output_over_input`), when
-    the input is an arena temporary whose last reader is ``k``, no other live temporary
-    is in the way, and it does not raise the arena's ``peak`` where first fit would
-    not; else None."""
-    from oxla_backend_cpu.conv import output_over_input
-
-    if w is not getattr(k, "out", None) or not hasattr(k, "reverse"):
+    """The arena offset for output ``w`` of kernel ``k`` (at schedule position ``t``)
+    over its dead input (``k.over_input``), when the input is an arena temporary whose
+    last reader is ``k``, no other live temporary is in the way, and it does not raise
+    the arena's ``peak`` where first fit would not; else None."""
+    info = k.over_input(plan.vbuf)
+    if info is None or w is not info[1]:
         return None
-    lhs = k.lhs
+    lhs, _, d = info
     if lhs.kind != "temp" or lhs.base is not None or lhs.offset < 0 or \
             last_use.get(id(lhs)) != t:
         return None
-    d = output_over_input(k, plan.vbuf)
-    if d is None or _align(d) >= lhs.nbytes:  # later is safe too: aligned up
+    if _align(d) >= lhs.nbytes:  # later is safe too: aligned up
         return None
     start = lhs.offset + _align(d)
     if any(b is not lhs and off < start + size and start < off + sz for off, sz, b in live):
@@ -197,25 +164,12 @@ def _replace(live: list[tuple[int, int, Buf]], old: Buf, new: Buf) -> None:
             live[i] = (off, sz, new)
 
 
-def _in_place_candidates(k, plan: Plan, last_use: dict[int, int], t: int) -> list[Buf]:
-    """Input temporaries of loop kernel ``k`` (at schedule position ``t``) whose bytes
-    its output may take (see the module doc; a row kernel's rule is
-    :func:`oxla_backend_cpu.rowfusion.in_place_inputs`)."""
-    from oxla_backend_cpu.rowfusion import RowKernel, in_place_inputs
-
-    if isinstance(k, RowKernel):
-        same = in_place_inputs(k)
-    elif isinstance(k, LoopKernel):
-        same = same_index_inputs(k)
-    else:
-        return []
-    by_buf: dict[int, tuple[Buf, bool]] = {}
-    for v in k.inputs:
-        b = plan.vbuf[v]
-        ok = by_buf.get(id(b), (b, True))[1] and v in same
-        by_buf[id(b)] = (b, ok)
-    return [b for b, ok in by_buf.values()
-            if ok and b.kind == "temp" and last_use[id(b)] == t and (b.offset >= 0)]
+def _in_place_candidates(k: Kernel, plan: Plan, last_use: dict[int, int],
+                         t: int) -> list[Buf]:
+    """Input temporaries of kernel ``k`` (at schedule position ``t``) whose bytes its
+    output may take (``k.in_place_inputs``, see the module doc)."""
+    return [b for b in k.in_place_inputs(plan.vbuf)
+            if b.kind == "temp" and last_use[id(b)] == t and (b.offset >= 0)]
 
 
 def assign_best(plan: Plan, program_order: list) -> Plan:
@@ -223,10 +177,10 @@ def assign_best(plan: Plan, program_order: list) -> Plan:
     whichever needs fewer arena bytes (the greedy schedule is a heuristic: on a
     transformer block program order packs 12.6 MB where the greedy order needs 14.7)."""
     scheduled = list(plan.kernels)
-    plan = assign_buffers(plan)
+    over = _assign(plan)
     if scheduled == program_order:
         return plan
-    best = (plan.temp_bytes, _placement(plan), plan.notes[-1], _reversed(plan))
+    best = (plan.temp_bytes, _placement(plan), plan.notes[-1], over)
     plan.notes.pop()
     _reset(plan)
     plan.kernels = list(program_order)
@@ -238,25 +192,22 @@ def assign_best(plan: Plan, program_order: list) -> Plan:
     plan.kernels = scheduled
     for w, (base, offset) in best[1].items():
         w.base, w.offset = base, offset
-    for k, rev in best[3].items():
-        k.reverse = rev
+    for k in plan.kernels:
+        k.place_over_input(False)
+    for k in best[3]:
+        k.place_over_input(True)
     plan.temp_bytes = best[0]
     plan.notes.append(best[2])
     return plan
 
 
 def _top_level_temps(plan: Plan) -> list[Buf]:
-    return list({id(w): w for k in plan.kernels for w in kernel_writes(k)
+    return list({id(w): w for k in plan.kernels for w in k.writes()
                  if w.kind == "temp"}.values())
 
 
 def _placement(plan: Plan) -> dict[Buf, tuple]:
     return {w: (w.base, w.offset) for w in _top_level_temps(plan)}
-
-
-def _reversed(plan: Plan) -> dict:
-    """Each convolution kernel's ``reverse`` flag (set with its output's placement)."""
-    return {k: k.reverse for k in plan.kernels if hasattr(k, "reverse")}
 
 
 def _reset(plan: Plan) -> None:

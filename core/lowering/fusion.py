@@ -1,77 +1,49 @@
-"""Stage 2, fusion: the main function's ops grouped into kernels.
+"""Fusion: the main function's ops grouped into kernels, driven by a backend policy.
 
 Rules (XLA's loop and input fusion, simplified):
 
-* an elementwise or index-mapping op (``is_fusible``) is computed inside its consumer
-  when it has exactly one use and that user is fusible or a ``reduce``; otherwise its
-  value is materialized and it roots a loop kernel;
-* splat constants and ``iota`` are recomputed in every consumer, never stored (unless
-  returned or read by a dot);
+* an op the policy's loop emitter computes at an index (``policy.is_fusible``) is
+  computed inside its consumer when it has exactly one use and that user is fusible or
+  a ``reduce``; otherwise its value is materialized and it roots a loop kernel;
+* splat constants, ``iota`` and broadcasts of splat constants are recomputed in every
+  consumer, never stored (unless returned or read by a non-fusing kernel);
 * ``reduce`` (any number of operands, any scalar body) becomes a reduction kernel with
-  its operands' producers fused in; ``scatter`` becomes a kernel of its own
-  (:mod:`oxla_backend_cpu.opkernels`) reading materialized operands;
-* ``dot_general``/``dot`` on f32/f64 becomes a BLAS call, with a packing copy for an
-  operand whose layout BLAS's transpose flags cannot express;
-* non-splat constants become global buffers; ops whose results nobody uses are dropped.
+  its operands' producers fused in;
+* ``while``/``if``/``case`` become control kernels around sub-plans
+  (:mod:`oxla.lowering.control`);
+* any other op is the policy's: ``policy.claim``/``policy.classify`` name it an ``op``
+  (its own kernel, or ``policy.op_kernels``) or a ``dot`` (``policy.dot_kernels``);
+* non-splat constants become global buffers; ops whose results nobody uses are dropped,
+  unless they have an effect (:mod:`oxla.lowering.effects`).
 
 Any other op raises :class:`NotSupportedError` naming the op, its location and the
-backend: there is no fallback to the interpreter.
+backend: there is no fallback to the interpreter. After each block the policy may merge
+kernels (``policy.after_fusion``).
 """
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
-
 from oxla.errors import NotSupportedError
 from oxla.ir import Module, Operation, Value
 from oxla.ir import types as T
-from oxla_backend_cpu.batched_gemm import batched_tile
-from oxla_backend_cpu.packed_gemm import pack_constant_rhs
-from oxla_backend_cpu.plan import (
-    Buf,
-    DotKernel,
-    Kernel,
-    LoopKernel,
-    OpKernel,
-    PackKernel,
-    Plan,
-)
+from oxla.lowering.control import CONTROL_OPS, captured_values, control_kernel
+from oxla.lowering.effects import has_effect
+from oxla.lowering.plan import Buf, Kernel, LoopKernel, OpKernel, Plan
+from oxla.lowering.policy import Policy
+from oxla.lowering.shapes import is_splat_constant, nbytes
 
-BACKEND = "cpu"
 CHEAP = ("stablehlo.iota",)
 
 
-def unsupported(op: Operation, why: str = "") -> NotSupportedError:
+def unsupported(op: Operation, backend: str, why: str = "") -> NotSupportedError:
+    """The error for an op, type or form the backend cannot compile (names the op, its
+    location and the backend)."""
     extra = f" ({why})" if why else ""
-    return NotSupportedError(f"'{op.name}' is not supported by the {BACKEND} backend yet{extra}",
+    return NotSupportedError(f"'{op.name}' is not supported by the {backend} backend yet{extra}",
                              op.loc)
 
 
-def nbytes(v: Value) -> int:
-    t = v.type
-    if isinstance(t, T.TokenType):  # tokens order effects; they hold no data
-        return 0
-    assert isinstance(t, T.TensorType)
-    return int(math.prod(t.shape)) * t.element_type.dtype.itemsize
-
-
-def _check_type(op: Operation, v: Value) -> None:
-    from oxla_codegen_llvm import llvm_type
-
-    t = v.type
-    if isinstance(t, T.TokenType):
-        return
-    if not isinstance(t, T.TensorType) or not t.is_static:
-        raise unsupported(op, f"type {t}")
-    try:
-        llvm_type(t.element_type)
-    except NotSupportedError:
-        raise unsupported(op, f"element type {t.element_type}") from None
-
-
-def check_static(main: Operation) -> None:
+def check_static(main: Operation, backend: str) -> None:
     """Refuses a main function with a ``?`` dimension, naming the first dynamic value
     (an argument, else the first op result) and how to make it static.
 
@@ -90,7 +62,7 @@ def check_static(main: Operation) -> None:
     what, t, loc = found
     spec = "x".join("N" if d is None else str(d) for d in t.shape)
     raise NotSupportedError(
-        f"{what} of @main has dynamic shape {t}; the {BACKEND} backend compiles static "
+        f"{what} of @main has dynamic shape {t}; the {backend} backend compiles static "
         "shapes only", loc,
         notes=[f"give concrete argument shapes: oxla compile IN --input-spec "
                f"{spec}:{t.element_type} (one per argument, in order), or refine the "
@@ -106,67 +78,39 @@ def _named(v: Value) -> str:
     return f" (%{v.name_hint.lstrip('%')})" if v.name_hint else ""
 
 
-def _classify(op: Operation) -> str:
-    from oxla_codegen_llvm import is_fusible
+def classify(op: Operation, policy: Policy) -> str:
+    """The kind of ``op``: ``cheap``, ``const``, ``loop``, ``reduce``, ``op``, ``dot``
+    (``control`` is decided by the caller).
 
+    Raises:
+        NotSupportedError: neither fusion nor the policy takes the op.
+    """
     if op.name == "stablehlo.constant":
-        return "cheap" if is_fusible(op) else "const"
+        return "cheap" if policy.is_fusible(op) else "const"
     if op.name in CHEAP or _splat_broadcast(op):
         return "cheap"
-    from oxla_backend_cpu.collectives import RUNTIME_OPS
-
-    if op.name in RUNTIME_OPS:  # ids too: they depend on the process that runs the code
-        return "op"
-    from oxla_backend_cpu.misc_ops import reshaping_bitcast
-
-    if reshaping_bitcast(op):
-        return "op"
-    if is_fusible(op):
+    kind = policy.claim(op)
+    if kind is not None:
+        return kind
+    if policy.is_fusible(op):
         return "loop"
     if op.name == "stablehlo.reduce":
         return "reduce"
-    if op.name in ("stablehlo.dot_general", "stablehlo.dot") and _blas_dot(op):
-        return "dot"
-    if op.name == "stablehlo.custom_call":  # a target from the oxla_custom_calls hook
-        from oxla_backend_cpu.custom_call import check_custom_call
-
-        check_custom_call(op)
-        return "op"
-    from oxla_backend_cpu import (  # noqa: F401  (emitters)
-        collectives,
-        linalg,
-        misc_ops,
-        rng,
-        spectral,
-    )
-    from oxla_backend_cpu.opkernels import OP_EMITTERS
-
-    if op.name in OP_EMITTERS:
-        return "op"
-    raise unsupported(op)
+    kind = policy.classify(op)
+    if kind is not None:
+        return kind
+    raise unsupported(op, policy.name)
 
 
 def _splat_broadcast(op: Operation) -> bool:
     """``broadcast_in_dim`` of a splat constant: recomputed by each reader like the
     constant itself, never stored (a shared bias or layer-norm weight of zeros or ones
     was materialized once per program and read from memory by every layer)."""
-    from oxla_codegen_llvm.fused import is_splat_constant
-
     src = op.operands[0].owner_op if op.name == "stablehlo.broadcast_in_dim" else None
     return src is not None and src.name == "stablehlo.constant" and is_splat_constant(src)
 
 
-def _blas_dot(op: Operation) -> bool:
-    """True when BLAS computes the dot: f32 x f32 -> f32 or f64 x f64 -> f64, except
-    tiny f32 dots (:func:`oxla_backend_cpu.linalg.small_f32_dot`)."""
-    from oxla_backend_cpu.linalg import small_f32_dot
-
-    et = op.operands[0].type.element_type
-    return et == op.operands[1].type.element_type == op.results[0].type.element_type and \
-        isinstance(et, T.FloatType) and et.name in ("f32", "f64") and not small_f32_dot(op)
-
-
-def fuse(module: Module) -> Plan:
+def fuse(module: Module, policy: Policy) -> Plan:
     """Builds the kernels of ``module``'s main function, in program order.
 
     Raises:
@@ -175,15 +119,16 @@ def fuse(module: Module) -> Plan:
     main = module.main
     block = main.regions[0].blocks[0]
     ret = block.ops[-1]
-    check_static(main)
+    check_static(main, policy.name)
     for v in block.args:
-        _check_type(main, v)
+        policy.check_type(main, v)
     for v in ret.operands:  # before sizing the result buffers
-        _check_type(v.owner_op or main, v)
+        policy.check_type(v.owner_op or main, v)
     args = [Buf(f"arg{i}", nbytes(v), "arg", index=i) for i, v in enumerate(block.args)]
     results = [Buf(f"result{j}", nbytes(v), "result", index=j)
                for j, v in enumerate(ret.operands)]
-    plan = fuse_block(block, dict(zip(block.args, args)), results, "", iter(range(1 << 30)))
+    plan = fuse_block(block, dict(zip(block.args, args)), results, "", iter(range(1 << 30)),
+                      policy)
     plan.args = args
     counts: dict[str, int] = {}
     for k in plan.kernels:
@@ -193,7 +138,7 @@ def fuse(module: Module) -> Plan:
 
 
 def fuse_block(block, env: dict[Value, Buf], results: list[Buf], prefix: str,
-               counter) -> Plan:
+               counter, policy: Policy) -> Plan:
     """The kernels of one block (``main``'s body or a control-flow region).
 
     Args:
@@ -202,23 +147,22 @@ def fuse_block(block, env: dict[Value, Buf], results: list[Buf], prefix: str,
             block's arguments, and values of enclosing blocks that its ops capture).
         results: one buffer per returned value; a computed value is written there in
             place, anything else (an argument, a constant, a repeated value) is copied.
-        prefix: prepended to kernel names (unique LLVM function names).
+        prefix: prepended to kernel names (unique function names).
         counter: shared iterator of fresh buffer numbers.
+        policy: the backend's policy.
 
     Raises:
         NotSupportedError: an op, type or form the backend cannot compile yet.
     """
-    from oxla_backend_cpu.control import CONTROL_OPS, captured_values, control_kernel
-
     ret = block.ops[-1]
     for v in block.args:
-        _check_type(ret, v)
+        policy.check_type(ret, v)
     live = _live_ops(block.ops[:-1], ret)
     kinds: dict[Operation, str] = {}
     for op in live:
-        kinds[op] = "control" if op.name in CONTROL_OPS else _classify(op)
+        kinds[op] = "control" if op.name in CONTROL_OPS else classify(op, policy)
         for r in op.results:
-            _check_type(op, r)
+            policy.check_type(op, r)
     returned = set(ret.operands)
     materialized: set[Value] = set(env)
     for op in live:
@@ -240,7 +184,7 @@ def fuse_block(block, env: dict[Value, Buf], results: list[Buf], prefix: str,
             continue
         if not op.results:  # a side-effecting custom call without results
             kernels.extend(_make_kernels(op, kinds[op], vbuf, materialized, len(kernels),
-                                         counter, prefix))
+                                         counter, prefix, policy))
             continue
         v = op.results[0]
         if v not in materialized:
@@ -259,21 +203,17 @@ def fuse_block(block, env: dict[Value, Buf], results: list[Buf], prefix: str,
                               data=op.attr("value").array)
             continue
         if kinds[op] == "control":
+            sub = lambda b, e, r, p: fuse_block(b, e, r, p, counter, policy)  # noqa: E731
             kernels.append(control_kernel(op, vbuf, f"{prefix}{op.name.split('.')[-1]}"
-                                          f"{len(kernels)}", counter))
+                                          f"{len(kernels)}", counter, sub))
             continue
         kernels.extend(_make_kernels(op, kinds[op], vbuf, materialized, len(kernels), counter,
-                                     prefix))
+                                     prefix, policy))
     # Results that are arguments, constants or repeated values need a copy kernel.
     for j, v in enumerate(ret.operands):
         if vbuf.get(v) is not results[j] and not isinstance(v.type, T.TokenType):
             kernels.append(LoopKernel(f"{prefix}copy{len(kernels)}", v, [v], results[j]))
-    from oxla_backend_cpu.conv import fuse_conv_epilogues
-    from oxla_backend_cpu.rowfusion import fuse_rows
-
-    kernels = fuse_conv_epilogues(kernels, vbuf)
-
-    return Plan(fuse_rows(kernels, vbuf), vbuf, [], results)
+    return Plan(policy.after_fusion(kernels, vbuf), vbuf, [], results)
 
 
 def _reshaped_results(ret: Operation, kinds: dict[Operation, str], materialized: set[Value],
@@ -300,15 +240,11 @@ def _reshaped_results(ret: Operation, kinds: dict[Operation, str], materialized:
 
 
 def _live_ops(ops: list[Operation], ret: Operation) -> list[Operation]:
-    """The ops the returned values depend on, in program order (dead code dropped)."""
-    from oxla_backend_cpu.collectives import is_ordered
-    from oxla_backend_cpu.custom_call import has_side_effect
-
+    """The ops the returned values depend on, in program order (dead code dropped; ops
+    with an effect, and ops holding one, run even when nothing uses them)."""
     needed: set[Operation] = set()
     stack = [v.owner_op for v in ret.operands if v.owner_op is not None]
-    stack += [op for op in ops if is_ordered(op)]  # communication runs even if unused
-    # side-effecting custom calls (and ops holding them) run even when nothing uses them
-    stack += [op for op in ops if any(has_side_effect(o) for o in op.walk())]
+    stack += [op for op in ops if has_effect(op)]
     while stack:
         op = stack.pop()
         if op in needed:
@@ -363,9 +299,9 @@ def _recompute_small(live: list[Operation], kinds: dict[Operation, str],
             cost[v] = 0
 
 
-def _leaves(root: Value, materialized: set[Value]) -> tuple[list[Value], list[Operation]]:
+def leaves(root: Value, materialized: set[Value]) -> tuple[list[Value], list[Operation]]:
     """The materialized values a fused expression reads, and its fused ops."""
-    leaves: list[Value] = []
+    out: list[Value] = []
     ops: list[Operation] = []
     seen: set[Value] = set()
     stack = [root]
@@ -375,104 +311,48 @@ def _leaves(root: Value, materialized: set[Value]) -> tuple[list[Value], list[Op
             continue
         seen.add(v)
         if v in materialized and v is not root:
-            leaves.append(v)
+            out.append(v)
             continue
         op = v.owner_op
         ops.append(op)
         stack.extend(op.operands)
-    return leaves, ops[::-1]
+    return out, ops[::-1]
 
 
 def _make_kernels(op: Operation, kind: str, vbuf: dict[Value, Buf], materialized: set[Value],
-                  n: int, counter, prefix: str = "") -> list[Kernel]:
-    kernels = _make_kernels_unnamed(op, kind, vbuf, materialized, n, counter)
+                  n: int, counter, prefix: str, policy: Policy) -> list[Kernel]:
+    kernels = _make_kernels_unnamed(op, kind, vbuf, materialized, n, counter, policy)
     for k in kernels:
         k.name = prefix + k.name
     return kernels
 
 
 def _make_kernels_unnamed(op: Operation, kind: str, vbuf: dict[Value, Buf],
-                          materialized: set[Value], n: int, counter) -> list[Kernel]:
+                          materialized: set[Value], n: int, counter,
+                          policy: Policy) -> list[Kernel]:
     if kind in ("loop", "cheap"):
         v = op.results[0]
         saved = v in materialized
         materialized.discard(v)
-        leaves, ops = _leaves(v, materialized)
+        ins, ops = leaves(v, materialized)
         if saved:
             materialized.add(v)
-        return [LoopKernel(f"loop{n}", v, leaves, vbuf[v], ops)]
+        return [LoopKernel(f"loop{n}", v, ins, vbuf[v], ops)]
     if kind == "op":
-        from oxla_backend_cpu.conv import CONV_OPS, conv_kernels
-
-        conv = conv_kernels(op, vbuf, n, counter) if op.name in CONV_OPS else None
-        if conv:
-            return conv
+        own = policy.op_kernels(op, vbuf, n, counter)
+        if own:
+            return own
         return [OpKernel(f"{op.name.split('.')[-1]}{n}", op, list(dict.fromkeys(op.operands)),
                          [vbuf[r] for r in op.results], [op])]
     if kind == "reduce":
-        leaves: list[Value] = []
+        ins: list[Value] = []
         fused: list[Operation] = [op]
         for operand in op.operands:
             if operand in materialized:
-                leaves.append(operand)
+                ins.append(operand)
             else:
-                more, ops = _leaves(operand, materialized)
-                leaves += [x for x in more if x not in leaves]
+                more, ops = leaves(operand, materialized)
+                ins += [x for x in more if x not in ins]
                 fused = ops + fused
-        return [OpKernel(f"reduce{n}", op, leaves, [vbuf[r] for r in op.results], fused)]
-    return _dot_kernels(op, vbuf, n, counter)
-
-
-def _dims(op: Operation) -> tuple[tuple[int, ...], ...]:
-    lhs_rank = op.operands[0].type.rank
-    if op.name == "stablehlo.dot":
-        return (), (), (lhs_rank - 1,), (0,)
-    d = op.attr("dot_dimension_numbers")
-    return tuple(tuple(d.get(k, ())) for k in (
-        "lhs_batching_dimensions", "rhs_batching_dimensions",
-        "lhs_contracting_dimensions", "rhs_contracting_dimensions"))
-
-
-def _dot_kernels(op: Operation, vbuf: dict[Value, Buf], n: int, counter) -> list[Kernel]:
-    lhs, rhs = op.operands
-    et = lhs.type.element_type
-    if et != rhs.type.element_type or et != op.results[0].type.element_type or not (
-            isinstance(et, T.FloatType) and et.name in ("f32", "f64")):
-        raise unsupported(op, "dot other than f32 x f32 -> f32 or f64 x f64 -> f64")
-    lb, rb, lc, rc = _dims(op)
-    lf = tuple(d for d in range(lhs.type.rank) if d not in lb + lc)
-    rf = tuple(d for d in range(rhs.type.rank) if d not in rb + rc)
-    ls, rs = lhs.type.shape, rhs.type.shape
-    batch = math.prod(ls[d] for d in lb)
-    m, k = math.prod(ls[d] for d in lf), math.prod(ls[d] for d in lc)
-    nn = math.prod(rs[d] for d in rf)
-    kernels: list[Kernel] = []
-
-    def layout(x: Value, b, free, contr, free_first: bool) -> tuple[Buf, bool]:
-        order = tuple(range(x.type.rank))
-        if order == b + free + contr:
-            return vbuf[x], not free_first
-        if order == b + contr + free:
-            return vbuf[x], free_first
-        perm = b + free + contr if free_first else b + contr + free
-        out = Buf(f"pack{next(counter)}", nbytes(x), "temp")
-        kernels.append(PackKernel(f"pack{n + len(kernels)}", x, vbuf[x], perm, out))
-        return out, False
-
-    lbuf, trans_l = layout(lhs, lb, lf, lc, True)
-    packed = pack_constant_rhs(vbuf[rhs], rs, rc, rf, m, nn, k) if not rb else None
-    if packed is not None:
-        kernels.append(DotKernel(f"dot{n + len(kernels)}", op, lbuf, packed[0],
-                                 vbuf[op.results[0]], 1, m, nn, k, trans_l, False, et.name,
-                                 packed_nr=packed[1]))
-        return kernels
-    rbuf, trans_r = layout(rhs, rb, rf, rc, False)
-    kernels.append(DotKernel(f"dot{n + len(kernels)}", op, lbuf, rbuf, vbuf[op.results[0]],
-                             batch, m, nn, k, trans_l, trans_r, et.name,
-                             batched_nr=batched_tile(et.name, batch, m, nn, k)))
-    return kernels
-
-
-def constant_bytes(buf: Buf) -> bytes:
-    assert buf.data is not None
-    return np.ascontiguousarray(buf.data).tobytes()
+        return [OpKernel(f"reduce{n}", op, ins, [vbuf[r] for r in op.results], fused)]
+    return policy.dot_kernels(op, vbuf, n, counter)

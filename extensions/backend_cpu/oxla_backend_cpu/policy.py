@@ -1,0 +1,172 @@
+"""The cpu backend's policy: what :mod:`oxla.lowering` asks of this backend.
+
+* types: what LLVM holds in a buffer (:func:`oxla_codegen_llvm.llvm_type`), static shapes;
+* fusion: what the shared loop emitter computes at an index (``is_fusible``);
+* claimed before fusion: ops computed by a call into the runtime (collectives, ids:
+  they depend on the process that runs the code) and reshaping bitcasts;
+* dots: f32/f64 GEMMs (except tiny f32 ones, :func:`oxla_backend_cpu.linalg.small_f32_dot`)
+  through BLAS, or oxla's own microkernel with weights packed at compile time
+  (strategy ``packed``, :mod:`oxla_backend_cpu.packed_gemm`) or per GEMM of a batch
+  (strategy ``batched``, :mod:`oxla_backend_cpu.batched_gemm`);
+* convolutions: im2col + GEMM or a direct kernel (:mod:`oxla_backend_cpu.conv`);
+* every op with an op emitter (:data:`oxla_backend_cpu.opkernels.OP_EMITTERS`) and every
+  registered ``custom_call`` target is its own kernel;
+* after fusion: convolution epilogues, then row kernels (softmax, layer norm,
+  :mod:`oxla_backend_cpu.rowfusion`);
+* ``prepare``: inline composites, probes to custom calls, the core pipeline, transposes
+  absorbed into dots (passes of :mod:`oxla.passes`);
+* its own stages: codegen, JIT, executable (:mod:`oxla_backend_cpu.stages`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from oxla_codegen_llvm import is_fusible, llvm_type
+
+from oxla.errors import NotSupportedError
+from oxla.ir import Module, Operation, Value
+from oxla.ir import types as T
+from oxla.lowering import Buf, DotKernel, Kernel, PackKernel, PolicyBase, Stage, nbytes
+from oxla.lowering import unsupported as _unsupported
+from oxla.passes import run_pipeline
+from oxla.passes.composites import inline_composites
+from oxla.passes.dot_layout import absorb_transposes
+from oxla.passes.probes import probes_to_custom_calls
+from oxla.protocols import CompileOptions
+from oxla_backend_cpu import collectives, linalg, misc_ops, rng, rowlib, spectral  # noqa: F401
+from oxla_backend_cpu.batched_gemm import batched_tile
+from oxla_backend_cpu.conv import CONV_OPS, conv_kernels, fuse_conv_epilogues
+from oxla_backend_cpu.custom_call import check_custom_call
+from oxla_backend_cpu.opkernels import OP_EMITTERS
+from oxla_backend_cpu.packed_gemm import pack_constant_rhs
+from oxla_backend_cpu.rowfusion import fuse_rows
+from oxla_backend_cpu.stages import STAGES
+
+BACKEND = "cpu"
+DOTS = ("stablehlo.dot_general", "stablehlo.dot")
+BLAS_TYPES = ("f32", "f64")
+
+
+def unsupported(op: Operation, why: str = "") -> NotSupportedError:
+    """The error for an op, type or form this backend cannot compile yet."""
+    return _unsupported(op, BACKEND, why)
+
+
+def blas_dot(op: Operation) -> bool:
+    """True when BLAS computes the dot: f32 x f32 -> f32 or f64 x f64 -> f64, except
+    tiny f32 dots (:func:`oxla_backend_cpu.linalg.small_f32_dot`)."""
+    et = op.operands[0].type.element_type
+    return et == op.operands[1].type.element_type == op.results[0].type.element_type and \
+        isinstance(et, T.FloatType) and et.name in BLAS_TYPES and not linalg.small_f32_dot(op)
+
+
+def dot_dims(op: Operation) -> tuple[tuple[int, ...], ...]:
+    """(lhs batch, rhs batch, lhs contracting, rhs contracting) dimensions of a dot."""
+    lhs_rank = op.operands[0].type.rank
+    if op.name == "stablehlo.dot":
+        return (), (), (lhs_rank - 1,), (0,)
+    d = op.attr("dot_dimension_numbers")
+    return tuple(tuple(d.get(k, ())) for k in (
+        "lhs_batching_dimensions", "rhs_batching_dimensions",
+        "lhs_contracting_dimensions", "rhs_contracting_dimensions"))
+
+
+class CPUPolicy(PolicyBase):
+    """The cpu backend's answers to fusion (module doc)."""
+
+    name = BACKEND
+
+    def check_type(self, op: Operation, v: Value) -> None:
+        t = v.type
+        if isinstance(t, T.TokenType):
+            return
+        if not isinstance(t, T.TensorType) or not t.is_static:
+            raise unsupported(op, f"type {t}")
+        try:
+            llvm_type(t.element_type)
+        except NotSupportedError:
+            raise unsupported(op, f"element type {t.element_type}") from None
+
+    def is_fusible(self, op: Operation) -> bool:
+        return is_fusible(op)
+
+    def claim(self, op: Operation) -> str | None:
+        if op.name in collectives.RUNTIME_OPS or misc_ops.reshaping_bitcast(op):
+            return "op"
+        return None
+
+    def classify(self, op: Operation) -> str | None:
+        if op.name in DOTS and blas_dot(op):
+            return "dot"
+        if op.name == "stablehlo.custom_call":  # a target from the oxla_custom_calls hook
+            check_custom_call(op)
+            return "op"
+        return "op" if op.name in OP_EMITTERS else None
+
+    def op_kernels(self, op: Operation, vbuf: dict[Value, Buf], n: int,
+                   counter: Any) -> list[Kernel] | None:
+        return conv_kernels(op, vbuf, n, counter) if op.name in CONV_OPS else None
+
+    def dot_kernels(self, op: Operation, vbuf: dict[Value, Buf], n: int,
+                    counter: Any) -> list[Kernel]:
+        return _dot_kernels(op, vbuf, n, counter)
+
+    def after_fusion(self, kernels: list[Kernel], vbuf: dict[Value, Buf]) -> list[Kernel]:
+        return fuse_rows(fuse_conv_epilogues(kernels, vbuf), vbuf)
+
+    def prepare(self, module: Module, options: CompileOptions) -> tuple[Module, list[str]]:
+        """The IR passes before fusion; returns the module and the plan's first notes."""
+        inline_composites(module, BACKEND)
+        probes_to_custom_calls(module)  # interpreter.probe: identity that records
+        spec = options.pipeline or "default"
+        out = run_pipeline(module, spec)
+        module = out if isinstance(out, Module) else module
+        absorbed = absorb_transposes(module, BLAS_TYPES)
+        return module, [f"core pipeline: {spec}",
+                        f"dot layout: {absorbed} transposed dot operands read in place"]
+
+    def stages(self) -> list[Stage]:
+        return list(STAGES)
+
+
+def _dot_kernels(op: Operation, vbuf: dict[Value, Buf], n: int, counter) -> list[Kernel]:
+    lhs, rhs = op.operands
+    et = lhs.type.element_type
+    if et != rhs.type.element_type or et != op.results[0].type.element_type or not (
+            isinstance(et, T.FloatType) and et.name in BLAS_TYPES):
+        raise unsupported(op, "dot other than f32 x f32 -> f32 or f64 x f64 -> f64")
+    lb, rb, lc, rc = dot_dims(op)
+    lf = tuple(d for d in range(lhs.type.rank) if d not in lb + lc)
+    rf = tuple(d for d in range(rhs.type.rank) if d not in rb + rc)
+    ls, rs = lhs.type.shape, rhs.type.shape
+    batch = math.prod(ls[d] for d in lb)
+    m, k = math.prod(ls[d] for d in lf), math.prod(ls[d] for d in lc)
+    nn = math.prod(rs[d] for d in rf)
+    kernels: list[Kernel] = []
+
+    def layout(x: Value, b, free, contr, free_first: bool) -> tuple[Buf, bool]:
+        order = tuple(range(x.type.rank))
+        if order == b + free + contr:
+            return vbuf[x], not free_first
+        if order == b + contr + free:
+            return vbuf[x], free_first
+        perm = b + free + contr if free_first else b + contr + free
+        out = Buf(f"pack{next(counter)}", nbytes(x), "temp")
+        kernels.append(PackKernel(f"pack{n + len(kernels)}", x, vbuf[x], perm, out))
+        return out, False
+
+    lbuf, trans_l = layout(lhs, lb, lf, lc, True)
+    packed = pack_constant_rhs(vbuf[rhs], rs, rc, rf, m, nn, k) if not rb else None
+    if packed is not None:
+        kernels.append(DotKernel(f"dot{n + len(kernels)}", op, lbuf, packed[0],
+                                 vbuf[op.results[0]], 1, m, nn, k, trans_l, False, et.name,
+                                 strategy="packed", tile=packed[1]))
+        return kernels
+    rbuf, trans_r = layout(rhs, rb, rf, rc, False)
+    tile = batched_tile(et.name, batch, m, nn, k)
+    kernels.append(DotKernel(f"dot{n + len(kernels)}", op, lbuf, rbuf, vbuf[op.results[0]],
+                             batch, m, nn, k, trans_l, trans_r, et.name,
+                             strategy="batched" if tile else "library", tile=tile))
+    return kernels
