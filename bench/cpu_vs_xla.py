@@ -183,12 +183,13 @@ def _oxla(w: Workload, cache_dir: str) -> Compiled:
 def _oxla_runtime_build() -> float:
     """Seconds to build oxla's runtime object (the parallel-for and the GEMM driver),
     which every process does once, at its first program that needs it."""
-    import oxla_backend_cpu.blas  # noqa: F401 - registers the GEMM driver
+    import oxla_backend_cpu.gemm_emit  # noqa: F401 - registers the GEMM driver
+    from oxla_backend_cpu.parallel import HOST_RUNTIME
     from oxla_codegen_llvm import CPUTarget
     from oxla_codegen_llvm.jit import runtime_object
 
     t0 = time.perf_counter()
-    runtime_object(CPUTarget.host())
+    runtime_object(CPUTarget.host(), None, HOST_RUNTIME)
     return time.perf_counter() - t0
 
 

@@ -5,7 +5,7 @@ own stages turn the plan into code. Nothing here imports llvmlite or any extensi
 
 Stages (:mod:`oxla.lowering.pipeline`, an explicit list): ``verify``, ``prepare`` (the
 policy's IR passes), ``fusion`` (:mod:`~oxla.lowering.fusion`, driven by the backend's
-**policy**), ``scheduling`` (:mod:`~oxla.lowering.schedule`, peak memory),
+**policy**), ``scheduling`` (:mod:`~oxla.lowering.scheduling`, peak memory),
 ``buffer-assignment`` (:mod:`~oxla.lowering.buffers`, one arena, in-place reuse), then
 the backend's stages (codegen, JIT, executable). Kernels describe themselves
 (:class:`Kernel`: ``reads``, ``writes``, ``in_place_inputs``, ``has_effect``); effects
@@ -58,7 +58,7 @@ from oxla.lowering.plan import (
     kernel_writes,
 )
 from oxla.lowering.policy import Policy, PolicyBase
-from oxla.lowering.schedule import dependences, schedule
+from oxla.lowering.scheduling import dependences, schedule
 from oxla.lowering.shapes import (
     is_same_index_op,
     is_splat_constant,

@@ -1,4 +1,4 @@
-"""Buffer assignment (after scheduling, :mod:`oxla.lowering.schedule`).
+"""Buffer assignment (after scheduling, :mod:`oxla.lowering.scheduling`).
 
 Each temporary buffer's live range runs over the schedule from the kernel that writes it
 to the last kernel that reads it. Buffers are placed, in schedule order:

@@ -5,7 +5,7 @@
     verify             the module is valid StableHLO
     prepare            the policy's IR passes (core pipeline, per-backend patterns, ...)
     fusion             ops -> kernels, driven by the policy (oxla.lowering.fusion)
-    scheduling         a kernel order lowering peak memory (oxla.lowering.schedule)
+    scheduling         a kernel order lowering peak memory (oxla.lowering.scheduling)
     buffer-assignment  arena offsets, in-place reuse (oxla.lowering.buffers)
     <backend stages>   the policy's own: codegen, JIT, executable (``policy.stages()``)
 
@@ -26,7 +26,7 @@ from oxla.ir import Module, print_module, verify
 from oxla.lowering.buffers import assign_best
 from oxla.lowering.fusion import fuse
 from oxla.lowering.plan import Plan
-from oxla.lowering.schedule import schedule
+from oxla.lowering.scheduling import schedule
 from oxla.protocols import CompileOptions
 
 

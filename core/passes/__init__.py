@@ -13,6 +13,8 @@ Passes and rewrite patterns are registered through the ``oxla_passes`` and
 
 from __future__ import annotations
 
+from oxla.passes.composites import inline_composites
+from oxla.passes.dot_layout import absorb_transposes
 from oxla.passes.manager import (
     PIPELINES,
     PassManager,
@@ -22,6 +24,7 @@ from oxla.passes.manager import (
     parse_pipeline,
     run_pipeline,
 )
+from oxla.passes.probes import PROBE_TARGET, probes_to_custom_calls
 from oxla.passes.rewrite import (
     CORE_PATTERNS,
     GreedyDriver,
@@ -79,11 +82,15 @@ __all__ = [
     "GreedyDriver",
     "Rewriter",
     "CORE_PATTERNS",
+    "PROBE_TARGET",
+    "absorb_transposes",
     "builtin_passes",
     "builtin_patterns",
     "format_timing",
+    "inline_composites",
     "make_pass",
     "parse_pipeline",
     "pattern",
+    "probes_to_custom_calls",
     "run_pipeline",
 ]

@@ -80,12 +80,13 @@ def test_large_b_or_few_rows_go_to_blas() -> None:
 def test_avx2_tile_standalone() -> None:
     """The 6x16 tile (AVX2) built alone, run on this host (AVX2 is a subset)."""
     import llvmlite.ir as ir
+    from oxla_backend_cpu.parallel import HOST_RUNTIME
     from oxla_codegen_llvm.jit import compile_ir
     from oxla_codegen_llvm.target import CPUTarget
 
     module = ir.Module("t")
     bg.define_batched_driver(module, 8, *bg.tile_shape(8), name="go")
-    jit = compile_ir(str(module), CPUTarget.host())
+    jit = compile_ir(str(module), CPUTarget.host(), runtime=HOST_RUNTIME)
     ctypes.c_int64.from_address(jit.global_address("oxla_num_threads")).value = 2
     go = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 4)(jit.address("go"))
     rng = np.random.default_rng(8)

@@ -50,7 +50,7 @@ def test_transposed_rhs_matches_interpreter(x, w, perm, dims, out):
 
 
 def test_linear_weight_transpose_is_absorbed():
-    from oxla.passes.dot_layout import absorb_transposes
+    from oxla.passes import absorb_transposes
 
     text = _program((64, 48), (32, 48), (1, 0), "contracting_dims = [1] x [0]", (64, 32))
     module = parse_module(text)
@@ -73,7 +73,7 @@ def test_transpose_with_other_users_and_lhs_and_f64():
   return %2, %0 : {_t((6, 6), 'f64')}, {_t((6, 10), 'f64')}
 }}"""
     del x
-    from oxla.passes.dot_layout import absorb_transposes
+    from oxla.passes import absorb_transposes
 
     module = parse_module(text)
     assert absorb_transposes(module) == 1  # lhs of a plain dot; %0 stays (returned)
@@ -84,7 +84,7 @@ def test_transpose_with_other_users_and_lhs_and_f64():
 
 
 def test_integer_dot_is_left_alone():
-    from oxla.passes.dot_layout import absorb_transposes
+    from oxla.passes import absorb_transposes
 
     text = _program((4, 3), (5, 3), (1, 0), "contracting_dims = [1] x [0]", (4, 5), et="i32")
     assert absorb_transposes(parse_module(text)) == 0

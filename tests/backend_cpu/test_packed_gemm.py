@@ -112,6 +112,7 @@ def test_driver_blocks_and_tiles(monkeypatch, lanes: int) -> None:
     so one call crosses row blocks, ``k`` blocks (accumulating into ``C``) and edge
     tiles; AVX2's tile runs on an AVX-512 host too."""
     import llvmlite.ir as ir
+    from oxla_backend_cpu.parallel import HOST_RUNTIME
     from oxla_codegen_llvm.jit import compile_ir
     from oxla_codegen_llvm.target import CPUTarget
 
@@ -122,7 +123,7 @@ def test_driver_blocks_and_tiles(monkeypatch, lanes: int) -> None:
     mr, nr = pg.tile_shape(lanes)
     module = ir.Module("t")
     pg.define_driver(module, lanes, mr, nr, name="go")
-    jit = compile_ir(str(module), CPUTarget.host())
+    jit = compile_ir(str(module), CPUTarget.host(), runtime=HOST_RUNTIME)
     ctypes.c_int64.from_address(jit.global_address("oxla_num_threads")).value = 2
     go = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 4)(jit.address("go"))
     rng = np.random.default_rng(lanes)

@@ -1,4 +1,4 @@
-"""The worker pool's dynamic chunks (oxla_codegen_llvm.pool): many parallel loops and
+"""The worker pool's dynamic chunks (oxla_backend_cpu.pool): many parallel loops and
 GEMMs in a row, more threads than cores (late workers), and calls from several Python
 threads at once, each result checked against numpy."""
 

@@ -2,7 +2,7 @@
 (``select(mask, s * scale, -inf)``, ``max``, ``select(is_finite(max), max, 0)``, ``exp``,
 ``sum``, ``divide``) on the cpu row kernels, checked against the interpreter with fully
 masked rows (0/0: NaN), NaN and infinite scores; and the masked row max stays a vector
-reduction (:func:`oxla_backend_cpu.rowfusion._freeze`)."""
+reduction (:func:`oxla_backend_cpu.reduction.freeze`)."""
 
 from __future__ import annotations
 

@@ -8,6 +8,7 @@ import pytest
 
 pytest.importorskip("oxla_backend_cpu")
 from oxla_backend_cpu import cache  # noqa: E402
+from oxla_backend_cpu.parallel import HOST_RUNTIME  # noqa: E402
 from oxla_codegen_llvm import jit  # noqa: E402
 from oxla_codegen_llvm.target import CPUTarget  # noqa: E402
 
@@ -46,7 +47,7 @@ def test_compile_stores_then_next_process_loads(fresh, monkeypatch):
         raise AssertionError("the runtime was built again")
 
     monkeypatch.setattr(jit, "optimize", no_build)
-    obj = jit.runtime_object(CPUTarget.host(), cache.RUNTIME_OBJECTS)
+    obj = jit.runtime_object(CPUTarget.host(), cache.RUNTIME_OBJECTS, HOST_RUNTIME)
     assert obj == exe._jit.runtime_code
 
 
@@ -56,7 +57,7 @@ def test_damaged_file_is_rebuilt_and_rewritten(fresh, monkeypatch):
     good = path.read_bytes()
     path.write_bytes(good[:64] + b"\0" + good[65:])  # one byte of code changed
     monkeypatch.setattr(jit, "_RUNTIME", {})
-    obj = jit.runtime_object(CPUTarget.host(), cache.RUNTIME_OBJECTS)
+    obj = jit.runtime_object(CPUTarget.host(), cache.RUNTIME_OBJECTS, HOST_RUNTIME)
     assert obj == good[64:] and path.read_bytes() == good
     path.write_bytes(good[:100])  # truncated
     assert cache.RUNTIME_OBJECTS.load(path.name[len("runtime-"):-2]) is None

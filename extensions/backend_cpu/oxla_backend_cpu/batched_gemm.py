@@ -22,7 +22,8 @@ from __future__ import annotations
 import llvmlite.ir as ir
 
 from oxla_backend_cpu import packed_gemm as pg
-from oxla_backend_cpu.packed_gemm import F32, I64, PTR, VOID, _c, _cdiv, _Loop
+from oxla_backend_cpu.packed_gemm import F32, I64, PTR, VOID, Loop, cdiv, i64c
+from oxla_backend_cpu.parallel import NUM_THREADS, call_parallel_if, runtime
 
 DRIVER = "oxla_bgemm_f32"
 DRIVER_TYPE = ir.FunctionType(VOID, [PTR] * 4)  # desc, A, B, C
@@ -76,21 +77,19 @@ def define_batched_driver(module: ir.Module, lanes: int, mr: int, nr: int,
                           name: str = DRIVER) -> ir.Function:
     """Defines ``void name(ptr desc, ptr A, ptr B, ptr C)`` (see the module doc) in
     ``module``, with its own ``mr x nr`` microkernel (see :func:`tile_shape`)."""
-    from oxla_codegen_llvm.parallel import NUM_THREADS, call_parallel_if, runtime
-
-    micro = pg._define_micro(module, name, lanes, mr, nr)
-    block = pg._define_block(module, name, micro, mr, nr)
+    micro = pg.define_micro(module, name, lanes, mr, nr)
+    block = pg.define_block(module, name, micro, mr, nr)
     block.attributes.add("optsize")
     task = _define_task(module, name, block, mr, nr)
     fn = ir.Function(module, DRIVER_TYPE, name)
     fn.attributes.add("optsize")
     desc, a, bm, c = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    f = pg._fields(b, desc, DESC_FIELDS)
+    f = pg.read_fields(b, desc, DESC_FIELDS)
     runtime(module)
     nt = b.load(module.globals[NUM_THREADS], typ=I64)
-    many = b.and_(b.icmp_signed("!=", f["parallel"], _c(0)),
-                  b.and_(b.icmp_signed(">", nt, _c(1)), b.icmp_signed(">", f["batch"], _c(1))))
+    many = b.and_(b.icmp_signed("!=", f["parallel"], i64c(0)),
+                  b.and_(b.icmp_signed(">", nt, i64c(1)), b.icmp_signed(">", f["batch"], i64c(1))))
     call_parallel_if(b, module, many, task, [desc, a, bm, c], f["batch"])
     b.ret_void()
     return fn
@@ -105,29 +104,29 @@ def _pack_b(b: ir.IRBuilder, dst: ir.Value, src: ir.Value, n: ir.Value, k: ir.Va
     rows_blk = fn.append_basic_block("pack.rows")
     cols_blk = fn.append_basic_block("pack.cols")
     out = fn.append_basic_block("pack.done")
-    b.cbranch(b.icmp_signed("==", sb_n, _c(1)), rows_blk, cols_blk)
+    b.cbranch(b.icmp_signed("==", sb_n, i64c(1)), rows_blk, cols_blk)
     zero = ir.Constant(F32, 0.0)
     b.position_at_end(rows_blk)
-    with _Loop(b, _c(0), panels, name="pj") as j:
-        width = pg._min(b, _c(nr), b.sub(n, b.mul(j, _c(nr))))
-        with _Loop(b, _c(0), k, name="pk") as kk:
-            row = b.gep(dst, [b.mul(b.add(b.mul(j, k), kk), _c(nr))], source_etype=F32)
-            from_ = b.gep(src, [b.add(b.mul(kk, sb_k), b.mul(j, _c(nr)))], source_etype=F32)
-            with _Loop(b, _c(0), width, name="pl") as lane:
+    with Loop(b, i64c(0), panels, name="pj") as j:
+        width = pg.imin(b, i64c(nr), b.sub(n, b.mul(j, i64c(nr))))
+        with Loop(b, i64c(0), k, name="pk") as kk:
+            row = b.gep(dst, [b.mul(b.add(b.mul(j, k), kk), i64c(nr))], source_etype=F32)
+            from_ = b.gep(src, [b.add(b.mul(kk, sb_k), b.mul(j, i64c(nr)))], source_etype=F32)
+            with Loop(b, i64c(0), width, name="pl") as lane:
                 b.store(b.load(b.gep(from_, [lane], source_etype=F32), typ=F32),
                         b.gep(row, [lane], source_etype=F32))
-            with _Loop(b, width, _c(nr), name="pz") as lane:
+            with Loop(b, width, i64c(nr), name="pz") as lane:
                 b.store(zero, b.gep(row, [lane], source_etype=F32))
     b.branch(out)
     b.position_at_end(cols_blk)
-    with _Loop(b, _c(0), b.mul(panels, _c(nr)), name="qc") as col:
-        base = b.gep(dst, [b.add(b.mul(b.sdiv(col, _c(nr)), b.mul(k, _c(nr))),
-                                 b.srem(col, _c(nr)))], source_etype=F32)
+    with Loop(b, i64c(0), b.mul(panels, i64c(nr)), name="qc") as col:
+        base = b.gep(dst, [b.add(b.mul(b.sdiv(col, i64c(nr)), b.mul(k, i64c(nr))),
+                                 b.srem(col, i64c(nr)))], source_etype=F32)
         live = b.icmp_signed("<", col, n)
-        from_ = b.gep(src, [b.mul(b.select(live, col, _c(0)), sb_n)], source_etype=F32)
-        with _Loop(b, _c(0), k, name="qk") as kk:
+        from_ = b.gep(src, [b.mul(b.select(live, col, i64c(0)), sb_n)], source_etype=F32)
+        with Loop(b, i64c(0), k, name="qk") as kk:
             v = b.load(b.gep(from_, [b.mul(kk, sb_k)], source_etype=F32), typ=F32)
-            b.store(b.select(live, v, zero), b.gep(base, [b.mul(kk, _c(nr))],
+            b.store(b.select(live, v, zero), b.gep(base, [b.mul(kk, i64c(nr))],
                                                    source_etype=F32))
     b.branch(out)
     b.position_at_end(out)
@@ -145,21 +144,21 @@ def _define_task(module: ir.Module, name: str, block: ir.Function, mr: int,
     panel_buf.align = 64
     a_buf = b.alloca(F32, mr * pg.SMALL_KC, name="apack")  # A not row-major: small blocks
     a_buf.align = 64
-    f = pg._fields(b, desc, DESC_FIELDS)
+    f = pg.read_fields(b, desc, DESC_FIELDS)
     m, n, k = f["m"], f["n"], f["k"]
     inner = b.alloca(I64, len(pg.DESC_FIELDS), name="desc1")  # one item, packed driver's
-    for i, v in enumerate((m, n, k, f["sa_m"], f["sa_k"], _c(0))):
-        b.store(v, b.gep(inner, [_c(i)], source_etype=I64))
-    panels = _cdiv(b, n, _c(nr))
+    for i, v in enumerate((m, n, k, f["sa_m"], f["sa_k"], i64c(0))):
+        b.store(v, b.gep(inner, [i64c(i)], source_etype=I64))
+    panels = cdiv(b, n, i64c(nr))
     # a row-major A is read in place (big blocks); otherwise copied in mr x SMALL_KC ones
-    direct = b.icmp_signed("==", f["sa_k"], _c(1))
-    mc = b.select(direct, _c(pg.MC_TILES * mr), _c(mr))
-    kc = b.select(direct, _c(pg.KC), _c(pg.SMALL_KC))
-    with _Loop(b, start, end, name="item") as item:
+    direct = b.icmp_signed("==", f["sa_k"], i64c(1))
+    mc = b.select(direct, i64c(pg.MC_TILES * mr), i64c(mr))
+    kc = b.select(direct, i64c(pg.KC), i64c(pg.SMALL_KC))
+    with Loop(b, start, end, name="item") as item:
         a_i = b.gep(a, [b.mul(item, b.mul(m, k))], source_etype=F32)
         b_i = b.gep(bm, [b.mul(item, b.mul(k, n))], source_etype=F32)
         c_i = b.gep(c, [b.mul(item, b.mul(m, n))], source_etype=F32)
         _pack_b(b, panel_buf, b_i, n, k, f["sb_k"], f["sb_n"], panels, nr)
-        b.call(block, [inner, a_i, panel_buf, c_i, _c(0), m, _c(0), panels, a_buf, mc, kc])
+        b.call(block, [inner, a_i, panel_buf, c_i, i64c(0), m, i64c(0), panels, a_buf, mc, kc])
     b.ret_void()
     return task

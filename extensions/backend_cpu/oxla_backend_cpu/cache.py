@@ -10,7 +10,7 @@ everything the machine code depends on:
 * the options that change code (``pipeline``, ``fast_math``, ``extra``);
 * the versions of oxla, oxla-backend-cpu, oxla-codegen-llvm, llvmlite and LLVM;
 * the host's target triple, CPU name and CPU features;
-* the thread count at compile time (:func:`oxla_backend_cpu.executable.num_threads`):
+* the thread count at compile time (:func:`oxla_backend_cpu.parallel.num_threads`):
   convolutions size their im2col chunks for it (:func:`oxla_backend_cpu.conv.chunk_budget`).
 
 A hit loads the stored object code (no pass pipeline, no LLVM). Run-time constants
@@ -41,6 +41,11 @@ import tempfile
 from functools import cache
 from typing import Any
 
+import oxla_backend_cpu
+from oxla_backend_cpu.digests import digests
+from oxla_backend_cpu.executable import load_artifact
+from oxla_backend_cpu.parallel import num_threads
+
 ENV = "OXLA_CACHE_DIR"
 MAX_BYTES_ENV = "OXLA_CACHE_MAX_BYTES"
 DEFAULT_MAX_BYTES = 2 << 30
@@ -49,7 +54,6 @@ says otherwise."""
 SUFFIX = ".oxla"
 ELIDE_BYTES = 256
 """Constants larger than this are hashed from their bytes, not printed into the key."""
-_THREADED_HASH_BYTES = 1 << 24
 
 
 def cache_dir() -> str:
@@ -83,7 +87,6 @@ def _source_stamp() -> str:
     import oxla_codegen_llvm
 
     import oxla.passes
-    import oxla_backend_cpu
 
     h = hashlib.sha256()
     for pkg in (oxla_backend_cpu, oxla_codegen_llvm, oxla.passes):
@@ -93,20 +96,6 @@ def _source_stamp() -> str:
                 st = os.stat(os.path.join(d, name))
                 h.update(f"{name}:{st.st_size}:{st.st_mtime_ns};".encode())
     return h.hexdigest()
-
-
-def digests(arrays: Any) -> list[str]:
-    """The hex SHA-256 of each array's raw bytes (C order); many megabytes are hashed on
-    threads (``hashlib`` releases the GIL), about 2 GB/s per core."""
-    import numpy as np
-
-    flat = [np.ascontiguousarray(a).reshape(-1).view(np.uint8) for a in arrays]
-    if sum(a.nbytes for a in flat) < _THREADED_HASH_BYTES or len(flat) < 2:
-        return [hashlib.sha256(a).hexdigest() for a in flat]
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
-        return list(pool.map(lambda a: hashlib.sha256(a).hexdigest(), flat))
 
 
 def module_key(module: Any, options: Any, target: Any) -> tuple[str, dict[str, Any]]:
@@ -146,8 +135,6 @@ def cache_key(module_text: str, options: Any, target: Any, constants: Any = ()) 
 
 
 def _threads() -> int:
-    from oxla_backend_cpu.executable import num_threads
-
     return num_threads()
 
 
@@ -161,8 +148,6 @@ def lookup(key: str, constants: dict[str, Any] | None = None) -> Any | None:
     ``constants``: arrays by the digest of their bytes (:func:`module_key`); a stored
     run-time constant with one of these digests is taken from here, not read back."""
     from oxla.errors import OxlaError
-    from oxla_backend_cpu.executable import load_artifact
-
     path = entry_path(key)
     if not os.path.exists(path):
         return None

@@ -8,7 +8,7 @@ first, output last); the schedule becomes ONE entry function
 (``args``/``results``: arrays of data pointers) that computes every buffer's address and
 calls the kernels and BLAS in order, so one ctypes call runs the whole program.
 Loop kernels with enough work take ``(start, end)`` of their outermost loop and are run
-in chunks on several threads by ``oxla_parallel_for`` (:mod:`oxla_codegen_llvm.parallel`);
+in chunks on several threads by ``oxla_parallel_for`` (:mod:`oxla_backend_cpu.parallel`);
 other kernels are single-threaded loop nests (LLVM vectorizes the inner loop); BLAS uses
 OpenBLAS's own threads.
 """
@@ -29,8 +29,8 @@ from oxla_codegen_llvm import (
     shape_of,
     store,
 )
-from oxla_codegen_llvm.parallel import call_parallel, grain_for, worth_parallel
 
+from oxla.errors import LoweringError
 from oxla.lowering import (
     Buf,
     ControlKernel,
@@ -45,6 +45,15 @@ from oxla.lowering import (
     kernel_writes,
     location,
 )
+from oxla_backend_cpu.conv import ConvKernel
+from oxla_backend_cpu.conv_gemm import emit_conv_kernel
+from oxla_backend_cpu.gemm_emit import emit_gemm
+from oxla_backend_cpu.opkernels import OP_EMITTERS
+from oxla_backend_cpu.parallel import call_parallel, grain_for, worth_parallel
+from oxla_backend_cpu.profile import Profiler, kernel_label
+from oxla_backend_cpu.reduction import reduce_parallel
+from oxla_backend_cpu.rowemit import emit_rows
+from oxla_backend_cpu.rowfusion import RowKernel
 
 PTR = ir.PointerType()
 VOID = ir.VoidType()
@@ -81,8 +90,6 @@ def emit_program(plan: Plan, target: Target, fast_math: bool = False,
     module = ir.Module("oxla_cpu")
     module.triple = target.triple
     if profile is not None:
-        from oxla_backend_cpu.profile import Profiler
-
         module.oxla_profiler = Profiler(module)  # type: ignore[attr-defined]
     fns = {id(k): _emit_kernel(module, target, k, p, fast_math) for k, p in _leaf_kernels(plan)}
     constants: list[np.ndarray] = []
@@ -107,7 +114,7 @@ def _leaf_kernels(plan: Plan):
 def _new_function(module: ir.Module, name: str, n_ptrs: int, noalias: bool,
                   parallel: bool = False) -> tuple[ir.Function, ir.IRBuilder]:
     """A kernel function; a ``parallel`` one takes ``i64 start, i64 end`` after its
-    pointers: the range of its outermost loop (see :mod:`oxla_codegen_llvm.parallel`)."""
+    pointers: the range of its outermost loop (see :mod:`oxla_backend_cpu.parallel`)."""
     fn = ir.Function(module, ir.FunctionType(VOID, [PTR] * n_ptrs + [I64] * (2 * parallel)),
                      name)
     fn.linkage = "internal"
@@ -141,8 +148,6 @@ def _emit_kernel(module: ir.Module, target: Target, k: Kernel, plan: Plan,
     # Two parameters alias when a kernel reads the same buffer twice.
     par = isinstance(k, LoopKernel) and worth_parallel(*_outer_inner(shape_of(k.root)))
     if isinstance(k, OpKernel) and k.op.name == "stablehlo.reduce":
-        from oxla_backend_cpu.opkernels import reduce_parallel
-
         par = reduce_parallel(k.op) is not None
     # An in-place loop kernel reads the input it overwrites through its output pointer
     # (one pointer, distance-0 accesses: vectorized without runtime alias checks, and
@@ -164,16 +169,18 @@ def _emit_kernel(module: ir.Module, target: Target, k: Kernel, plan: Plan,
         with loop_nest(b, shape, outer=outer) as idx:
             f.reset()
             store(s, out, et, linearize(b, idx, shape), f.value_at(k.root, idx))
+    elif isinstance(k, RowKernel):  # reductions fused with their consumer
+        emit_rows(s, k, dict(zip(k.inputs, fn.args)), list(fn.args[len(reads):]))
     elif isinstance(k, OpKernel):
-        from oxla_backend_cpu.opkernels import OP_EMITTERS
-
         OP_EMITTERS[k.op.name](s, k, dict(zip(k.inputs, fn.args)), list(fn.args[len(reads):]))
     elif isinstance(k, PackKernel):
         _emit_pack(s, k, fn.args[0], out)
     elif isinstance(k, DotKernel):
         _emit_dot(s, k, fn.args[0], fn.args[1], out)
-    else:  # a kernel that emits itself (conv.ConvKernel)
-        k.emit(s, list(fn.args[:len(reads)]), list(fn.args[len(reads):]))
+    elif isinstance(k, ConvKernel):
+        emit_conv_kernel(s, k, list(fn.args[:len(reads)]), list(fn.args[len(reads):]))
+    else:
+        raise LoweringError(f"kernel {k.name}: no cpu emitter for {type(k).__name__}")
     b.ret_void()
     return fn
 
@@ -194,9 +201,7 @@ def _emit_pack(s: Scalar, k: PackKernel, src: ir.Value, out: ir.Value) -> None:
 
 
 def _emit_dot(s: Scalar, k: DotKernel, lhs: ir.Value, rhs: ir.Value, out: ir.Value) -> None:
-    """BLAS GEMMs on oxla's threads (see :func:`oxla_backend_cpu.blas.emit_gemm`)."""
-    from oxla_backend_cpu.blas import emit_gemm
-
+    """BLAS GEMMs on oxla's threads (see :func:`oxla_backend_cpu.gemm_emit.emit_gemm`)."""
     emit_gemm(s, k, lhs, rhs, out)
 
 
@@ -270,8 +275,6 @@ def _emit_call(b, module, k: Kernel, plan: Plan | None, fns, address) -> None:
     else:
         b.call(kfn, ptrs)
     if prof is not None:
-        from oxla_backend_cpu.profile import kernel_label
-
         prof.record(b, kernel_label(k), t0)
 
 

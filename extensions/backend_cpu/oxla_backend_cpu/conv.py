@@ -53,6 +53,8 @@ from dataclasses import dataclass, field
 from oxla.ir import Operation, Value
 from oxla.ir import types as T
 from oxla.lowering import Buf, Kernel, KernelBase, LoopKernel, PackKernel
+from oxla_backend_cpu.linalg import conv_params, small_f32_conv
+from oxla_backend_cpu.parallel import num_threads
 
 CONV_OPS = ("stablehlo.convolution", "stablehlo.dynamic_conv")
 
@@ -190,8 +192,6 @@ def geometry(op: Operation) -> ConvGeom:
     Raises:
         NotSupportedError: a ``dynamic_conv`` whose padding is not a constant.
     """
-    from oxla_backend_cpu.linalg import conv_params
-
     lhs, rhs = op.operands[:2]
     dn = op.attr("dimension_numbers")
     ns = len(lhs.type.shape) - 2
@@ -272,12 +272,6 @@ class ConvKernel(KernelBase):
                 f"{'x'.join(map(str, g.os))} win {win} s{max(g.strides, default=1)} "
                 f"G{g.G} K{g.k_size}{ep}")
 
-    def emit(self, s, ins: list, outs: list) -> None:
-        """Emits the kernel body (see :mod:`oxla_backend_cpu.conv_emit`)."""
-        from oxla_backend_cpu.conv_emit import emit_conv_kernel
-
-        emit_conv_kernel(s, self, ins, outs)
-
 
 def _float_conv(op: Operation) -> bool:
     ets = [op.operands[0].type.element_type, op.operands[1].type.element_type,
@@ -324,7 +318,7 @@ class Chunks:
 def chunk_budget(g: ConvGeom, threads: int | None = None) -> int:
     """Elements of im2col buffer to aim for: only what the threads can work on at once.
 
-    With ``threads`` (default: :func:`oxla_backend_cpu.executable.num_threads`, at
+    With ``threads`` (default: :func:`oxla_backend_cpu.parallel.num_threads`, at
     compile time; the code stays right for any count, only the split changes) > 1 and
     at least 2 items of :data:`ITEM_FLOPS` per thread, a chunk holds
     :data:`BLOCKS_PER_THREAD` such items per thread (each at least
@@ -332,8 +326,6 @@ def chunk_budget(g: ConvGeom, threads: int | None = None) -> int:
     a chunk holds :data:`MIN_GEMM_COLS` columns. Never more than :data:`CHUNK_BYTES`.
     The chunking rounds this to whole rows (:func:`chunks`).
     """
-    from oxla_backend_cpu.executable import num_threads
-
     t = num_threads() if threads is None else threads
     per_col = g.G * g.k_size  # im2col elements per output column
     cols_all = math.prod(g.os) // g.o_tot
@@ -403,8 +395,6 @@ def conv_kernels(op: Operation, vbuf: dict[Value, Buf], n: int, counter) -> list
         return None
     if 0 in g.ls or 0 in g.ks or 0 in g.os or g.og * g.G != g.o_tot:
         return None
-    from oxla_backend_cpu.linalg import small_f32_conv
-
     if small_f32_conv(op, math.prod(g.os), g.k_size):  # f64 loop, as the interpreter
         return None
     lhs, rhs = op.operands[:2]

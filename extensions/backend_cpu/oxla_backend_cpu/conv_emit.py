@@ -17,36 +17,37 @@ import math
 import llvmlite.ir as ir
 from oxla_codegen_llvm import FusedEmitter, Scalar, for_range, load, loop_nest, store
 from oxla_codegen_llvm.loops import delinearize
-from oxla_codegen_llvm.parallel import call_parallel, grain_for, worth_parallel
+
+from oxla_backend_cpu.parallel import call_parallel, grain_for, worth_parallel
 
 PTR = ir.PointerType()
 I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
 VOID = ir.VoidType()
 
 
-def _c(n: int) -> ir.Constant:
+def i64c(n: int) -> ir.Constant:
     return ir.Constant(I64, n)
 
 
-def _smin(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+def smin(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
     return b.select(b.icmp_signed("<", x, y), x, y)
 
 
-def _smax(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+def smax(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
     return b.select(b.icmp_signed(">", x, y), x, y)
 
 
 def _floor_div(b: ir.IRBuilder, y: ir.Value, d: int) -> ir.Value:
     """``floor(y / d)`` for signed ``y`` (|y| < 2**40) and a constant ``d > 0``."""
     m = -(-(1 << 40) // d)
-    return b.sub(b.sdiv(b.add(y, _c(m * d)), _c(d)), _c(m))
+    return b.sub(b.sdiv(b.add(y, i64c(m * d)), i64c(d)), i64c(m))
 
 
-def _ftype(g) -> ir.Type:
+def float_type(g) -> ir.Type:
     return ir.FloatType() if g.dtype == "f32" else ir.DoubleType()
 
 
-def _task(module: ir.Module, name: str, n_ptrs: int, noalias: tuple[int, ...] = ()
+def task_function(module: ir.Module, name: str, n_ptrs: int, noalias: tuple[int, ...] = ()
           ) -> tuple[ir.Function, ir.IRBuilder]:
     """``void name(ptr x n_ptrs, i64 start, i64 end)``; ``noalias`` marks parameters no
     other parameter overlaps."""
@@ -64,38 +65,38 @@ def _run(b: ir.IRBuilder, module: ir.Module, fn: ir.Function, ptrs: list, n: int
     if worth_parallel(n, per_item):
         call_parallel(b, module, fn, ptrs, n, grain_for(n, per_item))
     else:
-        b.call(fn, list(ptrs) + [_c(0), _c(n)])
+        b.call(fn, list(ptrs) + [i64c(0), i64c(n)])
 
 
 # --- input addressing ------------------------------------------------------------------
 
-def _lhs_at(b: ir.IRBuilder, g, idx: dict[str, ir.Value]):
+def lhs_at(b: ir.IRBuilder, g, idx: dict[str, ir.Value]):
     """(element offset in the input, per spatial dimension ``(q, in_bounds)``) for the
     index variables ``idx`` (roles ``b g ci o<i> k<i>``; ``q`` is the position in the
     padded, dilated input)."""
     lst = g.lst
     batch = idx["b"]
     if g.bgc > 1:
-        batch = b.add(batch, b.mul(idx["g"], _c(g.nb)))
+        batch = b.add(batch, b.mul(idx["g"], i64c(g.nb)))
     feat = idx["ci"]
     if g.fgc > 1:
-        feat = b.add(feat, b.mul(idx["g"], _c(g.cg)))
-    off = b.add(b.mul(batch, _c(lst[g.ib])), b.mul(feat, _c(lst[g.if_])))
+        feat = b.add(feat, b.mul(idx["g"], i64c(g.cg)))
+    off = b.add(b.mul(batch, i64c(lst[g.ib])), b.mul(feat, i64c(lst[g.if_])))
     dims = []
     for i in range(g.ns):
         kw = idx[f"k{i}"]
         if g.rev[i]:
-            kw = b.sub(_c(g.ks[g.ksd[i]] - 1), kw)
-        q = b.sub(b.add(b.mul(idx[f"o{i}"], _c(g.strides[i])), b.mul(kw, _c(g.rdil[i]))),
-                  _c(g.lo[i]))
+            kw = b.sub(i64c(g.ks[g.ksd[i]] - 1), kw)
+        q = b.sub(b.add(b.mul(idx[f"o{i}"], i64c(g.strides[i])), b.mul(kw, i64c(g.rdil[i]))),
+                  i64c(g.lo[i]))
         size = g.ls[g.isd[i]]
-        ok = b.and_(b.icmp_signed(">=", q, _c(0)),
-                    b.icmp_signed("<", q, _c((size - 1) * g.ldil[i] + 1)))
+        ok = b.and_(b.icmp_signed(">=", q, i64c(0)),
+                    b.icmp_signed("<", q, i64c((size - 1) * g.ldil[i] + 1)))
         qq = q
         if g.ldil[i] != 1:
-            ok = b.and_(ok, b.icmp_signed("==", b.srem(q, _c(g.ldil[i])), _c(0)))
-            qq = b.sdiv(q, _c(g.ldil[i]))
-        off = b.add(off, b.mul(qq, _c(lst[g.isd[i]])))
+            ok = b.and_(ok, b.icmp_signed("==", b.srem(q, i64c(g.ldil[i])), i64c(0)))
+            qq = b.sdiv(q, i64c(g.ldil[i]))
+        off = b.add(off, b.mul(qq, i64c(lst[g.isd[i]])))
         dims.append((q, ok))
     return off, dims
 
@@ -130,7 +131,7 @@ def _rows(b: ir.IRBuilder, g, idx: dict[str, ir.Value], roles: list[tuple[str, i
     affs = [_affine(g, r) for r, _ in roles]
     if any(a is None for a in affs):
         return None
-    off, dims = _lhs_at(b, g, {**idx, **{r: _c(0) for r, _ in roles}})
+    off, dims = lhs_at(b, g, {**idx, **{r: i64c(0) for r, _ in roles}})
     own = {a[1] for a in affs}
     flag = ir.Constant(I1, 1)
     for i, (_, ok) in enumerate(dims):
@@ -138,19 +139,19 @@ def _rows(b: ir.IRBuilder, g, idx: dict[str, ir.Value], roles: list[tuple[str, i
             flag = b.and_(flag, ok)
     out = []
     for (_, n), (step, dim, qstep) in zip(roles, affs):
-        ja, jb = _c(0), _c(n)
+        ja, jb = i64c(0), i64c(n)
         if dim >= 0:
             q0 = dims[dim][0]
             size = g.ls[g.isd[dim]]
-            ja = _smin(b, _smax(b, b.sub(_c(0), _floor_div(b, q0, qstep)), _c(0)), _c(n))
-            jb = _smin(b, b.add(_floor_div(b, b.sub(_c(size - 1), q0), qstep), _c(1)),
-                       _c(n))
-            jb = _smax(b, jb, ja)
-        out.append((step, b.select(flag, ja, _c(0)), b.select(flag, jb, _c(0))))
+            ja = smin(b, smax(b, b.sub(i64c(0), _floor_div(b, q0, qstep)), i64c(0)), i64c(n))
+            jb = smin(b, b.add(_floor_div(b, b.sub(i64c(size - 1), q0), qstep), i64c(1)),
+                       i64c(n))
+            jb = smax(b, jb, ja)
+        out.append((step, b.select(flag, ja, i64c(0)), b.select(flag, jb, i64c(0))))
     return off, out
 
 
-def _row(b: ir.IRBuilder, g, idx: dict[str, ir.Value], last: str, n: int):
+def input_row(b: ir.IRBuilder, g, idx: dict[str, ir.Value], last: str, n: int):
     """``(base, step, ja, jb)``: :func:`_rows` for one role."""
     got = _rows(b, g, idx, [(last, n)])
     if got is None:
@@ -159,18 +160,18 @@ def _row(b: ir.IRBuilder, g, idx: dict[str, ir.Value], last: str, n: int):
     return off, step, ja, jb
 
 
-def _gep(b: ir.IRBuilder, ty: ir.Type, p: ir.Value, off: ir.Value) -> ir.Value:
+def elem_gep(b: ir.IRBuilder, ty: ir.Type, p: ir.Value, off: ir.Value) -> ir.Value:
     return b.gep(p, [off], source_etype=ty, inbounds=True)
 
 
-def _fill_zero(b: ir.IRBuilder, ty: ir.Type, p: ir.Value, row: ir.Value, lo, hi) -> None:
+def fill_zero(b: ir.IRBuilder, ty: ir.Type, p: ir.Value, row: ir.Value, lo, hi) -> None:
     with for_range(b, hi, "z", lo) as j:
-        b.store(ir.Constant(ty, 0.0), _gep(b, ty, p, b.add(row, j)))
+        b.store(ir.Constant(ty, 0.0), elem_gep(b, ty, p, b.add(row, j)))
 
 
 # --- epilogue ---------------------------------------------------------------------------
 
-def _epilogue(s: Scalar, k, out: ir.Value, extras: list[ir.Value], prefix: list,
+def emit_epilogue(s: Scalar, k, out: ir.Value, extras: list[ir.Value], prefix: list,
               base: ir.Value, n: int) -> None:
     """Applies the fused loop kernel to one output row: index ``prefix + [j]``, element
     ``base + j``, for ``j < n``, reading the convolution's value there and overwriting
@@ -187,8 +188,8 @@ def _epilogue(s: Scalar, k, out: ir.Value, extras: list[ir.Value], prefix: list,
     b.branch(head)
     b.position_at_end(head)
     j = b.phi(I64, name="e")
-    j.add_incoming(_c(0), pre)
-    b.cbranch(b.icmp_signed("<", j, _c(n)), body, end)
+    j.add_incoming(i64c(0), pre)
+    b.cbranch(b.icmp_signed("<", j, i64c(n)), body, end)
     b.position_at_end(body)
     f.reset()
     # the epilogue reads the convolution only at its own index (fuse_conv_epilogues): the
@@ -197,7 +198,7 @@ def _epilogue(s: Scalar, k, out: ir.Value, extras: list[ir.Value], prefix: list,
     at = b.add(base, j)
     f.scalars[conv] = load(s, out, conv.type.element_type, at)
     store(s, out, et, at, f.value_at(ep.root, list(prefix) + [j]))
-    j.add_incoming(b.add(j, _c(1), flags=["nsw"]), b.block)
+    j.add_incoming(b.add(j, i64c(1), flags=["nsw"]), b.block)
     _no_interleave(b, b.branch(head))
     b.position_at_end(end)
     f.reset()
@@ -224,7 +225,7 @@ def emit_direct(s: Scalar, k, lhs: ir.Value, w: ir.Value, out: ir.Value,
     contiguous in the output and vectorizes), then the epilogue runs on the block.
     Blocks run in parallel."""
     g = k.geom
-    ty = _ftype(g)
+    ty = float_type(g)
     out_roles = [g.out_role(d) for d in range(len(g.os))]
     kst = g.kst
 
@@ -240,7 +241,7 @@ def emit_direct(s: Scalar, k, lhs: ir.Value, w: ir.Value, out: ir.Value,
     win_roles = ["ci"] + [f"k{i}" for i in range(g.ns)]
     win_ext = [g.extent(r) for r in win_roles]
     n_ptr = 3 + len(extras)
-    fn, b = _task(s.module, f"{k.name}.direct", n_ptr, (2,))
+    fn, b = task_function(s.module, f"{k.name}.direct", n_ptr, (2,))
     ts = Scalar(b, s.module, s.target, s.fast_math)
     src, wp, dst = fn.args[:3]
     ex_p = list(fn.args[3:n_ptr])
@@ -250,54 +251,41 @@ def emit_direct(s: Scalar, k, lhs: ir.Value, w: ir.Value, out: ir.Value,
     with for_range(b, end, "r", start) as r:
         prefix = delinearize(b, r, g.os[:-nblk])
         fixed = dict(zip(out_roles[:-nblk], prefix))
-        blk0 = b.mul(r, _c(bsize))
-        _fill_zero(b, ty, dst, blk0, _c(0), _c(bsize))
-        feat = fixed.get("f", _c(0))
+        blk0 = b.mul(r, i64c(bsize))
+        fill_zero(b, ty, dst, blk0, i64c(0), i64c(bsize))
+        feat = fixed.get("f", i64c(0))
         with loop_nest(b, win_ext, "w") as widx:
             idx = dict(fixed)
             idx.update(zip(win_roles, widx))
-            idx["g"] = b.udiv(feat, _c(g.og)) if "f" in fixed else _c(0)
+            idx["g"] = b.udiv(feat, i64c(g.og)) if "f" in fixed else i64c(0)
             off, ranges = _rows(b, g, idx, [(lrole(x), n) for x, n in zip(broles, bext)])
-            woff = b.mul(widx[0], _c(kst[g.kif]))
+            woff = b.mul(widx[0], i64c(kst[g.kif]))
             for i in range(g.ns):
-                woff = b.add(woff, b.mul(widx[1 + i], _c(kst[g.ksd[i]])))
+                woff = b.add(woff, b.mul(widx[1 + i], i64c(kst[g.ksd[i]])))
             if "f" in fixed:
-                woff = b.add(woff, b.mul(feat, _c(kst[g.kof])))
+                woff = b.add(woff, b.mul(feat, i64c(kst[g.kof])))
             (sj, ja, jb) = ranges[-1]
             if nblk == 2:
                 (sa, aa, ab) = ranges[0]
                 ctx = for_range(b, ab, "a", aa)
                 a = ctx.__enter__()
-                xo = b.add(off, b.mul(a, _c(sa)))
-                wo = b.add(woff, b.mul(a, _c(wsteps[0])))
-                oo = b.add(blk0, b.mul(a, _c(bext[-1])))
+                xo = b.add(off, b.mul(a, i64c(sa)))
+                wo = b.add(woff, b.mul(a, i64c(wsteps[0])))
+                oo = b.add(blk0, b.mul(a, i64c(bext[-1])))
             else:
                 xo, wo, oo = off, woff, blk0
             with for_range(b, jb, "j", ja) as j:
-                x = b.load(_gep(b, ty, src, b.add(xo, b.mul(j, _c(sj)))), typ=ty)
-                y = b.load(_gep(b, ty, wp, b.add(wo, b.mul(j, _c(wsteps[-1])))), typ=ty)
-                pa = _gep(b, ty, dst, b.add(oo, j))
+                x = b.load(elem_gep(b, ty, src, b.add(xo, b.mul(j, i64c(sj)))), typ=ty)
+                y = b.load(elem_gep(b, ty, wp, b.add(wo, b.mul(j, i64c(wsteps[-1])))), typ=ty)
+                pa = elem_gep(b, ty, dst, b.add(oo, j))
                 b.store(b.fadd(b.load(pa, typ=ty), b.fmul(x, y, flags=flags), flags=flags), pa)
             if nblk == 2:
                 ctx.__exit__(None, None, None)
         if k.epilogue is not None:
             with for_range(b, bext[0] if nblk == 2 else 1, "ea") as a:
                 pre = prefix + [a] if nblk == 2 else prefix
-                _epilogue(ts, k, dst, ex_p, pre, b.add(blk0, b.mul(a, _c(bext[-1]))),
+                emit_epilogue(ts, k, dst, ex_p, pre, b.add(blk0, b.mul(a, i64c(bext[-1]))),
                           bext[-1])
     b.ret_void()
     _run(s.b, s.module, fn, [lhs, w, out] + list(extras), nouter,
          bsize * math.prod(win_ext))
-
-
-def emit_conv_kernel(s: Scalar, k, ins: list[ir.Value], outs: list[ir.Value]) -> None:
-    """The body of a :class:`~oxla_backend_cpu.conv.ConvKernel` function (parameters:
-    input, kernel, epilogue inputs, then output and the im2col buffer)."""
-    lhs, w, extras = ins[0], ins[1], list(ins[2:])
-    out = outs[0]
-    if k.mode == "direct":
-        emit_direct(s, k, lhs, w, out, extras)
-        return
-    from oxla_backend_cpu.conv_gemm import emit_gemm_mode
-
-    emit_gemm_mode(s, k, lhs, w, out, outs[1] if k.col is not None else None, extras)

@@ -26,9 +26,8 @@ import math
 import llvmlite.ir as ir
 from oxla_codegen_llvm import Scalar, for_range, linearize, loop_nest
 from oxla_codegen_llvm.loops import delinearize
-from oxla_codegen_llvm.parallel import MIN_ELEMENTS_PER_CHUNK, runtime, task_wrapper
 
-from oxla_backend_cpu.blas import _set_one_thread, restore_threads, set_gemm_threads
+from oxla_backend_cpu.blas import restore_threads, set_gemm_threads, set_one_thread
 from oxla_backend_cpu.conv import BLOCKS_PER_THREAD, ITEM_FLOPS, chunks
 from oxla_backend_cpu.conv_emit import (
     I1,
@@ -37,21 +36,23 @@ from oxla_backend_cpu.conv_emit import (
     I64,
     PTR,
     VOID,
-    _c,
-    _epilogue,
-    _fill_zero,
-    _ftype,
-    _gep,
-    _lhs_at,
-    _row,
-    _smax,
-    _smin,
-    _task,
+    elem_gep,
+    emit_direct,
+    emit_epilogue,
+    fill_zero,
+    float_type,
+    i64c,
+    input_row,
+    lhs_at,
+    smax,
+    smin,
+    task_function,
 )
+from oxla_backend_cpu.parallel import MIN_ELEMENTS_PER_CHUNK, runtime, task_wrapper
 
 
 def _ceil_div(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
-    return b.sdiv(b.add(x, b.sub(y, _c(1))), y)
+    return b.sdiv(b.add(x, b.sub(y, i64c(1))), y)
 
 
 def _pfor(b: ir.IRBuilder, module: ir.Module, fn: ir.Function, ptrs: list, n: ir.Value,
@@ -63,15 +64,15 @@ def _pfor(b: ir.IRBuilder, module: ir.Module, fn: ir.Function, ptrs: list, n: ir
     with b.goto_entry_block():
         ctx = b.alloca(PTR, len(ptrs), name=f"{fn.name}.ctx")
     for i, p in enumerate(ptrs):
-        b.store(p, b.gep(ctx, [_c(i)], source_etype=PTR))
-    b.call(pfor, [task, ctx, n, _c(grain)])
+        b.store(p, b.gep(ctx, [i64c(i)], source_etype=PTR))
+    b.call(pfor, [task, ctx, n, i64c(grain)])
 
 
 N_PARAMS = 5  # chunk parameters (4) and the GEMM block size
 
 
 def _params(b: ir.IRBuilder, p: ir.Value) -> list[ir.Value]:
-    return [b.load(b.gep(p, [_c(i)], source_etype=I64), typ=I64) for i in range(N_PARAMS)]
+    return [b.load(b.gep(p, [i64c(i)], source_etype=I64), typ=I64) for i in range(N_PARAMS)]
 
 
 def _pack_row(b: ir.IRBuilder, g, ty: ir.Type, src: ir.Value, dst: ir.Value,
@@ -79,22 +80,22 @@ def _pack_row(b: ir.IRBuilder, g, ty: ir.Type, src: ir.Value, dst: ir.Value,
     """Writes one im2col row ``dst[row0 : row0 + n]`` (index variables ``idx``, the
     row's own index of role ``last``): zeros, a copy, zeros; or, when the row is not
     affine, an element-by-element test."""
-    row = _row(b, g, idx, last, n)
+    row = input_row(b, g, idx, last, n)
     if row is not None:
         off, step, ja, jb = row
-        _fill_zero(b, ty, dst, row0, _c(0), ja)
+        fill_zero(b, ty, dst, row0, i64c(0), ja)
         with for_range(b, jb, "j", ja) as j:
-            x = b.load(_gep(b, ty, src, b.add(off, b.mul(j, _c(step)))), typ=ty)
-            b.store(x, _gep(b, ty, dst, b.add(row0, j)))
-        _fill_zero(b, ty, dst, row0, jb, _c(n))
+            x = b.load(elem_gep(b, ty, src, b.add(off, b.mul(j, i64c(step)))), typ=ty)
+            b.store(x, elem_gep(b, ty, dst, b.add(row0, j)))
+        fill_zero(b, ty, dst, row0, jb, i64c(n))
         return
     with for_range(b, n, "j") as j:
-        off, dims = _lhs_at(b, g, {**idx, last: j})
+        off, dims = lhs_at(b, g, {**idx, last: j})
         ok = ir.Constant(I1, 1)
         for _, d_ok in dims:
             ok = b.and_(ok, d_ok)
-        x = b.load(_gep(b, ty, src, b.select(ok, off, _c(0))), typ=ty)
-        b.store(b.select(ok, x, ir.Constant(ty, 0.0)), _gep(b, ty, dst, b.add(row0, j)))
+        x = b.load(elem_gep(b, ty, src, b.select(ok, off, i64c(0))), typ=ty)
+        b.store(b.select(ok, x, ir.Constant(ty, 0.0)), elem_gep(b, ty, dst, b.add(row0, j)))
 
 
 def _out_roles(g, dims: range | list) -> list[str]:
@@ -105,10 +106,10 @@ def _im2col_task(s: Scalar, k, ch) -> ir.Function:
     """``task(lhs, col, params, start, end)``: im2col items ``[start, end)`` of one
     chunk (output pixels, or rows of ``K``), each a nest of rows without divisions."""
     g = k.geom
-    ty = _ftype(g)
+    ty = float_type(g)
     kroles = g.k_roles
     kext = [g.extent(r) for r in kroles]
-    fn, b = _task(s.module, f"{k.name}.im2col", 3, (0, 1))
+    fn, b = task_function(s.module, f"{k.name}.im2col", 3, (0, 1))
     src, dst, prm = fn.args[:3]
     start, end = fn.args[3], fn.args[4]
     p0, _, r0, nr, _ = _params(b, prm)
@@ -122,20 +123,20 @@ def _im2col_task(s: Scalar, k, ch) -> ir.Function:
                                delinearize(b, p, g.os[:-1])))
             with loop_nest(b, inner, "gk") as gk:
                 idx = {**out_idx, **dict(zip(["g"] + kroles[:-1], gk))}
-                row = b.add(b.mul(t, _c(per)), linearize(b, gk, inner))
-                _pack_row(b, g, ty, src, dst, idx, kroles[-1], n, b.mul(row, _c(n)))
+                row = b.add(b.mul(t, i64c(per)), linearize(b, gk, inner))
+                _pack_row(b, g, ty, src, dst, idx, kroles[-1], n, b.mul(row, i64c(n)))
     else:  # items: (oo, g, k); rows rr of the innermost output dimension
         n = g.os[-1]
         gk = [g.G] + kext
         per = math.prod(gk)
         with for_range(b, end, "t", start) as t:
-            idx = dict(zip(["g"] + kroles, delinearize(b, b.urem(t, _c(per)), gk)))
-            o = b.add(p0, b.udiv(t, _c(per)))
+            idx = dict(zip(["g"] + kroles, delinearize(b, b.urem(t, i64c(per)), gk)))
+            o = b.add(p0, b.udiv(t, i64c(per)))
             idx.update(zip(_out_roles(g, range(g.of)), delinearize(b, o, g.os[:g.of])))
             with for_range(b, nr, "rr") as rr:
                 idx.update(zip(_out_roles(g, range(g.of + 1, len(g.os) - 1)),
                                delinearize(b, b.add(r0, rr), g.os[g.of + 1:-1])))
-                row0 = b.mul(b.add(b.mul(t, _c(ch.rows)), rr), _c(n))
+                row0 = b.mul(b.add(b.mul(t, i64c(ch.rows)), rr), i64c(n))
                 _pack_row(b, g, ty, src, dst, idx, g.out_role(len(g.os) - 1), n, row0)
     b.ret_void()
     return fn
@@ -146,7 +147,7 @@ class _Blas:
 
     def __init__(self, b: ir.IRBuilder, module: ir.Module, g):
         self.b = b
-        ty = _ftype(g)
+        ty = float_type(g)
         name = "oxla_sgemm" if g.dtype == "f32" else "oxla_dgemm"
         self.fn = module.globals.get(name) or ir.Function(
             module, ir.FunctionType(VOID, [PTR] * 13), name)
@@ -204,14 +205,14 @@ def _gemm_task(s: Scalar, k, ch, n_extra: int) -> ir.Function:
     of one chunk, each followed by the epilogue on the output it wrote."""
     g = k.geom
     module = s.module
-    ty = _ftype(g)
+    ty = float_type(g)
     kk, og, o_tot, G = g.k_size, g.og, g.o_tot, g.G
-    fn, b = _task(module, f"{k.name}.gemm", 4 + n_extra, (2,))
+    fn, b = task_function(module, f"{k.name}.gemm", 4 + n_extra, (2,))
     ts = Scalar(b, module, s.target, s.fast_math)
     a_p, w_p, c_p, prm = fn.args[:4]
     ex_p = list(fn.args[4:4 + n_extra])
     start, end = fn.args[4 + n_extra], fn.args[5 + n_extra]
-    _set_one_thread(b, module)
+    set_one_thread(b, module)
     blas = _Blas(b, module, g)
     p0, cp, r0, nr, bs = _params(b, prm)
 
@@ -219,59 +220,59 @@ def _gemm_task(s: Scalar, k, ch, n_extra: int) -> ir.Function:
         """W_g as the GEMM's B (layout A) or A = W_g^T (layout B): pointer, transposed,
         leading dimension."""
         if k.w_major:  # stored [O, K]
-            return _gep(b, ty, w_p, b.mul(gi, _c(og * kk))), not a_side, kk
-        return _gep(b, ty, w_p, b.mul(gi, _c(og))), a_side, o_tot  # stored [K, O]
+            return elem_gep(b, ty, w_p, b.mul(gi, i64c(og * kk))), not a_side, kk
+        return elem_gep(b, ty, w_p, b.mul(gi, i64c(og))), a_side, o_tot  # stored [K, O]
 
     n_last = g.os[-1]
     sub = _epilogue_block(g) if k.epilogue is not None else 0
     with for_range(b, end, "it", start) as it:
         if g.feature_last:
             r_item = b.mul(it, bs)
-            cnt_item = _smin(b, bs, b.sub(cp, r_item))
+            cnt_item = smin(b, bs, b.sub(cp, r_item))
         else:
             inner = math.prod(g.os[g.of + 1:])
-            width = b.mul(nr, _c(n_last))
-            nbl = b.udiv(b.add(width, b.sub(bs, _c(1))), bs)
+            width = b.mul(nr, i64c(n_last))
+            nbl = b.udiv(b.add(width, b.sub(bs, i64c(1))), bs)
             oo = b.udiv(it, nbl)
             c_item = b.mul(b.urem(it, nbl), bs)
-            cnt_item = _smin(b, bs, b.sub(width, c_item))
+            cnt_item = smin(b, bs, b.sub(width, c_item))
             o = b.add(p0, oo)
         # with an epilogue: sub-blocks whose output is still in cache when it runs
-        step = _c(sub) if sub else cnt_item
+        step = i64c(sub) if sub else cnt_item
         with for_range(b, _ceil_div(b, cnt_item, step), "sub") as si:
             s0 = b.mul(si, step)
-            cnt = _smin(b, step, b.sub(cnt_item, s0))
+            cnt = smin(b, step, b.sub(cnt_item, s0))
             if g.feature_last:
                 r = b.add(r_item, s0)
                 with for_range(b, G, "grp") as gi:
                     wm, wt, ldw = weights(gi, False)
-                    a = _gep(b, ty, a_p, b.add(b.mul(r, _c(G * kk)), b.mul(gi, _c(kk))))
-                    cm = _gep(b, ty, c_p, b.add(b.mul(b.add(p0, r), _c(o_tot)),
-                                                b.mul(gi, _c(og))))
-                    blas(cnt, _c(og), a, False, G * kk, wm, wt, ldw, cm, o_tot)
+                    a = elem_gep(b, ty, a_p, b.add(b.mul(r, i64c(G * kk)), b.mul(gi, i64c(kk))))
+                    cm = elem_gep(b, ty, c_p, b.add(b.mul(b.add(p0, r), i64c(o_tot)),
+                                                b.mul(gi, i64c(og))))
+                    blas(cnt, i64c(og), a, False, G * kk, wm, wt, ldw, cm, o_tot)
                 if k.epilogue is not None:
                     first = b.add(p0, r)
                     with for_range(b, b.add(first, cnt), "ep", first) as pi:
-                        _epilogue(ts, k, c_p, ex_p, delinearize(b, pi, g.os[:-1]),
-                                  b.mul(pi, _c(o_tot)), o_tot)
+                        emit_epilogue(ts, k, c_p, ex_p, delinearize(b, pi, g.os[:-1]),
+                                  b.mul(pi, i64c(o_tot)), o_tot)
             else:
                 c0 = b.add(c_item, s0)
-                col0 = b.add(b.mul(r0, _c(n_last)), c0)  # first output column in ``inner``
+                col0 = b.add(b.mul(r0, i64c(n_last)), c0)  # first output column in ``inner``
                 with for_range(b, G, "grp") as gi:
                     wm, wt, ldw = weights(gi, True)
-                    bm = _gep(b, ty, a_p, b.add(b.mul(b.add(b.mul(oo, _c(G)), gi),
-                                                      _c(kk * ch.rows * n_last)), c0))
-                    cm = _gep(b, ty, c_p, b.add(b.add(b.mul(o, _c(o_tot * inner)),
-                                                      b.mul(gi, _c(og * inner))), col0))
-                    blas(_c(og), cnt, wm, wt, ldw, bm, False, ch.rows * n_last, cm, inner)
+                    bm = elem_gep(b, ty, a_p, b.add(b.mul(b.add(b.mul(oo, i64c(G)), gi),
+                                                      i64c(kk * ch.rows * n_last)), c0))
+                    cm = elem_gep(b, ty, c_p, b.add(b.add(b.mul(o, i64c(o_tot * inner)),
+                                                      b.mul(gi, i64c(og * inner))), col0))
+                    blas(i64c(og), cnt, wm, wt, ldw, bm, False, ch.rows * n_last, cm, inner)
                 if k.epilogue is not None:  # blocks hold whole rows of the innermost dim
                     oidx = delinearize(b, o, g.os[:g.of])
                     with for_range(b, o_tot, "ef") as fi, \
-                            for_range(b, b.udiv(b.add(col0, cnt), _c(n_last)), "er",
-                                      b.udiv(col0, _c(n_last))) as ri:
-                        base = b.add(b.add(b.mul(o, _c(o_tot * inner)), b.mul(fi, _c(inner))),
-                                     b.mul(ri, _c(n_last)))
-                        _epilogue(ts, k, c_p, ex_p,
+                            for_range(b, b.udiv(b.add(col0, cnt), i64c(n_last)), "er",
+                                      b.udiv(col0, i64c(n_last))) as ri:
+                        base = b.add(b.add(b.mul(o, i64c(o_tot * inner)), b.mul(fi, i64c(inner))),
+                                     b.mul(ri, i64c(n_last)))
+                        emit_epilogue(ts, k, c_p, ex_p,
                                   oidx + [fi] + delinearize(b, ri, g.os[g.of + 1:-1]), base,
                                   n_last)
     b.ret_void()
@@ -295,42 +296,53 @@ def emit_gemm_mode(s: Scalar, k, lhs: ir.Value, w: ir.Value, out: ir.Value,
     runtime(module)
     nt = b.load(module.globals["oxla_num_threads"], typ=I64)
     # about BLOCKS_PER_THREAD items per thread (each block re-packs the weights in BLAS)
-    want = b.select(b.icmp_signed("<=", nt, _c(1)), _c(1), b.mul(nt, _c(BLOCKS_PER_THREAD)))
+    want = b.select(b.icmp_signed("<=", nt, i64c(1)), i64c(1), b.mul(nt, i64c(BLOCKS_PER_THREAD)))
     old = set_gemm_threads(b, module, 1.0)  # the calling thread's items: one BLAS thread
     with for_range(b, ch.n, "chunk") as c:
         if k.reverse:  # the output overlaps the input's dead slabs (conv.output_over_input)
-            c = b.sub(_c(ch.n - 1), c)
+            c = b.sub(i64c(ch.n - 1), c)
         if g.feature_last:
             p_all = math.prod(g.os[:-1])
-            p0 = b.mul(c, _c(ch.rows))
-            cnt = _smin(b, _c(ch.rows), b.sub(_c(p_all), p0))
-            vals = [p0, cnt, _c(0), _c(0), None]
+            p0 = b.mul(c, i64c(ch.rows))
+            cnt = smin(b, i64c(ch.rows), b.sub(i64c(p_all), p0))
+            vals = [p0, cnt, i64c(0), i64c(0), None]
             rows = cnt  # im2col items: output pixels of G*K elements
             per_item = g.G * g.k_size
-            bs = _smax(b, _c(min_bs), _ceil_div(b, cnt, want))
+            bs = smax(b, i64c(min_bs), _ceil_div(b, cnt, want))
             items = _ceil_div(b, cnt, bs)
         else:
             outer_n = math.prod(g.os[:g.of])
             r_all = math.prod(g.os[g.of + 1:-1])
             per_outer = -(-r_all // ch.rows)
-            o0 = b.mul(b.udiv(c, _c(per_outer)), _c(ch.outer))
-            r0 = b.mul(b.urem(c, _c(per_outer)), _c(ch.rows))
-            co = _smin(b, _c(ch.outer), b.sub(_c(outer_n), o0))
-            nr = _smin(b, _c(ch.rows), b.sub(_c(r_all), r0))
+            o0 = b.mul(b.udiv(c, i64c(per_outer)), i64c(ch.outer))
+            r0 = b.mul(b.urem(c, i64c(per_outer)), i64c(ch.rows))
+            co = smin(b, i64c(ch.outer), b.sub(i64c(outer_n), o0))
+            nr = smin(b, i64c(ch.rows), b.sub(i64c(r_all), r0))
             vals = [o0, co, r0, nr, None]
-            rows = b.mul(co, _c(g.G * g.k_size))  # im2col items: nr rows each
+            rows = b.mul(co, i64c(g.G * g.k_size))  # im2col items: nr rows each
             per_item = ch.rows * g.os[-1]
-            width = b.mul(nr, _c(g.os[-1]))
+            width = b.mul(nr, i64c(g.os[-1]))
             n_last = g.os[-1]
             bs = _ceil_div(b, width, _ceil_div(b, want, co))
-            bs = _smax(b, _c(min_bs), b.mul(_ceil_div(b, bs, _c(n_last)), _c(n_last)))
+            bs = smax(b, i64c(min_bs), b.mul(_ceil_div(b, bs, i64c(n_last)), i64c(n_last)))
             items = b.mul(co, _ceil_div(b, width, bs))
         vals[-1] = bs
         for i, v in enumerate(vals):
-            b.store(v, b.gep(prm, [_c(i)], source_etype=I64))
+            b.store(v, b.gep(prm, [i64c(i)], source_etype=I64))
         if pack is not None:
             _pfor(b, module, pack, [lhs, col, prm], rows,
                   max(1, -(-MIN_ELEMENTS_PER_CHUNK // per_item)))
         _pfor(b, module, gemm, [col if col is not None else lhs, w, out, prm] + extras,
               items, gemm_grain)
     restore_threads(b, module, old)
+
+
+def emit_conv_kernel(s: Scalar, k, ins: list[ir.Value], outs: list[ir.Value]) -> None:
+    """The body of a :class:`~oxla_backend_cpu.conv.ConvKernel` function (parameters:
+    input, kernel, epilogue inputs, then output and the im2col buffer)."""
+    lhs, w, extras = ins[0], ins[1], list(ins[2:])
+    out = outs[0]
+    if k.mode == "direct":
+        emit_direct(s, k, lhs, w, out, extras)
+        return
+    emit_gemm_mode(s, k, lhs, w, out, outs[1] if k.col is not None else None, extras)

@@ -67,6 +67,7 @@ from oxla.ir import attributes as A
 from oxla.ir import types as T
 from oxla.lowering import OpKernel
 from oxla_backend_cpu.opkernels import op_emitter
+from oxla_backend_cpu.probe import PROBE_INFO, PROBE_TARGET, ProbeRecorder
 
 BACKEND = "cpu"
 OP = "stablehlo.custom_call"
@@ -126,7 +127,6 @@ def lookup(target: str, loc: Any = None, what: str = "") -> Any:
             message names the target, ``loc`` and how to supply one).
     """
     from oxla.plugins import get_registry
-    from oxla_backend_cpu.probe import PROBE_INFO, PROBE_TARGET
 
     if target == PROBE_TARGET:  # interpreter.probe, built in (see oxla_backend_cpu.probe)
         return PROBE_INFO
@@ -278,8 +278,6 @@ class CustomCallBindings:
     """
 
     def __init__(self, sites: list[tuple[str, str, list[str], list[str]]], jit: Any):
-        from oxla_backend_cpu.probe import PROBE_TARGET, ProbeRecorder
-
         self._pending = threading.local()
         self.probes = ProbeRecorder()  # this program's interpreter.probe records
         self._keep: list[Any] = []  # ctypes callbacks must outlive the machine code

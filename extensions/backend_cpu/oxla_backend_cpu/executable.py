@@ -36,31 +36,17 @@ from oxla.interpreter.registry import TOKEN
 from oxla.ir import func_type, parse_module
 from oxla.ir.types import TensorType
 from oxla.protocols import Signature
+from oxla_backend_cpu.blas import blas_symbols
+from oxla_backend_cpu.collectives_runtime import install
+from oxla_backend_cpu.custom_call import bind_custom_calls
+from oxla_backend_cpu.digests import digests
+from oxla_backend_cpu.outalloc import OutputPool
+from oxla_backend_cpu.packed_gemm import rebuild
+from oxla_backend_cpu.parallel import num_threads
 
 BACKEND = "cpu"
 _ENTRY = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
 _NO_DATA = np.empty(0, np.uint8)  # what a token argument points to
-
-
-def num_threads() -> int:
-    """Threads for parallel loops: ``OXLA_NUM_THREADS``, else this process's CPUs.
-
-    Raises:
-        OxlaError: ``OXLA_NUM_THREADS`` is not a positive integer.
-    """
-    env = os.environ.get("OXLA_NUM_THREADS")
-    if env:
-        try:
-            n = int(env)
-        except ValueError:
-            n = 0
-        if n < 1:
-            raise OxlaError(f"OXLA_NUM_THREADS must be a positive integer, got '{env}'")
-        return n
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 def _shutdown_pool(address: int, jit: Any) -> None:
@@ -103,8 +89,6 @@ class CPUExecutable:
             signature = Signature(tuple(ft.inputs), tuple(ft.results))
         self.signature = signature
         self._entry = _ENTRY(jit.address("entry"))
-        from oxla_backend_cpu.collectives_runtime import install
-
         install(self, jit)  # collectives, send/recv, infeed/outfeed: sets self.runtime
         threads = jit.global_address("oxla_num_threads") if hasattr(jit, "global_address") \
             else 0
@@ -128,11 +112,7 @@ class CPUExecutable:
         if all(isinstance(t, TensorType) and t.is_static for t in self.signature.inputs):
             self._exact_inputs = [(tuple(t.shape), np.dtype(t.dtype))
                                   for t in self.signature.inputs]
-        from oxla_backend_cpu.outalloc import OutputPool
-
         self._outputs = OutputPool(self._out_specs)  # large results' memory is reused
-        from oxla_backend_cpu.custom_call import bind_custom_calls
-
         # targets of stablehlo.custom_call, resolved through the oxla_custom_calls hook
         self._custom_calls = bind_custom_calls(jit, llvm_ir)
 
@@ -269,8 +249,6 @@ def _recipes(recipes: list[dict | None], known: Any) -> dict[str, dict]:
 def _digests(arrays: list[np.ndarray], known: Any = ()) -> list[str]:
     """The SHA-256 of each array's bytes; an array that is the memory of one in ``known``
     (a mapping digest -> array) takes that digest without hashing."""
-    from oxla_backend_cpu.cache import digests
-
     by_memory = {}
     if isinstance(known, dict):
         by_memory = {(a.ctypes.data, a.nbytes): d for d, a in known.items()
@@ -304,7 +282,6 @@ def load_artifact(path: str | os.PathLike[str],
     from oxla_codegen_llvm.jit import load_object
 
     from oxla.artifact import read_manifest
-    from oxla_backend_cpu.blas import blas_symbols
 
     p = os.fspath(path)
     manifest = read_manifest(p)
@@ -331,8 +308,6 @@ def load_artifact(path: str | os.PathLike[str],
     for j, r in (recipes.items() if isinstance(recipes, dict) else ()):
         src = known.get(r.get("source")) if isinstance(r, dict) else None
         if src is not None:
-            from oxla_backend_cpu.packed_gemm import rebuild
-
             try:
                 reuse[int(j)] = rebuild(r, np.asarray(src)).reshape(-1).view(np.uint8)
             except (ValueError, KeyError, TypeError) as exc:

@@ -32,7 +32,7 @@ from oxla_codegen_llvm.scalar import convert
 
 from oxla.ir import types as T
 from oxla_backend_cpu import pocketfft as P
-from oxla_backend_cpu.misc_ops import _libc
+from oxla_backend_cpu.misc_ops import libc
 
 I64, F32, F64, PTR = ir.IntType(64), ir.FloatType(), ir.DoubleType(), ir.PointerType()
 _C128 = T.ComplexType(T.FloatType("f64"))
@@ -140,8 +140,8 @@ class _Scratch:
 
     def __init__(self, s: Scalar, ty: ir.Type, count: int):
         self.s, self.ty = s, ty
-        malloc = _libc(s.module, "malloc", PTR, [I64])
-        self.free_fn = _libc(s.module, "free", ir.VoidType(), [PTR])
+        malloc = libc(s.module, "malloc", PTR, [I64])
+        self.free_fn = libc(s.module, "free", ir.VoidType(), [PTR])
         size = 4 if ty == F32 else 8
         self.ptr = s.b.call(malloc, [ir.Constant(I64, max(count * size, 16))])
 

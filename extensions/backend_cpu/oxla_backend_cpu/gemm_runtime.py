@@ -3,14 +3,14 @@ process instead of a block loop and a BLAS call site emitted into every program.
 
 A program's ``dot_general`` kernel becomes one call, ``oxla_gemm_<dtype>(desc, lhs, rhs,
 out)``, with ``desc`` a constant ``i64[9]`` descriptor (:data:`DESC_FIELDS`). The
-driver is part of the runtime module (:func:`oxla_codegen_llvm.parallel.runtime_module`
+driver is part of the runtime module (:func:`oxla_backend_cpu.parallel.runtime_module`
 with this module's extension), which is optimized and compiled once per process and
 loaded next to every program, and stored in ``.oxla`` artifacts beside it. So a program
 made of GEMMs has no loop of its own for LLVM to optimize: measured, a module with any
 vectorizable loop costs about 5 ms of ``-O3`` and 6 ms of code generation on top of an
 empty one, which was most of the 1024^3 GEMM workload's 22 ms compile.
 
-The driver does at run time what :func:`oxla_backend_cpu.blas.emit_gemm` documents: the
+The driver does at run time what :func:`oxla_backend_cpu.gemm_emit.emit_gemm` documents: the
 blocks from ``oxla_num_threads`` and the descriptor's cap, one single-threaded BLAS call
 per run of consecutive blocks, oxla's parallel-for when the descriptor allows it.
 """
@@ -18,6 +18,9 @@ per run of consecutive blocks, oxla's parallel-for when the descriptor allows it
 from __future__ import annotations
 
 import llvmlite.ir as ir
+
+from oxla_backend_cpu.blas import BLOCKS_PER_THREAD, THREADS_SYMBOL, blas_symbols, set_one_thread
+from oxla_backend_cpu.parallel import NUM_THREADS, call_parallel_if
 
 I8, I32, I64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
 PTR = ir.PointerType()
@@ -37,7 +40,7 @@ def driver_name(dtype: str) -> str:
 
 def define_gemm_runtime(module: ir.Module) -> None:
     """Defines the f32 and f64 drivers in the runtime ``module`` (a runtime extension,
-    see :func:`oxla_codegen_llvm.parallel.register_runtime_extension`)."""
+    see :func:`oxla_backend_cpu.parallel.register_runtime_extension`)."""
     for dtype in ("f32", "f64"):
         _define_driver(module, dtype)
 
@@ -60,10 +63,6 @@ def _max(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
 
 
 def _define_driver(module: ir.Module, dtype: str) -> None:
-    from oxla_codegen_llvm.parallel import NUM_THREADS, call_parallel_if
-
-    from oxla_backend_cpu.blas import BLOCKS_PER_THREAD, THREADS_SYMBOL, blas_symbols
-
     fn = ir.Function(module, DRIVER_TYPE, driver_name(dtype))
     task = ir.Function(module, ir.FunctionType(VOID, [PTR] * 5 + [I64] * 2),
                        f"{fn.name}.blocks")
@@ -100,9 +99,7 @@ def _define_driver(module: ir.Module, dtype: str) -> None:
 def _define_task(task: ir.Function, dtype: str) -> None:
     """``task(desc, A, B, C, geom, start, end)``: work items ``[start, end)`` (pairs of
     batch and block), one BLAS call per run of consecutive blocks of one GEMM (see
-    :func:`oxla_backend_cpu.blas.emit_gemm` for the layout algebra)."""
-    from oxla_backend_cpu.blas import _set_one_thread
-
+    :func:`oxla_backend_cpu.gemm_emit.emit_gemm` for the layout algebra)."""
     module = task.module
     fty = ir.FloatType() if dtype == "f32" else ir.DoubleType()
     name = "oxla_sgemm" if dtype == "f32" else "oxla_dgemm"
@@ -114,7 +111,7 @@ def _define_task(task: ir.Function, dtype: str) -> None:
     body = task.append_basic_block("body")
     done = task.append_basic_block("done")
     b = ir.IRBuilder(entry)
-    _set_one_thread(b, module)
+    set_one_thread(b, module)
     f = _fields(b, desc)
     m, n, k = f["m"], f["n"], f["k"]
     tl = b.icmp_signed("!=", f["trans_lhs"], _c(0))

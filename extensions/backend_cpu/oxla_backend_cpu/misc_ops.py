@@ -39,7 +39,7 @@ def _i64(n: int) -> ir.Constant:
     return ir.Constant(I64, n)
 
 
-def _libc(module: ir.Module, name: str, ret: ir.Type, args: list[ir.Type]) -> ir.Function:
+def libc(module: ir.Module, name: str, ret: ir.Type, args: list[ir.Type]) -> ir.Function:
     fn = module.globals.get(name)
     return fn if fn is not None else ir.Function(module, ir.FunctionType(ret, args), name)
 
@@ -61,8 +61,8 @@ def emit_sort(s: Scalar, k: OpKernel, buffers: dict, outs: list) -> None:
     if 0 in shape:
         return
     outer = [d for i, d in enumerate(shape) if i != dim]
-    malloc = _libc(s.module, "malloc", PTR, [I64])
-    free = _libc(s.module, "free", ir.VoidType(), [PTR])
+    malloc = libc(s.module, "malloc", PTR, [I64])
+    free = libc(s.module, "free", ir.VoidType(), [PTR])
     bufs = [b.call(malloc, [_i64(8 * n)]), b.call(malloc, [_i64(8 * n)])]
     with b.goto_entry_block():
         src_p, dst_p = b.alloca(PTR), b.alloca(PTR)
@@ -247,7 +247,7 @@ def _raw_bits(s: Scalar, et, v: ir.Value, width: int) -> ir.Value:
     return bits
 
 
-def _from_raw_bits(s: Scalar, et, bits: ir.Value) -> ir.Value:
+def from_raw_bits(s: Scalar, et, bits: ir.Value) -> ir.Value:
     st = storage_type(et)
     if isinstance(st, ir.IntType):
         if st.width != bits.type.width:
@@ -287,7 +287,7 @@ def emit_bitcast_across_widths(s: Scalar, k: OpKernel, buffers: dict, outs: list
                 v = load_elem(s, buffers[x], src, b.add(b.mul(i, _i64(kk)), _i64(j)))
                 bits = b.zext(_raw_bits(s, src, v, ws), wide)
                 acc = b.or_(acc, b.shl(bits, ir.Constant(wide, j * ws)))
-            store_elem(s, outs[0], dst, i, _from_raw_bits(s, dst, acc))
+            store_elem(s, outs[0], dst, i, from_raw_bits(s, dst, acc))
         return
     kk = ws // wd
     n_in = int(np.prod(shape_of(x)))
@@ -296,4 +296,4 @@ def emit_bitcast_across_widths(s: Scalar, k: OpKernel, buffers: dict, outs: list
         for j in range(kk):
             part = b.trunc(b.lshr(bits, ir.Constant(wide, j * wd)), ir.IntType(wd))
             store_elem(s, outs[0], dst, b.add(b.mul(i, _i64(kk)), _i64(j)),
-                       _from_raw_bits(s, dst, part))
+                       from_raw_bits(s, dst, part))

@@ -12,7 +12,6 @@ kernel's materialized inputs to their pointers, ``outs`` holds one pointer per r
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import llvmlite.ir as ir
@@ -23,6 +22,7 @@ from oxla_codegen_llvm.fused import store as store_elem
 
 from oxla.ir import Value
 from oxla.lowering import OpKernel
+from oxla_backend_cpu.reduction import MINMAX, freeze, reduce_parallel, vector_reduce
 
 I64 = ir.IntType(64)
 OpEmitter = Callable[[Scalar, OpKernel, dict[Value, ir.Value], list[ir.Value]], None]
@@ -41,43 +41,12 @@ def _i64(n: int) -> ir.Constant:
     return ir.Constant(I64, n)
 
 
-VECTOR_REDUCE_BODIES = ("stablehlo.add", "stablehlo.multiply", "stablehlo.maximum",
-                        "stablehlo.minimum", "stablehlo.and", "stablehlo.or")
-
-
-def reduce_parallel(op) -> tuple[int, int] | None:
-    """``(n, grain)`` for a parallel-for over the outermost result dimension of a
-    ``reduce`` (each chunk reduces whole rows, so the order within a row is kept), or
-    None when the work is too small for threads."""
-    from oxla_codegen_llvm.parallel import grain_for, worth_parallel
-
-    out_shape = shape_of(op.results[0])
-    if not out_shape:
-        return None
-    n = out_shape[0]
-    per = max(1, math.prod(shape_of(op.operands[0])) // max(n, 1))
-    return (n, grain_for(n, per)) if worth_parallel(n, per) else None
-
-
-def _vector_reduce(op, red: list[int], rank: int) -> bool:
-    """True for a one-operand reduce over the innermost (contiguous) dimension whose body
-    is one associative op: its inner loop gets the vectorize hint (partial accumulators;
-    the spec leaves the order of a reduction unspecified)."""
-    ops = list(op.regions[0].blocks[0].ops)
-    return (len(op.results) == 1 and bool(red) and red[-1] == rank - 1 and len(ops) == 2
-            and ops[0].name in VECTOR_REDUCE_BODIES)
-
-
 @op_emitter("stablehlo.reduce")
 def emit_reduce(s: Scalar, k: OpKernel, buffers: dict, outs: list) -> None:
     """Spec ``reduce``: one accumulator per result, the body applied to the elements of a
     row in index order, except that a one-op body over the innermost dimension may use
-    partial accumulators (:func:`_vector_reduce`); rows split across threads when the
+    partial accumulators (:func:`vector_reduce`); rows split across threads when the
     kernel is parallel (:func:`reduce_parallel`)."""
-    from oxla_backend_cpu.rowfusion import _MINMAX, RowKernel, _freeze, emit_rows
-
-    if isinstance(k, RowKernel):  # reductions fused with their consumer
-        return emit_rows(s, k, buffers, outs)
     b, op = s.b, k.op
     n = len(op.results)
     operands, inits = op.operands[:n], op.operands[n:]
@@ -94,7 +63,7 @@ def emit_reduce(s: Scalar, k: OpKernel, buffers: dict, outs: list) -> None:
     if len(fn.args) >= 2 and fn.args[-1].type == I64:  # a parallel kernel (see codegen)
         fn.oxla_parallel = reduce_parallel(op)
         outer = (fn.args[-2], fn.args[-1])
-    vec = _vector_reduce(op, red, len(in_shape))
+    vec = vector_reduce(op, red, len(in_shape))
     with loop_nest(b, out_shape, "o", outer=outer) as oidx:
         f.reset()
         for acc, init in zip(accs, inits):
@@ -107,8 +76,8 @@ def emit_reduce(s: Scalar, k: OpKernel, buffers: dict, outs: list) -> None:
             for d, i in zip(red, ridx):
                 idx[d] = i
             xs = [f.value_at(x, idx) for x in operands]
-            if vec and op.regions[0].blocks[0].ops[0].name in _MINMAX:
-                xs = [_freeze(b, x) for x in xs]  # masked max stays vectorizable
+            if vec and op.regions[0].blocks[0].ops[0].name in MINMAX:
+                xs = [freeze(b, x) for x in xs]  # masked max stays vectorizable
             cur = [b.load(a, typ=llvm_type(et)) for a, et in zip(accs, ets)]
             for a, v in zip(accs, emit_region(s, op.regions[0], cur + xs)):
                 b.store(v, a)

@@ -46,6 +46,8 @@ import weakref
 import llvmlite.ir as ir
 import numpy as np
 
+from oxla_backend_cpu.parallel import NUM_THREADS, call_parallel_if, runtime
+
 F32, I1, I32, I64 = ir.FloatType(), ir.IntType(1), ir.IntType(32), ir.IntType(64)
 PTR = ir.PointerType()
 VOID = ir.VoidType()
@@ -163,11 +165,11 @@ def pack_weights(w: np.ndarray, nr: int) -> np.ndarray:
     return out
 
 
-def _c(n: int, ty: ir.IntType = I64) -> ir.Constant:
+def i64c(n: int, ty: ir.IntType = I64) -> ir.Constant:
     return ir.Constant(ty, n)
 
 
-def _min(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+def imin(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
     return b.select(b.icmp_signed("<", x, y), x, y)
 
 
@@ -175,12 +177,12 @@ def _max(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
     return b.select(b.icmp_signed(">", x, y), x, y)
 
 
-def _cdiv(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
-    return b.sdiv(b.add(x, b.sub(y, _c(1))), y)
+def cdiv(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+    return b.sdiv(b.add(x, b.sub(y, i64c(1))), y)
 
 
-class _Loop:
-    """``for i in range(start, stop, step)`` in IR: ``with _Loop(...) as i:`` leaves the
+class Loop:
+    """``for i in range(start, stop, step)`` in IR: ``with Loop(...) as i:`` leaves the
     builder after the loop (the body runs at least once only when ``start < stop``)."""
 
     def __init__(self, b: ir.IRBuilder, start: ir.Value, stop: ir.Value,
@@ -206,64 +208,48 @@ class _Loop:
         b = self.b
         from oxla_codegen_llvm.loops import loop_hint
 
-        step = self.step if isinstance(self.step, ir.Value) else _c(self.step)
+        step = self.step if isinstance(self.step, ir.Value) else i64c(self.step)
         self.i.add_incoming(b.add(self.i, step), b.block)
         # none of these loops is hot enough for unrolled copies to pay for their code
         loop_hint(b, b.branch(self.head), "llvm.loop.unroll.disable", None)
         b.position_at_end(self.exit)
 
 
-def define_packed_gemm_runtime(module: ir.Module) -> None:
-    """Defines ``oxla_pgemm_f32`` and ``oxla_bgemm_f32``
-    (:mod:`oxla_backend_cpu.batched_gemm`) for the host's tile shape in the runtime ``module`` (a
-    runtime extension, see :func:`oxla_codegen_llvm.parallel.register_runtime_extension`);
-    nothing on a host without AVX2+FMA or AVX-512 (programs there never call it)."""
-    from oxla_backend_cpu.batched_gemm import define_batched_driver
-    from oxla_backend_cpu.batched_gemm import tile_shape as batched_tile_shape
-
-    lanes = host_lanes()
-    if lanes:
-        define_driver(module, lanes, *tile_shape(lanes))
-        define_batched_driver(module, lanes, *batched_tile_shape(lanes))
-
-
 def define_driver(module: ir.Module, lanes: int, mr: int, nr: int,
                   name: str = DRIVER) -> ir.Function:
     """Defines ``void name(ptr desc, ptr A, ptr Bp, ptr C)`` (see the module doc) for
     vectors of ``lanes`` f32 and ``mr x nr`` tiles in ``module`` and returns it."""
-    from oxla_codegen_llvm.parallel import NUM_THREADS, call_parallel_if, runtime
-
-    micro = _define_micro(module, name, lanes, mr, nr)
-    block = _define_block(module, name, micro, mr, nr)
+    micro = define_micro(module, name, lanes, mr, nr)
+    block = define_block(module, name, micro, mr, nr)
     task = _define_task(module, name, block, mr, nr)
     fn = ir.Function(module, DRIVER_TYPE, name)
     for f in (fn, task, block):  # their loops are not the hot path: -Os halves their IR
         f.attributes.add("optsize")
     desc, a, bp, c = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    f = _fields(b, desc)
+    f = read_fields(b, desc)
     runtime(module)  # declares oxla_num_threads and the parallel-for where not defined
     nthreads = module.globals[NUM_THREADS]
-    nt = b.select(b.icmp_signed("!=", f["parallel"], _c(0)), b.load(nthreads, typ=I64), _c(1))
-    nt = _max(b, nt, _c(1))
-    panels = _cdiv(b, f["n"], _c(nr))
-    tiles = _cdiv(b, f["m"], _c(mr))
-    gn = _max(b, _min(b, nt, b.sdiv(panels, _c(MIN_PANELS_PER_THREAD))), _c(1))
-    gm = _max(b, _min(b, tiles, b.sdiv(nt, gn)), _c(1))
+    nt = b.select(b.icmp_signed("!=", f["parallel"], i64c(0)), b.load(nthreads, typ=I64), i64c(1))
+    nt = _max(b, nt, i64c(1))
+    panels = cdiv(b, f["n"], i64c(nr))
+    tiles = cdiv(b, f["m"], i64c(mr))
+    gn = _max(b, imin(b, nt, b.sdiv(panels, i64c(MIN_PANELS_PER_THREAD))), i64c(1))
+    gm = _max(b, imin(b, tiles, b.sdiv(nt, gn)), i64c(1))
     geom = b.alloca(I64, 2, name="geom")
     b.store(gm, geom)
-    b.store(gn, b.gep(geom, [_c(1)], source_etype=I64))
+    b.store(gn, b.gep(geom, [i64c(1)], source_etype=I64))
     items = b.mul(gm, gn)
-    call_parallel_if(b, module, b.icmp_signed(">", items, _c(1)), task,
+    call_parallel_if(b, module, b.icmp_signed(">", items, i64c(1)), task,
                      [desc, a, bp, c, geom], items)
     b.ret_void()
     return fn
 
 
-def _fields(b: ir.IRBuilder, desc: ir.Value,
+def read_fields(b: ir.IRBuilder, desc: ir.Value,
             names: tuple[str, ...] = DESC_FIELDS) -> dict[str, ir.Value]:
     """The descriptor's i64 words at ``b``, by name (``names``: their order)."""
-    return {n: b.load(b.gep(desc, [_c(i)], source_etype=I64), typ=I64)
+    return {n: b.load(b.gep(desc, [i64c(i)], source_etype=I64), typ=I64)
             for i, n in enumerate(names)}
 
 
@@ -283,33 +269,33 @@ def _define_task(module: ir.Module, name: str, block: ir.Function, mr: int,
     small.align = 64
     slot = b.alloca(PTR, name="apack.slot")
     b.store(ir.Constant(PTR, None), slot)
-    f = _fields(b, desc)
-    direct = b.icmp_signed("==", f["sa_k"], _c(1))  # A read in place: no copy buffer
+    f = read_fields(b, desc)
+    direct = b.icmp_signed("==", f["sa_k"], i64c(1))  # A read in place: no copy buffer
     with b.if_then(b.not_(direct)):
-        b.store(b.call(malloc, [_c(MC_TILES * mr * KC * 4)], name="apack"), slot)
+        b.store(b.call(malloc, [i64c(MC_TILES * mr * KC * 4)], name="apack"), slot)
     heap = b.load(slot, typ=PTR)
     failed = b.and_(b.not_(direct), b.icmp_unsigned("==", heap, ir.Constant(PTR, None)))
     buf = b.select(failed, small, heap)
-    mc = b.select(failed, _c(mr), _c(MC_TILES * mr))
-    kcap = b.select(failed, _c(SMALL_KC), _c(KC))
+    mc = b.select(failed, i64c(mr), i64c(MC_TILES * mr))
+    kcap = b.select(failed, i64c(SMALL_KC), i64c(KC))
     gm = b.load(geom, typ=I64)
-    gn = b.load(b.gep(geom, [_c(1)], source_etype=I64), typ=I64)
-    tiles = _cdiv(b, f["m"], _c(mr))
-    panels = _cdiv(b, f["n"], _c(nr))
-    with _Loop(b, start, end, name="item") as t:
+    gn = b.load(b.gep(geom, [i64c(1)], source_etype=I64), typ=I64)
+    tiles = cdiv(b, f["m"], i64c(mr))
+    panels = cdiv(b, f["n"], i64c(nr))
+    with Loop(b, start, end, name="item") as t:
         im, jn = b.sdiv(t, gn), b.srem(t, gn)
         t0 = b.sdiv(b.mul(im, tiles), gm)
-        t1 = b.sdiv(b.mul(b.add(im, _c(1)), tiles), gm)
+        t1 = b.sdiv(b.mul(b.add(im, i64c(1)), tiles), gm)
         p0 = b.sdiv(b.mul(jn, panels), gn)
-        p1 = b.sdiv(b.mul(b.add(jn, _c(1)), panels), gn)
-        m1 = _min(b, b.mul(t1, _c(mr)), f["m"])
-        b.call(block, [desc, a, bp, c, b.mul(t0, _c(mr)), m1, p0, p1, buf, mc, kcap])
+        p1 = b.sdiv(b.mul(b.add(jn, i64c(1)), panels), gn)
+        m1 = imin(b, b.mul(t1, i64c(mr)), f["m"])
+        b.call(block, [desc, a, bp, c, b.mul(t0, i64c(mr)), m1, p0, p1, buf, mc, kcap])
     b.call(free, [heap])  # free(NULL) is a no-op
     b.ret_void()
     return task
 
 
-def _define_block(module: ir.Module, name: str, micro: ir.Function, mr: int,
+def define_block(module: ir.Module, name: str, micro: ir.Function, mr: int,
                   nr: int) -> ir.Function:
     """``block(desc, A, Bp, C, m0, m1, p0, p1, buf, mc, kc)``: rows ``[m0, m1)`` of
     ``C`` times panels ``[p0, p1)``, ``A`` packed per ``mc x kc`` block into ``buf``
@@ -319,49 +305,49 @@ def _define_block(module: ir.Module, name: str, micro: ir.Function, mr: int,
     fn.linkage = "internal"
     desc, a, bp, c, m0, m1, p0, p1, buf, mc, kcap = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    f = _fields(b, desc)
+    f = read_fields(b, desc)
     m, n, k, sa_m, sa_k = f["m"], f["n"], f["k"], f["sa_m"], f["sa_k"]
     del m
-    direct = b.icmp_signed("==", sa_k, _c(1))
-    rs = b.select(direct, sa_m, _c(1))  # A's strides as the microkernel reads it
-    ks = b.select(direct, _c(1), _c(mr))
-    with _Loop(b, m0, m1, mc, name="ic") as ic:
-        rows = _min(b, mc, b.sub(m1, ic))
-        ntiles = _cdiv(b, rows, _c(mr))
-        with _Loop(b, _c(0), k, kcap, name="kb") as kb:
-            kc = _min(b, kcap, b.sub(k, kb))
+    direct = b.icmp_signed("==", sa_k, i64c(1))
+    rs = b.select(direct, sa_m, i64c(1))  # A's strides as the microkernel reads it
+    ks = b.select(direct, i64c(1), i64c(mr))
+    with Loop(b, m0, m1, mc, name="ic") as ic:
+        rows = imin(b, mc, b.sub(m1, ic))
+        ntiles = cdiv(b, rows, i64c(mr))
+        with Loop(b, i64c(0), k, kcap, name="kb") as kb:
+            kc = imin(b, kcap, b.sub(k, kb))
             # pack A[ic : ic + rows, kb : kb + kc] into tiles [kc, mr] (zeros past rows),
             # unless A is row-major: the microkernel then reads its rows where they are
-            stop = b.select(direct, _c(0), b.mul(ntiles, _c(mr)))
-            with _Loop(b, _c(0), stop, name="pr") as r:
-                dst = b.gep(buf, [b.add(b.mul(b.sdiv(r, _c(mr)), b.mul(kc, _c(mr))),
-                                        b.srem(r, _c(mr)))], source_etype=F32)
+            stop = b.select(direct, i64c(0), b.mul(ntiles, i64c(mr)))
+            with Loop(b, i64c(0), stop, name="pr") as r:
+                dst = b.gep(buf, [b.add(b.mul(b.sdiv(r, i64c(mr)), b.mul(kc, i64c(mr))),
+                                        b.srem(r, i64c(mr)))], source_etype=F32)
                 live = b.icmp_signed("<", r, rows)
                 row = b.add(ic, r)
                 src = b.gep(a, [b.add(b.mul(row, sa_m), b.mul(kb, sa_k))], source_etype=F32)
-                with _Loop(b, _c(0), kc, name="pk") as kk:
+                with Loop(b, i64c(0), kc, name="pk") as kk:
                     v = b.select(live, b.load(b.gep(src, [b.mul(kk, sa_k)], source_etype=F32),
                                               typ=F32), ir.Constant(F32, 0.0))
-                    b.store(v, b.gep(dst, [b.mul(kk, _c(mr))], source_etype=F32))
-            acc = b.icmp_signed("!=", kb, _c(0))
-            with _Loop(b, p0, p1, name="j") as j:
-                cols = _min(b, _c(nr), b.sub(n, b.mul(j, _c(nr))))
-                panel = b.gep(bp, [b.add(b.mul(b.mul(j, k), _c(nr)), b.mul(kb, _c(nr)))],
+                    b.store(v, b.gep(dst, [b.mul(kk, i64c(mr))], source_etype=F32))
+            acc = b.icmp_signed("!=", kb, i64c(0))
+            with Loop(b, p0, p1, name="j") as j:
+                cols = imin(b, i64c(nr), b.sub(n, b.mul(j, i64c(nr))))
+                panel = b.gep(bp, [b.add(b.mul(b.mul(j, k), i64c(nr)), b.mul(kb, i64c(nr)))],
                               source_etype=F32)
-                with _Loop(b, _c(0), ntiles, name="t") as t:
-                    r0 = b.mul(t, _c(mr))
+                with Loop(b, i64c(0), ntiles, name="t") as t:
+                    r0 = b.mul(t, i64c(mr))
                     ap = b.select(direct, b.gep(a, [b.add(b.mul(b.add(ic, r0), sa_m), kb)],
                                                 source_etype=F32),
                                   b.gep(buf, [b.mul(r0, kc)], source_etype=F32))
-                    cp = b.gep(c, [b.add(b.mul(b.add(ic, r0), n), b.mul(j, _c(nr)))],
+                    cp = b.gep(c, [b.add(b.mul(b.add(ic, r0), n), b.mul(j, i64c(nr)))],
                                source_etype=F32)
                     b.call(micro, [ap, rs, ks, panel, kc, cp, n,
-                                   _min(b, _c(mr), b.sub(rows, r0)), cols, acc])
+                                   imin(b, i64c(mr), b.sub(rows, r0)), cols, acc])
     b.ret_void()
     return fn
 
 
-def _define_micro(module: ir.Module, name: str, lanes: int, mr: int,
+def define_micro(module: ir.Module, name: str, lanes: int, mr: int,
                   nr: int) -> ir.Function:
     """``micro(Ap, rs, ks, Bp, kc, C, ldc, rows, cols, acc)``: the ``mr x nr`` tile
     ``C[:rows, :cols] (+)= A Bp[kc, nr]``, ``A[r, k]`` at ``Ap[r * rs + k * ks]`` (a
@@ -389,30 +375,30 @@ def _define_micro(module: ir.Module, name: str, lanes: int, mr: int,
     entry = fn.append_basic_block("entry")
     loop = fn.append_basic_block("k")
     b = ir.IRBuilder(entry)
-    arow = [b.gep(ap, [b.mul(b.select(b.icmp_signed("<", _c(r), rows), _c(r), _c(0)), rs)],
+    arow = [b.gep(ap, [b.mul(b.select(b.icmp_signed("<", i64c(r), rows), i64c(r), i64c(0)), rs)],
                   source_etype=F32) for r in range(mr)]
     b.branch(loop)
     b.position_at_end(loop)
     kk = b.phi(I64, name="k")
-    kk.add_incoming(_c(0), entry)
+    kk.add_incoming(i64c(0), entry)
     zero = ir.Constant(vty, [0.0] * lanes)
     accs = [[b.phi(vty) for _ in range(nv)] for _ in range(mr)]
     for row in accs:
         for p in row:
             p.add_incoming(zero, entry)
-    bvec = [b.load(b.gep(bp, [b.add(b.mul(kk, _c(nr)), _c(v * lanes))], source_etype=F32),
+    bvec = [b.load(b.gep(bp, [b.add(b.mul(kk, i64c(nr)), i64c(v * lanes))], source_etype=F32),
                    typ=vty, align=4) for v in range(nv)]
     splat = ir.Constant(ir.VectorType(I32, lanes), [0] * lanes)
     undef = ir.Constant(vty, ir.Undefined)
     new = []
     for r in range(mr):
         s = b.load(b.gep(arow[r], [b.mul(kk, ks)], source_etype=F32), typ=F32)
-        sv = b.shuffle_vector(b.insert_element(undef, s, _c(0, I32)), undef, splat)
+        sv = b.shuffle_vector(b.insert_element(undef, s, i64c(0, I32)), undef, splat)
         new.append([b.call(fma, [sv, bvec[v], accs[r][v]]) for v in range(nv)])
     for r in range(mr):
         for v in range(nv):
             accs[r][v].add_incoming(new[r][v], loop)
-    k1 = b.add(kk, _c(1))
+    k1 = b.add(kk, i64c(1))
     kk.add_incoming(k1, loop)
     store = fn.append_basic_block("store")
     latch = b.cbranch(b.icmp_signed("<", k1, kc), loop, store)
@@ -424,21 +410,21 @@ def _define_micro(module: ir.Module, name: str, lanes: int, mr: int,
     tile = b.alloca(vty, mr * nv, name="tile")
     for r in range(mr):
         for v in range(nv):
-            b.store(new[r][v], b.gep(tile, [_c(r * nv + v)], source_etype=vty))
+            b.store(new[r][v], b.gep(tile, [i64c(r * nv + v)], source_etype=vty))
     lane = ir.Constant(ir.VectorType(I64, lanes), list(range(lanes)))
     undef64 = ir.Constant(ir.VectorType(I64, lanes), ir.Undefined)
     masks = []
     for v in range(nv):
-        left = b.insert_element(undef64, b.sub(cols, _c(v * lanes)), _c(0, I32))
+        left = b.insert_element(undef64, b.sub(cols, i64c(v * lanes)), i64c(0, I32))
         masks.append(b.icmp_signed("<", lane, b.shuffle_vector(left, undef64, splat)))
     zero_v = ir.Constant(vty, [0.0] * lanes)
-    with _Loop(b, _c(0), rows, name="r") as r:
+    with Loop(b, i64c(0), rows, name="r") as r:
         for v in range(nv):
-            p = b.gep(c, [b.add(b.mul(r, ldc), _c(v * lanes))], source_etype=F32)
-            val = b.load(b.gep(tile, [b.add(b.mul(r, _c(nv)), _c(v))], source_etype=vty),
+            p = b.gep(c, [b.add(b.mul(r, ldc), i64c(v * lanes))], source_etype=F32)
+            val = b.load(b.gep(tile, [b.add(b.mul(r, i64c(nv)), i64c(v))], source_etype=vty),
                          typ=vty)
-            old = b.call(mload, [p, _c(4, I32), masks[v], zero_v])
+            old = b.call(mload, [p, i64c(4, I32), masks[v], zero_v])
             val = b.select(acc, b.fadd(val, old), val)
-            b.call(mstore, [val, p, _c(4, I32), masks[v]])
+            b.call(mstore, [val, p, i64c(4, I32), masks[v]])
     b.ret_void()
     return fn

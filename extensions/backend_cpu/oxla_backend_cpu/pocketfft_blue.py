@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from oxla_backend_cpu.pocketfft import NumpyOps, Twiddles, _Base, good_size_cmplx
+from oxla_backend_cpu.pocketfft_base import Base, NumpyOps, Twiddles, good_size_cmplx
 from oxla_backend_cpu.pocketfft_c import CFFT
 
 
@@ -17,7 +17,7 @@ class Bluestein(CFFT):
     on ``n`` reals in FFTPACK's halfcomplex order (as :class:`RFFT.exec`)."""
 
     def __init__(self, n: int, ops, dtype):
-        _Base.__init__(self, ops, dtype)
+        Base.__init__(self, ops, dtype)
         self.n, self.n2 = n, good_size_cmplx(2 * n - 1)
         self.plan = CFFT(self.n2, ops, dtype)
         t = self.dtype.type

@@ -5,26 +5,26 @@ from __future__ import annotations
 
 import numpy as np
 
-from oxla_backend_cpu.pocketfft import (
-    _C3,
-    _C5,
-    _C7,
-    _C11,
-    _HSQT2,
+from oxla_backend_cpu.pocketfft_base import (
+    C3,
+    C5,
+    C7,
+    C11,
+    HSQT2,
+    Base,
+    Factor,
     Twiddles,
-    _Base,
-    _Factor,
     cfft_factors,
 )
 
 
-class CFFT(_Base):
+class CFFT(Base):
     """pocketfft's ``cfftp`` for length ``n``; lines are lists of ``(re, im)``."""
 
     def __init__(self, n: int, ops, dtype):
         super().__init__(ops, dtype)
         self.n = n
-        self.fact: list[_Factor] = []
+        self.fact: list[Factor] = []
         if n == 1:
             return
         tw = Twiddles(n, dtype)
@@ -36,7 +36,7 @@ class CFFT(_Base):
                 for i in range(1, ido):
                     w[(j - 1) * (ido - 1) + i - 1] = tw[j * l1 * i]
             tws = [tw[j * l1 * ido] for j in range(ip)] if ip > 11 else None
-            self.fact.append(_Factor(ip, w, tws))
+            self.fact.append(Factor(ip, w, tws))
             l1 *= ip
 
     # complex helpers (pairs of scalars)
@@ -125,14 +125,14 @@ class CFFT(_Base):
                     put(3, self.smul(fwd, self.csub(t1, t4), wa[i - 1 + 2 * (ido - 1)]))
 
     def _rot45(self, fwd, a):
-        h = self.k(_HSQT2)
+        h = self.k(HSQT2)
         r, i = a
         if fwd:
             return self.mul(h, self.add(r, i)), self.mul(h, self.sub(i, r))
         return self.mul(h, self.sub(r, i)), self.mul(h, self.add(i, r))
 
     def _rot135(self, fwd, a):
-        h = self.k(_HSQT2)
+        h = self.k(HSQT2)
         r, i = a
         if fwd:
             return self.mul(h, self.sub(i, r)), self.mul(h, self.sub(self.neg(r), i))
@@ -186,9 +186,9 @@ class CFFT(_Base):
     def _odd_consts(self, ip, fwd):
         """(cos, ±sin) of ``2*pi*m/ip`` for m = 1..(ip-1)/2 as pocketfft's literals."""
         if ip == 3:
-            pairs = [(np.longdouble(-0.5), _C3)]
+            pairs = [(np.longdouble(-0.5), C3)]
         else:
-            tab = {5: _C5, 7: _C7, 11: _C11}[ip]
+            tab = {5: C5, 7: C7, 11: C11}[ip]
             pairs = [(tab[2 * m], tab[2 * m + 1]) for m in range(len(tab) // 2)]
         sgn = -1 if fwd else 1
         return [(float(self.dtype.type(r)), sgn * float(self.dtype.type(s))) for r, s in pairs]

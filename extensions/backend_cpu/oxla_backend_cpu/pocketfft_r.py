@@ -3,19 +3,19 @@
 
 from __future__ import annotations
 
-from oxla_backend_cpu.pocketfft import (
-    _C3,
-    _C5,
-    _HSQT2,
-    _SQRT2,
+from oxla_backend_cpu.pocketfft_base import (
+    C3,
+    C5,
+    HSQT2,
+    SQRT2,
+    Base,
+    Factor,
     Twiddles,
-    _Base,
-    _Factor,
     rfft_factors,
 )
 
 
-class RFFT(_Base):
+class RFFT(Base):
     """pocketfft's ``rfftp`` for length ``n``: ``forward`` takes ``n`` reals and gives
     FFTPACK's halfcomplex order ``r0, r1, i1, r2, i2, ...``; ``backward`` the
     reverse (unnormalized)."""
@@ -23,7 +23,7 @@ class RFFT(_Base):
     def __init__(self, n: int, ops, dtype):
         super().__init__(ops, dtype)
         self.n = n
-        self.fact: list[_Factor] = []
+        self.fact: list[Factor] = []
         if n == 1:
             return
         tw = Twiddles(n, dtype)
@@ -47,7 +47,7 @@ class RFFT(_Base):
                     re, im = tw[i // 2 * (n // ip)]
                     tws[i], tws[i + 1], tws[ic], tws[ic + 1] = re, im, re, -im
                     i, ic = i + 2, ic - 2
-            self.fact.append(_Factor(ip, w, tws))
+            self.fact.append(Factor(ip, w, tws))
             l1 *= ip
 
     def pm(self, c, d):
@@ -119,7 +119,7 @@ class RFFT(_Base):
                 ch[CH(i, 0, k)], ch[CH(ic, 1, k)] = self.pm(ti2, CC(i, k, 0))
 
     def _radf3(self, ido, l1, cc, ch, wa):
-        taur, taui = self.k(-0.5), self.k(_C3)
+        taur, taui = self.k(-0.5), self.k(C3)
 
         def CC(a, b, c):
             return cc[a + ido * (b + l1 * c)]
@@ -150,7 +150,7 @@ class RFFT(_Base):
                 ch[CH(i, 2, k)], ch[CH(ic, 1, k)] = self.pm(ti3, ti2)
 
     def _radf4(self, ido, l1, cc, ch, wa):
-        h = self.k(_HSQT2)
+        h = self.k(HSQT2)
 
         def CC(a, b, c):
             return cc[a + ido * (b + l1 * c)]
@@ -188,7 +188,7 @@ class RFFT(_Base):
                 ch[CH(i, 2, k)], ch[CH(ic, 1, k)] = self.pm(tr4, ti3)
 
     def _radf5(self, ido, l1, cc, ch, wa):
-        tr11, ti11, tr12, ti12 = (self.k(v) for v in _C5)
+        tr11, ti11, tr12, ti12 = (self.k(v) for v in C5)
 
         def CC(a, b, c):
             return cc[a + ido * (b + l1 * c)]
@@ -353,8 +353,8 @@ class RFFT(_Base):
                 ch[CH(i, k, 1)], ch[CH(i - 1, k, 1)] = self.mulpm(wa[i - 2], wa[i - 1], ti2, tr2)
 
     def _radb3(self, ido, l1, cc, ch, wa):
-        taur, taui = self.k(-0.5), self.k(_C3)
-        taui2 = self.k(2 * float(self.dtype.type(_C3)))
+        taur, taui = self.k(-0.5), self.k(C3)
+        taui2 = self.k(2 * float(self.dtype.type(C3)))
 
         def CC(a, b, c):
             return cc[a + ido * (b + 3 * c)]
@@ -388,7 +388,7 @@ class RFFT(_Base):
                     wa[i - 2 + (ido - 1)], wa[i - 1 + (ido - 1)], di3, dr3)
 
     def _radb4(self, ido, l1, cc, ch, wa):
-        s2 = self.k(_SQRT2)
+        s2 = self.k(SQRT2)
 
         def CC(a, b, c):
             return cc[a + ido * (b + 4 * c)]
@@ -431,7 +431,7 @@ class RFFT(_Base):
                         W(x, i - 2), W(x, i - 1), ci, cr)
 
     def _radb5(self, ido, l1, cc, ch, wa):
-        tr11, ti11, tr12, ti12 = (float(self.dtype.type(v)) for v in _C5)
+        tr11, ti11, tr12, ti12 = (float(self.dtype.type(v)) for v in C5)
         Kr11, Kr12 = self.k(tr11), self.k(tr12)
 
         def CC(a, b, c):

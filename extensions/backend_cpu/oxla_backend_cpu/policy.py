@@ -30,10 +30,7 @@ from oxla.ir import Module, Operation, Value
 from oxla.ir import types as T
 from oxla.lowering import Buf, DotKernel, Kernel, PackKernel, PolicyBase, Stage, nbytes
 from oxla.lowering import unsupported as _unsupported
-from oxla.passes import run_pipeline
-from oxla.passes.composites import inline_composites
-from oxla.passes.dot_layout import absorb_transposes
-from oxla.passes.probes import probes_to_custom_calls
+from oxla.passes import absorb_transposes, inline_composites, probes_to_custom_calls, run_pipeline
 from oxla.protocols import CompileOptions
 from oxla_backend_cpu import collectives, linalg, misc_ops, rng, rowlib, spectral  # noqa: F401
 from oxla_backend_cpu.batched_gemm import batched_tile

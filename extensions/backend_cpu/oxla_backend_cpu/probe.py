@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from oxla.passes.probes import PROBE_TARGET
+from oxla.passes import PROBE_TARGET
 
 
 class ProbeRecorder:

@@ -24,7 +24,7 @@ from oxla_codegen_llvm.loops import for_range
 from oxla.errors import NotSupportedError
 from oxla.ir import attributes as A
 from oxla.lowering import OpKernel
-from oxla_backend_cpu.misc_ops import _from_raw_bits
+from oxla_backend_cpu.misc_ops import from_raw_bits
 from oxla_backend_cpu.opkernels import op_emitter
 
 I32, I64 = ir.IntType(32), ir.IntType(64)
@@ -82,7 +82,7 @@ def _store_word(s: Scalar, out: ir.Value, et, bits: int, idx: ir.Value, w: ir.Va
     """Stores random word ``w`` (i32 or i64) as element ``idx`` of ``et`` (``bits`` wide)."""
     if w.type.width != bits:
         w = s.b.trunc(w, ir.IntType(bits))
-    store_elem(s, out, et, idx, _from_raw_bits(s, et, w))
+    store_elem(s, out, et, idx, from_raw_bits(s, et, w))
 
 
 @op_emitter("stablehlo.rng_bit_generator")
@@ -167,4 +167,4 @@ def emit_rng_bit_generator(s: Scalar, k: OpKernel, buffers: dict, outs: list) ->
         raise NotSupportedError(f"'stablehlo.rng_bit_generator' algorithm '{alg}' is not "
                                 "supported (THREE_FRY, PHILOX, DEFAULT)", op.loc)
     for i, v in enumerate(new_state):
-        store_elem(s, outs[0], st_et, _i64(i), _from_raw_bits(s, st_et, v))
+        store_elem(s, outs[0], st_et, _i64(i), from_raw_bits(s, st_et, v))

@@ -24,7 +24,7 @@ A group is a loop kernel ``L`` and the ``reduce`` kernels whose results it reads
   from the reading expression's root goes through elementwise ops, ``broadcast_in_dim``,
   ``transpose``, unit-dimension ``reshape`` and ``reverse``/``slice`` of other
   dimensions only (checked symbolically, see
-  :func:`_row_local`), so the value is the register computed for the current row.
+  :func:`row_local`), so the value is the register computed for the current row.
 
 An expensive value that both a reduction and the consumer compute at the same index
 (softmax's ``exp(x - max)``) is computed once: the reduction's loop stores it in the
@@ -187,13 +187,13 @@ def _reads_ok(k: OpKernel, L: LoopKernel, cands: list[OpKernel], outs: set[Value
             [(x, len(shape_of(x))) for x in reader.op.operands[:len(reader.op.results)]]
         stops = set(reader.inputs) | outs
         for root, rank in roots:
-            if not _row_local(root, tuple(("d", i) for i in range(rank)), stops, mine,
+            if not row_local(root, tuple(("d", i) for i in range(rank)), stops, mine,
                               n_rows):
                 return False
     return True
 
 
-def _row_local(root: Value, idx: Sym, stops: set[Value], targets: set[Value],
+def row_local(root: Value, idx: Sym, stops: set[Value], targets: set[Value],
                n_rows: int) -> bool:
     """True when every path from ``root`` (read at symbolic index ``idx``) to a value of
     ``targets`` reaches it at index ``(d0, ..., d{n_rows-1})`` (or 0 on unit dims)."""
@@ -299,13 +299,13 @@ def _stash(L: LoopKernel, group: list[OpKernel],
     shape = shape_of(L.root)
     full = tuple(("d", i) for i in range(len(shape)))
     stops = set(L.inputs) | outs
-    mine = _reached(L.root, full, stops)
+    mine = reached(L.root, full, stops)
     theirs: dict[Value, Operation] = {}  # the last reduction computing each value
     for k in group:
         x = k.op.operands[0]
         if shape_of(x) == shape:
             theirs.update({v: k.op for v, ixs in
-                           _reached(x, full, set(k.inputs) | outs).items() if full in ixs})
+                           reached(x, full, set(k.inputs) | outs).items() if full in ixs})
     best, best_cost = None, 0
     for v, ixs in mine.items():
         if ixs != {full} or v not in theirs or v is L.root or shape_of(v) != shape or \
@@ -317,7 +317,7 @@ def _stash(L: LoopKernel, group: list[OpKernel],
     return best, theirs.get(best)
 
 
-def _reached(root: Value, idx: Sym, stops: set[Value],
+def reached(root: Value, idx: Sym, stops: set[Value],
              leaves: bool = False) -> dict[Value, set]:
     """Every computed value of ``root``'s expression (``leaves``: every value of
     ``stops`` it reads instead) -> the symbolic indices it is read at (None: unknown)."""
@@ -361,14 +361,14 @@ def in_place_inputs(k: RowKernel) -> set[Value]:
     for op in k.reduces:
         for x in op.operands[:len(op.results)]:
             rank = len(shape_of(x))
-            reads = _reached(x, tuple(("d", i) for i in range(rank)), stops, leaves=True)
+            reads = reached(x, tuple(("d", i) for i in range(rank)), stops, leaves=True)
             for v, ixs in reads.items():
                 if stashed or (op is k.stash_reduce and ixs != {full}) or \
                         any(ix is None or ix[:nr] != rows for ix in ixs):
                     good.discard(v)
         stashed = stashed or op is k.stash_reduce
     l_stops = stops | ({k.stash} if k.stash is not None else set())
-    for v, ixs in _reached(k.root, full, l_stops, leaves=True).items():
+    for v, ixs in reached(k.root, full, l_stops, leaves=True).items():
         if k.stash is not None or ixs != {full}:
             good.discard(v)
     return good
@@ -387,114 +387,3 @@ def _expression(v: Value, stops: set[Value]) -> list[Operation]:
         ops.append(x.owner_op)
         stack.extend(x.owner_op.operands)
     return ops
-
-
-def emit_rows(s, k: RowKernel, buffers: dict, outs: list) -> None:
-    """Emits a :class:`RowKernel`: for each row (the rows ``[start, end)`` of the outer
-    dimension when the kernel is parallel), each reduction's loop over the row into
-    registers, then the consumer's row (or element, for an ``R``-shaped consumer)."""
-    import llvmlite.ir as ir
-    from oxla_codegen_llvm import FusedEmitter, linearize, llvm_type, loop_nest, shape_of
-    from oxla_codegen_llvm.fused import emit_region
-    from oxla_codegen_llvm.fused import store as store_elem
-
-    from oxla_backend_cpu.opkernels import _vector_reduce, reduce_parallel
-    from oxla_backend_cpu.rowlib import emit_library_rows
-
-    b = s.b
-    rows = shape_of(k.op.results[0])
-    nr = len(rows)
-    buffers = _in_place(b.function, k, buffers, outs)
-    if emit_library_rows(s, k, buffers, outs):  # softmax: the runtime's kernel
-        return
-    f = FusedEmitter(s, buffers)
-    accs: dict[Value, ir.Value] = {}
-    with b.goto_entry_block():
-        for op in k.reduces:
-            for r in op.results:
-                accs[r] = b.alloca(llvm_type(r.type.element_type), name=f"acc{len(accs)}")
-    fn, outer = b.function, None
-    if len(fn.args) >= 2 and fn.args[-1].type == ir.IntType(64):  # parallel (codegen)
-        fn.oxla_parallel = reduce_parallel(k.op)
-        outer = (fn.args[-2], fn.args[-1])
-    with loop_nest(b, rows, "row", outer=outer) as ridx:
-        f.reset()
-        for op in k.reduces:
-            n = len(op.results)
-            operands, inits = op.operands[:n], op.operands[n:]
-            in_shape = shape_of(operands[0])
-            ets = [r.type.element_type for r in op.results]
-            for r, init in zip(op.results, inits):
-                b.store(f.value_at(init, []), accs[r])
-            vec = _vector_reduce(op, list(range(nr, len(in_shape))), len(in_shape))
-            keep = k.stash is not None and op is k.stash_reduce
-            with loop_nest(b, in_shape[nr:], "red", vectorize_inner=vec) as cidx:
-                f.reset()
-                xs = [f.value_at(x, list(ridx) + list(cidx)) for x in operands]
-                if vec and op.regions[0].blocks[0].ops[0].name in _MINMAX:
-                    xs = [_freeze(b, x) for x in xs]  # keeps a masked max vectorizable
-                if keep:  # the consumer loads it back (see RowKernel.stash)
-                    idx = list(ridx) + list(cidx)
-                    store_elem(s, outs[0], k.stash.type.element_type,
-                               linearize(b, idx, in_shape), f.value_at(k.stash, idx))
-                cur = [b.load(accs[r], typ=llvm_type(et)) for r, et in zip(op.results, ets)]
-                for r, v in zip(op.results, emit_region(s, op.regions[0], cur + xs)):
-                    if vec and getattr(v, "opname", "") in ("fadd", "fmul"):
-                        v.flags.append("reassoc")  # lanes summed as a tree, not a chain
-                    b.store(v, accs[r])
-            f.reset()
-            for r, et in zip(op.results, ets):
-                f.scalars[r] = b.load(accs[r], typ=llvm_type(et))
-        shape = shape_of(k.root)
-        et = k.root.type.element_type
-        if k.stash is not None:
-            f.buffers[k.stash] = outs[0]
-        with loop_nest(b, shape[nr:], "col") as cidx:
-            f.reset()
-            idx = list(ridx) + list(cidx)
-            store_elem(s, outs[0], et, linearize(b, idx, shape), f.value_at(k.root, idx))
-        f.buffers.pop(k.stash, None)
-        f.reset()
-        flat = linearize(b, ridx, rows)
-        for out, v in zip(outs[1:], k.extra):
-            store_elem(s, out, v.type.element_type, flat, f.scalars[v])
-
-
-
-_MINMAX = ("stablehlo.maximum", "stablehlo.minimum")
-
-
-def _freeze(b, v):
-    """``freeze v``: the same value (a row element is never poison), but opaque to
-    InstCombine, which otherwise folds ``max(acc, select(mask, x, -inf))`` (a causal or
-    padding mask) into the conditional ``select(mask, max(acc, x), acc)``, a reduction
-    LLVM's loop vectorizer does not recognise for ``llvm.maximum``/``minimum``: the
-    row's max then ran as a scalar chain (10x slower than the unmasked softmax)."""
-    from llvmlite.ir.instructions import Instruction
-
-    instr = Instruction(b.block, v.type, "freeze", [v])
-    b._insert(instr)
-    return instr
-
-
-def _in_place(fn, k: RowKernel, buffers: dict, outs: list) -> dict:
-    """When buffer assignment put the output over an input (:func:`in_place_inputs`),
-    that input is read through the output's pointer, so the function's pointers are
-    distinct again and get ``noalias`` (codegen left them without it)."""
-    import llvmlite.ir as ir
-
-    from oxla.lowering import distinct_locations, location
-
-    if not k.in_bufs or not k.outs:
-        return buffers
-    here = location(k.outs[0])
-    donors = [v for v in k.inputs if location(k.in_bufs[v]) == here]
-    if not donors:
-        return buffers
-    buffers = {v: outs[0] if v in donors else p for v, p in buffers.items()}
-    rest = [k.in_bufs[v] for v in k.inputs if v not in donors] + list(k.outs)
-    if distinct_locations(rest):
-        for a in fn.args:
-            if isinstance(a.type, ir.PointerType):
-                a.add_attribute("noalias")
-    return buffers

@@ -4,7 +4,7 @@ per process.
 A :class:`~oxla_backend_cpu.rowfusion.RowKernel` that is exactly softmax or layer norm
 (below) calls ``oxla_softmax_rows_f32`` / ``oxla_layer_norm_rows_f32`` from the runtime
 object (the parallel runtime's extension, as the GEMM driver, see
-:func:`oxla_codegen_llvm.parallel.register_runtime_extension`) instead of having its
+:func:`oxla_backend_cpu.parallel.register_runtime_extension`) instead of having its
 loops emitted, optimized and code-generated again by every compile: with llvmlite's LLVM
 (built with assertions) each vectorized loop costs ~5 ms of -O3 and code generation, and
 softmax's inlined vector ``exp`` ~6 ms more; the row kernels were 2-4x XLA:CPU's whole
@@ -13,7 +13,7 @@ The program keeps a call per row chunk. The runtime object takes ~60 ms longer t
 once per process.
 
 The kernels are the IR the row emitter makes (:func:`oxla_backend_cpu.rowfusion.
-emit_rows`) with the row length a parameter, the same scalar ops in the same order and no
+emit_rows` in :mod:`oxla_backend_cpu.rowemit`) with the row length a parameter, the same scalar ops in the same order and no
 fast-math flags, so results equal the emitted kernel's up to the order of the row sums,
 which a ``reduce`` leaves unspecified (bit-identical when the row length is a multiple of
 the vector loop's step). Softmax, per row: ``m = max`` (``llvm.maximum``: exact in any
@@ -22,7 +22,7 @@ output row while ``s = sum e_j`` accumulates, then ``out_j = e_j / s``. Layer no
 :func:`match_layer_norm`.
 
 Softmax is matched as (``x`` an f32 input of shape ``R + [C]``, every read at the row's
-own index, checked by :func:`oxla_backend_cpu.rowfusion._row_local`)::
+own index, checked by :func:`oxla_backend_cpu.rowfusion.row_local`)::
 
     m = reduce(x, -inf, maximum, dims=[last])      # jax.nn.softmax, torch's _softmax
     mm = m | maximum(broadcast(-inf), m)           # jax's ``initial=-inf``
@@ -38,6 +38,9 @@ import math
 import llvmlite.ir as ir
 
 from oxla.ir import Operation, Value
+from oxla_backend_cpu.parallel import register_runtime_extension
+from oxla_backend_cpu.reduction import freeze, reduce_parallel
+from oxla_backend_cpu.rowfusion import reached, row_local
 
 SOFTMAX = "oxla_softmax_rows_f32"
 F32, I64, PTR = ir.FloatType(), ir.IntType(64), ir.PointerType()
@@ -92,8 +95,6 @@ def match_softmax(k) -> Value | None:
     last dimension (module doc), else None."""
     from oxla_codegen_llvm import shape_of
 
-    from oxla_backend_cpu.rowfusion import _row_local
-
     if len(k.reduces) != 2 or k.extra or k.root is None:
         return None
     r_max, r_sum = k.reduces
@@ -129,7 +130,7 @@ def match_softmax(k) -> Value | None:
     stops = set(k.inputs) | outs
     full = tuple(("d", i) for i in range(len(shape)))
     for v, target in ((sub.operands[1], m), (div.operands[1], r_sum.results[0])):
-        if not _row_local(v, full, stops, {target}, nr):
+        if not row_local(v, full, stops, {target}, nr):
             return None
     return x
 
@@ -165,13 +166,11 @@ def _column_vector(v: Value, k, n: int, nr: int) -> Value | None:
     """The f32 ``[n]`` input that ``v`` broadcasts along the last dimension, else None."""
     from oxla_codegen_llvm import shape_of
 
-    from oxla_backend_cpu.rowfusion import _reached
-
     src = _strip(v)
     if src not in k.inputs or not _is_f32(src) or shape_of(src) != (n,):
         return None
     full = tuple(("d", i) for i in range(nr + 1))
-    reads = _reached(v, full, {src}, leaves=True)
+    reads = reached(v, full, {src}, leaves=True)
     return src if reads == {src: {(("d", nr),)}} else None
 
 
@@ -183,8 +182,6 @@ def match_layer_norm(k) -> tuple | None:
     either operand order (both are commutative in IEEE arithmetic); the association of
     the products must be the one written."""
     from oxla_codegen_llvm import shape_of
-
-    from oxla_backend_cpu.rowfusion import _row_local
 
     if len(k.reduces) != 2 or k.extra or k.root is None or not _is_f32(k.root):
         return None
@@ -212,8 +209,8 @@ def match_layer_norm(k) -> tuple | None:
     outs = {total, sumsq}
     stops = set(k.inputs) | outs
     full = tuple(("d", i) for i in range(len(shape)))
-    if not (_row_local(k.root, full, stops, outs, nr)
-            and _row_local(r_sq.operands[0], full, stops, {total}, nr)):
+    if not (row_local(k.root, full, stops, outs, nr)
+            and row_local(r_sq.operands[0], full, stops, {total}, nr)):
         return None
     return (x, *got)
 
@@ -260,8 +257,6 @@ def emit_library_rows(s, k, buffers: dict, outs: list) -> bool:
     returns False (nothing emitted) otherwise."""
     from oxla_codegen_llvm import shape_of
 
-    from oxla_backend_cpu.opkernels import reduce_parallel
-
     if s.fast_math:
         return False
     x, norm = match_softmax(k), None
@@ -302,8 +297,6 @@ def define_row_runtime(module: ir.Module) -> None:
     from oxla_codegen_llvm import for_range
     from oxla_codegen_llvm.vmath import vector_math_function
 
-    from oxla_backend_cpu.rowfusion import _freeze
-
     fn = ir.Function(module, SOFTMAX_TYPE, SOFTMAX)
     x, out, r0, r1, n = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
@@ -324,7 +317,7 @@ def define_row_runtime(module: ir.Module) -> None:
         base = b.mul(row, n, flags=["nsw"])
         b.store(ir.Constant(F32, -math.inf), acc_m)
         with for_range(b, n, "max", vectorize=True) as j:
-            v = _freeze(b, b.load(at(x, base, j), typ=F32))
+            v = freeze(b, b.load(at(x, base, j), typ=F32))
             b.store(b.call(maximum, [b.load(acc_m, typ=F32), v]), acc_m)
         m = b.load(acc_m, typ=F32)
         b.store(ir.Constant(F32, 0.0), acc_s)
@@ -399,8 +392,6 @@ def _access_group(module: ir.Module) -> ir.values.MDValue:
 
 def register() -> None:
     """Adds the library kernels to the runtime object (once per process)."""
-    from oxla_codegen_llvm.parallel import register_runtime_extension
-
     register_runtime_extension("cpu-rows", define_row_runtime, [SOFTMAX, LAYER_NORM])
 
 

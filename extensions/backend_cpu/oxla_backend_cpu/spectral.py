@@ -36,7 +36,7 @@ from oxla.ir import attributes as A
 from oxla.ir import types as T
 from oxla.lowering import OpKernel
 from oxla_backend_cpu.fft_pocket import emit_fft_pocket, pocket_plan_ok
-from oxla_backend_cpu.misc_ops import _libc
+from oxla_backend_cpu.misc_ops import libc
 from oxla_backend_cpu.opkernels import op_emitter
 
 I64, F64, PTR = ir.IntType(64), ir.DoubleType(), ir.PointerType()
@@ -110,8 +110,8 @@ class _Wide:
 
 
 def _scratch(s: Scalar, nbytes: int) -> tuple[ir.Value, ir.Function]:
-    malloc = _libc(s.module, "malloc", PTR, [I64])
-    free = _libc(s.module, "free", ir.VoidType(), [PTR])
+    malloc = libc(s.module, "malloc", PTR, [I64])
+    free = libc(s.module, "free", ir.VoidType(), [PTR])
     return s.b.call(malloc, [_i64(max(nbytes, 16))]), free
 
 

@@ -21,6 +21,7 @@ from oxla_backend_cpu import cache
 from oxla_backend_cpu.blas import blas_symbols
 from oxla_backend_cpu.codegen import INLINE_CONSTANT_BYTES, emit_program
 from oxla_backend_cpu.executable import CPUExecutable
+from oxla_backend_cpu.parallel import HOST_RUNTIME
 from oxla_backend_cpu.profile import enabled
 
 
@@ -37,7 +38,7 @@ def _jit(c: Compilation) -> None:
     assert c.plan is not None
     cached = c.options.cache and not c.options.dump_dir  # the compile cache is in use
     jit = compile_ir(c.artifacts["ir_text"], c.target, blas_symbols(),
-                     store=cache.RUNTIME_OBJECTS if cached else None)
+                     store=cache.RUNTIME_OBJECTS if cached else None, runtime=HOST_RUNTIME)
     c.dump("6-optimized.ll", jit.ir_text)
     c.plan.notes.append(f"codegen: {len(c.plan.kernels)} kernels, llvm -O3 for {c.target.cpu}")
     c.artifacts["jit"] = jit

@@ -6,6 +6,7 @@ behind :class:`Target`. Importing this package imports llvmlite.
 
 from __future__ import annotations
 
+from oxla_codegen_llvm import quant  # noqa: F401 - registers the quantized element kind
 from oxla_codegen_llvm.fused import FusedEmitter, is_fusible, load, shape_of, store
 from oxla_codegen_llvm.jit import JitModule, compile_ir
 from oxla_codegen_llvm.loops import for_range, linearize, loop_nest

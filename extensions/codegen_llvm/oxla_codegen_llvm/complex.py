@@ -14,11 +14,14 @@ with a complex operand or result.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import llvmlite.ir as ir
 
 from oxla.errors import NotSupportedError
 from oxla.ir import Operation
 from oxla.ir import types as T
+from oxla_codegen_llvm.scalar import convert, register_element_kind
 
 F32, F64 = ir.FloatType(), ir.DoubleType()
 CREG = ir.LiteralStructType([F64, F64])
@@ -79,8 +82,6 @@ def _math(s, name: str, *args: ir.Value) -> ir.Value:
 
 
 def _to_f64(s, x: ir.Value, et: T.ElementType) -> ir.Value:
-    from oxla_codegen_llvm.scalar import convert
-
     if is_complex(et):
         return x
     return convert(s, x, et, T.FloatType("f64"))
@@ -324,6 +325,10 @@ def convert_c(s, x: ir.Value, src: T.ElementType, dst: T.ElementType) -> ir.Valu
 
 
 def _from_f64(s, x: ir.Value, et: T.ElementType) -> ir.Value:
-    from oxla_codegen_llvm.scalar import convert
-
     return convert(s, x, T.FloatType("f64"), et)
+
+
+register_element_kind("complex", SimpleNamespace(
+    CREG=CREG, complex_storage=complex_storage, to_storage_c=to_storage_c,
+    from_storage_c=from_storage_c, round_c=round_c, emit_complex=emit_complex,
+    convert_c=convert_c))

@@ -19,10 +19,12 @@ from oxla.errors import NotSupportedError
 from oxla.ir import Operation, Value
 from oxla.ir import attributes as A
 from oxla.ir import types as T
+from oxla_codegen_llvm.complex import constant
 from oxla_codegen_llvm.loops import I64, delinearize, linearize
 from oxla_codegen_llvm.scalar import (
     EMITTERS,
     Scalar,
+    convert,
     emit_scalar,
     from_storage,
     llvm_type,
@@ -120,7 +122,6 @@ class FusedEmitter:
         if op.name == "stablehlo.constant" and is_splat_constant(op):
             x = op.attr("value").array.reshape(-1)[0]
             if isinstance(et, T.ComplexType):
-                from oxla_codegen_llvm.complex import constant
 
                 return constant(complex(x))
             ty = llvm_type(et)
@@ -229,8 +230,6 @@ def _reverse(f: FusedEmitter, op: Operation, idx: list) -> ir.Value:
 
 @index_rule("stablehlo.iota")
 def _iota(f: FusedEmitter, op: Operation, idx: list) -> ir.Value:
-    from oxla_codegen_llvm.scalar import convert
-
     dim = op.attr("iota_dimension").value
     return convert(f.s, idx[dim], T.IntegerType(64), op.results[0].type.element_type)
 
@@ -252,8 +251,6 @@ def emit_region(s: Scalar, region, args: Sequence[ir.Value]) -> list[ir.Value]:
 
 def to_index(f: FusedEmitter, v: Value, idx: list) -> ir.Value:
     """The integer value of ``v`` at ``idx`` as i64 (unsigned types zero-extended)."""
-    from oxla_codegen_llvm.scalar import convert
-
     return convert(f.s, f.value_at(v, idx), v.type.element_type, T.IntegerType(64))
 
 

@@ -11,13 +11,29 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import llvmlite.binding as llvm
 
 from oxla.errors import LoweringError
 from oxla_codegen_llvm.diagnostics import llvm_diagnostics_quiet
 from oxla_codegen_llvm.target import Target
+
+
+class Runtime(Protocol):
+    """A backend's runtime as the host JIT loads it next to programs (the cpu backend's
+    parallel-for and worker pool, ``oxla_backend_cpu.parallel.HOST_RUNTIME``): compiled
+    once per process and target, linked to every program that declares one of its
+    symbols."""
+
+    def symbols(self) -> frozenset[str]:
+        """The functions and globals it defines that programs may declare."""
+
+    def key(self) -> tuple[str, ...]:
+        """What is in it beyond its code's text (registered extensions), for caching."""
+
+    def module_text(self, triple: str) -> str:
+        """Its LLVM IR for target ``triple``."""
 
 
 @dataclass
@@ -116,7 +132,7 @@ def _engine(target: Target) -> llvm.ExecutionEngine:
 
 
 def compile_ir(ir_text: str, target: Target, symbols: dict[str, int] | None = None,
-               opt: int = 3, store: Any = None) -> JitModule:
+               opt: int = 3, store: Any = None, runtime: Runtime | None = None) -> JitModule:
     """Optimizes ``ir_text``, generates its object code once and loads it.
 
     Args:
@@ -126,22 +142,24 @@ def compile_ir(ir_text: str, target: Target, symbols: dict[str, int] | None = No
         opt: LLVM optimization level, 0..3.
         store: where the runtime object persists between processes, or None (see
             :func:`runtime_object`).
+        runtime: the backend's runtime, loaded with the program when the program
+            declares one of its symbols; None: the program uses no runtime.
 
     Raises:
         LoweringError: the IR does not parse or verify (a bug in the emitters).
     """
     mod = optimize(ir_text, target, opt)
     obj = target.target_machine(opt).emit_object(mod)
-    runtime = runtime_object(target, store) if _calls_runtime(mod) else b""
-    return load_object(obj, target, symbols, str(mod), runtime)
+    code = b""
+    if runtime is not None and _calls_runtime(mod, runtime):
+        code = runtime_object(target, store, runtime)
+    return load_object(obj, target, symbols, str(mod), code)
 
 
-def _calls_runtime(mod: llvm.ModuleRef) -> bool:
-    """True when the module declares a symbol the runtime defines (the parallel-for,
-    ``oxla_num_threads``, a runtime extension's function)."""
-    from oxla_codegen_llvm.parallel import runtime_symbols
-
-    names = runtime_symbols()
+def _calls_runtime(mod: llvm.ModuleRef, runtime: Runtime) -> bool:
+    """True when the module declares a symbol ``runtime`` defines (the cpu backend's
+    parallel-for, ``oxla_num_threads``, a runtime extension's function)."""
+    names = runtime.symbols()
     return any(v.is_declaration and v.name in names
                for v in (*mod.functions, *mod.global_variables))
 
@@ -149,9 +167,8 @@ def _calls_runtime(mod: llvm.ModuleRef) -> bool:
 _RUNTIME: dict[tuple, bytes] = {}
 
 
-def runtime_object(target: Target, store: Any = None) -> bytes:
-    """The object code of the parallel runtime
-    (:func:`oxla_codegen_llvm.parallel.runtime_module`) for ``target``, compiled at
+def runtime_object(target: Target, store: Any = None, runtime: Runtime | None = None) -> bytes:
+    """The object code of ``runtime`` (``runtime.module_text``) for ``target``, compiled at
     ``-O3`` once per process and target: programs only declare its symbols, so the
     optimizing and code generation (with the backends' runtime extensions, 0.2-0.4 s)
     are not paid again by every compile.
@@ -161,13 +178,14 @@ def runtime_object(target: Target, store: Any = None) -> bytes:
     is the SHA-256 of the runtime's LLVM IR text (generated again, ~30 ms, so any change
     of the code that writes it is a new key), the target, and the llvmlite version.
     """
-    from oxla_codegen_llvm.parallel import runtime_extensions, runtime_module
-
-    key = (target.triple, target.cpu, target.features, runtime_extensions())
+    if runtime is None:
+        raise LoweringError("runtime_object needs the backend's runtime")
+    key = (target.triple, target.cpu, target.features, type(runtime).__qualname__,
+           runtime.key())
     obj = _RUNTIME.get(key)
     if obj is not None:
         return obj
-    text = runtime_module(target.triple)
+    text = runtime.module_text(target.triple)
     disk_key = ""
     if store is not None:
         h = hashlib.sha256("\0".join((target.triple, target.cpu, target.features,

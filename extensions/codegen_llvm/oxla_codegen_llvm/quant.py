@@ -20,6 +20,13 @@ import llvmlite.ir as ir
 from oxla.errors import NotSupportedError
 from oxla.ir import Operation
 from oxla.ir import types as T
+from oxla_codegen_llvm.scalar import (
+    convert,
+    emit_scalar,
+    llvm_type,
+    register_element_kind,
+    round_to,
+)
 
 
 def is_quantized(et) -> bool:
@@ -34,8 +41,6 @@ def _check(op: Operation, qt: T.QuantizedType) -> None:
 
 def dequantize(s, op: Operation, qt: T.QuantizedType, x: ir.Value) -> ir.Value:
     """Storage integer ``x`` as a value of ``qt``'s expressed type (its register type)."""
-    from oxla_codegen_llvm.scalar import convert, llvm_type, round_to
-
     _check(op, qt)
     b, et = s.b, qt.expressed_type
     ty = llvm_type(et)
@@ -48,8 +53,6 @@ def dequantize(s, op: Operation, qt: T.QuantizedType, x: ir.Value) -> ir.Value:
 
 def quantize(s, op: Operation, qt: T.QuantizedType, x: ir.Value) -> ir.Value:
     """Expressed value ``x`` (register type of ``qt.expressed_type``) as a storage integer."""
-    from oxla_codegen_llvm.scalar import llvm_type, round_to
-
     _check(op, qt)
     b, et = s.b, qt.expressed_type
     ty = llvm_type(et)
@@ -84,8 +87,6 @@ def emit_quantized(s, op: Operation, args: list) -> ir.Value:
     Raises:
         NotSupportedError: per-axis quantization, or an op with no float emitter.
     """
-    from oxla_codegen_llvm.scalar import emit_scalar
-
     in_ets = [v.type.element_type for v in op.operands]
     out_et = op.results[0].type.element_type
     vals = [dequantize(s, op, et, a) if is_quantized(et) else a for a, et in zip(args, in_ets)]
@@ -99,3 +100,6 @@ def emit_quantized(s, op: Operation, args: list) -> ir.Value:
     if is_quantized(out_et):
         return quantize(s, op, out_et, x)
     return x
+
+
+register_element_kind("quant", SimpleNamespace(emit_quantized=emit_quantized))

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import llvmlite.ir as ir
 
@@ -37,6 +38,38 @@ from oxla_codegen_llvm.smallfloat import (
     small_to_f32,
 )
 from oxla_codegen_llvm.target import Target
+
+ELEMENT_KINDS: dict[str, Any] = {}
+"""Rules of the element types that have a module of their own (``complex``: complex
+numbers, ``quant``: quantized types), registered by those modules when they are
+imported (:func:`register_element_kind`; ``oxla_codegen_llvm/__init__`` imports them).
+This module dispatches to them and they call back into it (``convert``,
+``emit_scalar``), so the import arrow runs one way: complex -> scalar, quant -> scalar."""
+
+
+def register_element_kind(kind: str, rules: Any) -> None:
+    """Registers the rules of element kind ``kind`` (an object whose attributes are the
+    functions and types this module calls).
+
+    Raises:
+        ValueError: ``kind`` is registered already.
+    """
+    if kind in ELEMENT_KINDS:
+        raise ValueError(f"element kind '{kind}' is registered twice")
+    ELEMENT_KINDS[kind] = rules
+
+
+def element_kind(kind: str) -> Any:
+    """The rules registered for element kind ``kind``.
+
+    Raises:
+        NotSupportedError: nothing registered them (``oxla_codegen_llvm`` not imported).
+    """
+    rules = ELEMENT_KINDS.get(kind)
+    if rules is None:
+        raise NotSupportedError(f"{kind} element types have no llvm rules registered "
+                                "(import oxla_codegen_llvm)")
+    return rules
 
 Emitter = Callable[["Scalar", Operation, list], ir.Value]
 EMITTERS: dict[str, Emitter] = {}
@@ -77,9 +110,7 @@ def llvm_type(et: T.ElementType) -> ir.Type:
     if isinstance(et, T.QuantizedType):
         return llvm_type(et.storage_type)
     if isinstance(et, T.ComplexType) and et.element_type.name in ("f32", "f64"):
-        from oxla_codegen_llvm.complex import CREG
-
-        return CREG
+        return element_kind("complex").CREG
     raise NotSupportedError(f"element type {et} is not supported by the llvm emitters yet")
 
 
@@ -89,9 +120,7 @@ def storage_type(et: T.ElementType) -> ir.Type:
     bits for the 8/4-bit floats."""
     t = llvm_type(et)
     if isinstance(et, T.ComplexType):
-        from oxla_codegen_llvm.complex import complex_storage
-
-        return complex_storage(et)
+        return element_kind("complex").complex_storage(et)
     if isinstance(t, ir.IntType) and t.width < 8:
         return ir.IntType(8)
     if is_half(et):
@@ -114,9 +143,7 @@ def to_storage(s: Scalar, et: T.ElementType, v: ir.Value) -> ir.Value:
     no compiler-rt call is needed)."""
     st = storage_type(et)
     if isinstance(et, T.ComplexType):
-        from oxla_codegen_llvm.complex import to_storage_c
-
-        return to_storage_c(s.b, et, v)
+        return element_kind("complex").to_storage_c(s.b, et, v)
     if v.type == st:
         return v
     if isinstance(st, ir.IntType) and isinstance(v.type, ir.IntType):
@@ -134,9 +161,7 @@ def from_storage(s: Scalar, et: T.ElementType, v: ir.Value) -> ir.Value:
     """The inverse of :func:`to_storage` (exact)."""
     t = llvm_type(et)
     if isinstance(et, T.ComplexType):
-        from oxla_codegen_llvm.complex import from_storage_c
-
-        return from_storage_c(s.b, et, v)
+        return element_kind("complex").from_storage_c(s.b, et, v)
     if v.type == t:
         return v
     b = s.b
@@ -164,9 +189,7 @@ def round_to(s: Scalar, et: T.ElementType, v: ir.Value) -> ir.Value:
     """``v`` (computed in f32) rounded to ``et`` when ``et`` is a half type (complex<f32>
     parts computed in f64, rounded to f32)."""
     if isinstance(et, T.ComplexType):
-        from oxla_codegen_llvm.complex import round_c
-
-        return round_c(s.b, et, v)
+        return element_kind("complex").round_c(s.b, et, v)
     if not is_half(et):
         return v
     return from_storage(s, et, to_storage(s, et, v))
@@ -262,14 +285,10 @@ def emit_scalar(s: Scalar, op: Operation, args: list) -> ir.Value:
     """
     if any(isinstance(v.type.element_type, T.QuantizedType)
            for v in list(op.operands) + list(op.results)):
-        from oxla_codegen_llvm.quant import emit_quantized
-
-        return emit_quantized(s, op, args)
+        return element_kind("quant").emit_quantized(s, op, args)
     if any(isinstance(v.type.element_type, T.ComplexType)
            for v in list(op.operands) + list(op.results)):
-        from oxla_codegen_llvm.complex import emit_complex
-
-        return emit_complex(s, op, args)
+        return element_kind("complex").emit_complex(s, op, args)
     fn = EMITTERS.get(op.name)
     if fn is None:
         raise NotSupportedError(f"'{op.name}' has no llvm scalar emitter yet", op.loc)
@@ -546,9 +565,7 @@ def convert(s: Scalar, x: ir.Value, src: T.ElementType, dst: T.ElementType) -> i
     if src == dst:
         return x
     if isinstance(src, T.ComplexType) or isinstance(dst, T.ComplexType):
-        from oxla_codegen_llvm.complex import convert_c
-
-        return convert_c(s, x, src, dst)
+        return element_kind("complex").convert_c(s, x, src, dst)
     if is_float(src) and is_float(dst):
         if is_half(dst):
             if x.type == _F64:

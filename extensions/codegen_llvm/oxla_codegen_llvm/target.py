@@ -15,6 +15,8 @@ from functools import cache
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
+from oxla_codegen_llvm.vmath import vector_math_function
+
 # Functions that are LLVM intrinsics on every target: ``llvm.<name>.<f32|f64>``. On the
 # CPU the JIT resolves the ones without an instruction (exp, log, sin...) to the
 # process's libm, so their accuracy is libm's (glibc: < 1 ulp for f32 and f64).
@@ -70,8 +72,6 @@ class Target:
         Raises:
             KeyError: the target has no implementation of ``name``.
         """
-        from oxla_codegen_llvm.vmath import vector_math_function
-
         fn = vector_math_function(module, name, ty)
         if fn is not None:
             return fn

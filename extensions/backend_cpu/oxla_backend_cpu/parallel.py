@@ -1,4 +1,4 @@
-"""Parallel loops on the CPU: a pthread-based parallel-for written in LLVM IR.
+"""The cpu backend's runtime: a pthread-based parallel-for written in LLVM IR.
 
 llvmlite cannot create threads, but generated code can: the runtime module
 (:func:`runtime_module`, compiled to an object once per process and loaded into every
@@ -16,7 +16,7 @@ disjoint parts of the output, so there is no synchronization besides the join.
 ``oxla_num_threads`` is a global (``i64``, 1 until set) that the executable writes after
 loading the code (``OXLA_NUM_THREADS``, else the CPUs this process may run on), so the
 machine code itself does not depend on the core count. Chunks run on a persistent pool
-of parked workers (:mod:`oxla_codegen_llvm.pool`), started on the first parallel loop;
+of parked workers (:mod:`oxla_backend_cpu.pool`), started on the first parallel loop;
 when another thread holds the pool (concurrent calls of one executable), threads are
 created for the call and joined (tens of microseconds each), which is why a kernel is
 only split into chunks of at least ``grain`` iterations.
@@ -27,9 +27,13 @@ slower call, never a wrong one.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 
 import llvmlite.ir as ir
+
+from oxla.errors import OxlaError
+from oxla_backend_cpu.pool import define_pool, emit_pool_run
 
 PTR = ir.PointerType()
 I32, I64 = ir.IntType(32), ir.IntType(64)
@@ -43,6 +47,27 @@ MAX_THREADS = 256
 # Work item = one iteration of a task's outer loop; chunks aim at >= this many scalar
 # elements (inner iterations) so thread start-up (~20 us) stays small next to the work.
 MIN_ELEMENTS_PER_CHUNK = 1 << 15
+
+
+def num_threads() -> int:
+    """Threads for parallel loops: ``OXLA_NUM_THREADS``, else this process's CPUs.
+
+    Raises:
+        OxlaError: ``OXLA_NUM_THREADS`` is not a positive integer.
+    """
+    env = os.environ.get("OXLA_NUM_THREADS")
+    if env:
+        try:
+            n = int(env)
+        except ValueError:
+            n = 0
+        if n < 1:
+            raise OxlaError(f"OXLA_NUM_THREADS must be a positive integer, got '{env}'")
+        return n
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
 
 
 def grain_for(outer: int, inner_elements: int) -> int:
@@ -153,8 +178,6 @@ def _define_runtime(module: ir.Module) -> ir.Function:
     b.ret_void()
 
     b.position_at_end(par)
-    from oxla_codegen_llvm.pool import define_pool, emit_pool_run
-
     pool, pool_worker = define_pool(module, TASK_TYPE, create, join, MAX_THREADS)
     fallback = fn.append_basic_block("spawn")
     emit_pool_run(b, pool, pool_worker, create, task, ctx, n, t, b.load(nthreads, typ=I64),
@@ -280,3 +303,21 @@ def call_parallel_if(b: ir.IRBuilder, module: ir.Module, parallel: ir.Value,
     b.call(kernel, [*ptrs, ir.Constant(I64, 0), n])
     b.branch(done)
     b.position_at_end(done)
+
+
+class HostRuntime:
+    """This runtime as :func:`oxla_codegen_llvm.jit.compile_ir` takes it: the symbols it
+    defines, a key naming what is in it, and its LLVM IR."""
+
+    def symbols(self) -> frozenset[str]:
+        return runtime_symbols()
+
+    def key(self) -> tuple[str, ...]:
+        return runtime_extensions()
+
+    def module_text(self, triple: str) -> str:
+        return runtime_module(triple)
+
+
+HOST_RUNTIME = HostRuntime()
+"""The one instance the backend passes to the JIT."""

@@ -1,4 +1,4 @@
-"""A persistent worker pool for :func:`oxla_codegen_llvm.parallel.runtime`, in LLVM IR.
+"""A persistent worker pool for :func:`oxla_backend_cpu.parallel.runtime`, in LLVM IR.
 
 Starting threads per parallel loop costs tens of microseconds each, and threads that
 live for one call also make libraries with per-thread state start cold on every call
@@ -38,6 +38,7 @@ AArch64; each gets 128.
 from __future__ import annotations
 
 import llvmlite.ir as ir
+from oxla_codegen_llvm import for_range
 
 PTR = ir.PointerType()
 I8, I32, I64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
@@ -159,8 +160,6 @@ def define_pool(module: ir.Module, task_type: ir.FunctionType, create: ir.Functi
     p.store(b, QUIT, _c(1))
     b.call(p.broadcast, [p.work])
     b.call(p.unlock, [p.mutex])
-    from oxla_codegen_llvm.loops import for_range
-
     with for_range(b, p.load(b, NWORKERS), "w") as w:
         tid = b.load(b.gep(p.tids, [_c(0), w]), typ=I64)
         b.call(join, [tid, ir.Constant(PTR, None)])
