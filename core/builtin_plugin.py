@@ -20,6 +20,12 @@ def _make_interpreter() -> Backend:
     return InterpreterBackend()
 
 
+def _interpreter_rules() -> list[str]:
+    from oxla.interpreter.registry import all_rules
+
+    return list(all_rules())
+
+
 @hookimpl
 def oxla_backends() -> list[BackendInfo]:
     return [
@@ -27,6 +33,7 @@ def oxla_backends() -> list[BackendInfo]:
             name="interpreter",
             description="reference interpreter: numpy semantics for every StableHLO op",
             factory=_make_interpreter,
+            rules=_interpreter_rules,
         )
     ]
 

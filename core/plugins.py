@@ -555,3 +555,49 @@ def best_backend(preference: Iterable[str] = ("cuda", "hip", "cpu", "interpreter
         except PluginError as exc:
             tried.append(exc.message)
     raise PluginError("no usable backend", notes=tried)
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """Which ops of the op table one backend has no rule for (``oxla plugins --coverage``).
+
+    Attributes:
+        backend: the backend's name.
+        total: ops in the op table that need a rule: all but the structural ones
+            (traits ``TERMINATOR`` and ``SYMBOL``: returns and functions, which every
+            backend's lowering handles itself).
+        missing: the op names it has no rule for, sorted; None when the backend does not
+            declare its rules (:attr:`~oxla.protocols.BackendInfo.rules`).
+    """
+
+    backend: str
+    total: int
+    missing: tuple[str, ...] | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"backend": self.backend, "ops": self.total,
+                "covered": None if self.missing is None else self.total - len(self.missing),
+                "missing": None if self.missing is None else list(self.missing)}
+
+
+def coverage(backend: str | None = None) -> list[Coverage]:
+    """Per installed backend (or only ``backend``), the op-table ops without a rule,
+    computed from the backend's rule tables (:attr:`BackendInfo.rules`) and the op table.
+
+    Raises:
+        PluginError: ``backend`` is not installed (the message lists those that are).
+    """
+    from oxla.ir.opdef import SYMBOL, TERMINATOR, all_opdefs
+
+    table = backends()
+    if backend is not None and backend not in table:
+        raise get_registry().lookup_error("backend", backend, table)
+    ops = {n for n, d in all_opdefs().items() if not d.traits & {SYMBOL, TERMINATOR}}
+    out = []
+    for name in sorted(table) if backend is None else [backend]:
+        info = table[name]
+        if info.rules is None:
+            out.append(Coverage(name, len(ops), None))
+            continue
+        out.append(Coverage(name, len(ops), tuple(sorted(ops - set(info.rules())))))
+    return out

@@ -8,7 +8,7 @@ created on demand by the descriptor's ``factory``; that is where heavy imports b
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -144,12 +144,17 @@ class BackendInfo:
         factory: makes the :class:`Backend`; imports heavy dependencies lazily.
         platforms: the machine kinds it targets (``("x86_64", "aarch64")``), for
             information; empty means any.
+        rules: returns the names of the ops the backend compiles (or removes with the
+            passes it runs first), read from its rule tables; ``oxla plugins --coverage``
+            lists the op table's other ops. Called only then, so it may import the
+            backend. None: the backend does not say.
     """
 
     name: str
     description: str
     factory: Callable[[], Backend]
     platforms: tuple[str, ...] = ()
+    rules: Callable[[], Iterable[str]] | None = None
 
 
 @runtime_checkable

@@ -42,7 +42,15 @@ from oxla.lowering import pipeline
 from oxla.lowering.buffers import assign_best, assign_buffers, distinct_locations, location
 from oxla.lowering.control import CONTROL_OPS, captured_values, control_kernel
 from oxla.lowering.effects import has_effect, op_has_effect
-from oxla.lowering.fusion import check_static, classify, fuse, fuse_block, leaves, unsupported
+from oxla.lowering.fusion import (
+    LOWERED_OPS,
+    check_static,
+    classify,
+    fuse,
+    fuse_block,
+    leaves,
+    unsupported,
+)
 from oxla.lowering.pipeline import Compilation, Stage
 from oxla.lowering.plan import (
     Buf,
@@ -68,7 +76,7 @@ from oxla.lowering.shapes import (
 )
 
 __all__ = [
-    "CONTROL_OPS", "Buf", "Compilation", "ControlKernel", "DotKernel", "Kernel", "KernelBase",
+    "CONTROL_OPS", "LOWERED_OPS", "Buf", "Compilation", "ControlKernel", "DotKernel", "Kernel", "KernelBase",
     "LoopKernel", "OpKernel", "PackKernel", "Plan", "Policy", "PolicyBase", "Stage",
     "assign_best", "assign_buffers", "captured_values", "check_static", "classify",
     "control_kernel", "dependences", "distinct_locations", "fuse", "fuse_block",

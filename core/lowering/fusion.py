@@ -33,6 +33,9 @@ from oxla.lowering.policy import Policy
 from oxla.lowering.shapes import is_splat_constant, nbytes
 
 CHEAP = ("stablehlo.iota",)
+LOWERED_OPS = ("stablehlo.constant", *CONTROL_OPS)
+"""Ops fusion turns into buffers or kernels without asking the policy (constants become
+buffers, control flow becomes control kernels around sub-plans)."""
 
 
 def unsupported(op: Operation, backend: str, why: str = "") -> NotSupportedError:

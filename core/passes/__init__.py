@@ -65,6 +65,15 @@ def builtin_passes() -> list[PassInfo]:
     return out
 
 
+def legalized_ops() -> frozenset[str]:
+    """The ops ``chlo-legalize-to-stablehlo`` rewrites away (every CHLO op with a
+    decomposition): a backend running the ``default`` pipeline needs no rule for them."""
+    from oxla.passes.chlo_common import LEGALIZATIONS
+    from oxla.passes.chlo_legalize import ChloLegalizeToStablehlo  # noqa: F401 (fills it)
+
+    return frozenset(p.root_op for p in LEGALIZATIONS)
+
+
 def builtin_patterns() -> list[PatternInfo]:
     """The core canonicalization patterns, for the ``oxla_patterns`` hook."""
     import oxla.passes.canonicalize  # noqa: F401  (fills CORE_PATTERNS)
@@ -88,6 +97,7 @@ __all__ = [
     "builtin_patterns",
     "format_timing",
     "inline_composites",
+    "legalized_ops",
     "make_pass",
     "parse_pipeline",
     "pattern",

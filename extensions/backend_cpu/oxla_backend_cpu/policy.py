@@ -23,14 +23,30 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from oxla_codegen_llvm import is_fusible, llvm_type
+from oxla_codegen_llvm import EMITTERS, is_fusible, llvm_type
+from oxla_codegen_llvm.fused import INDEX_RULES
 
 from oxla.errors import NotSupportedError
 from oxla.ir import Module, Operation, Value
 from oxla.ir import types as T
-from oxla.lowering import Buf, DotKernel, Kernel, PackKernel, PolicyBase, Stage, nbytes
+from oxla.lowering import (
+    LOWERED_OPS,
+    Buf,
+    DotKernel,
+    Kernel,
+    PackKernel,
+    PolicyBase,
+    Stage,
+    nbytes,
+)
 from oxla.lowering import unsupported as _unsupported
-from oxla.passes import absorb_transposes, inline_composites, probes_to_custom_calls, run_pipeline
+from oxla.passes import (
+    absorb_transposes,
+    inline_composites,
+    legalized_ops,
+    probes_to_custom_calls,
+    run_pipeline,
+)
 from oxla.protocols import CompileOptions
 from oxla_backend_cpu import collectives, linalg, misc_ops, rng, rowlib, spectral  # noqa: F401
 from oxla_backend_cpu.batched_gemm import batched_tile
@@ -44,6 +60,9 @@ from oxla_backend_cpu.stages import STAGES
 BACKEND = "cpu"
 DOTS = ("stablehlo.dot_general", "stablehlo.dot")
 BLAS_TYPES = ("f32", "f64")
+PREPARED_AWAY = frozenset({"func.call", "stablehlo.composite", "interpreter.probe"})
+"""Ops :meth:`CPUPolicy.prepare` removes (inline, inline-composites,
+probes-to-custom-calls); CHLO ops go with ``chlo-legalize-to-stablehlo``."""
 
 
 def unsupported(op: Operation, why: str = "") -> NotSupportedError:
@@ -112,6 +131,14 @@ class CPUPolicy(PolicyBase):
 
     def after_fusion(self, kernels: list[Kernel], vbuf: dict[Value, Buf]) -> list[Kernel]:
         return fuse_rows(fuse_conv_epilogues(kernels, vbuf), vbuf)
+
+    def rules(self) -> set[str]:
+        """The op names this backend compiles, from its rule tables, plus those its
+        ``prepare`` passes remove (what ``oxla plugins --coverage`` compares with the op
+        table)."""
+        return (set(EMITTERS) | set(INDEX_RULES) | set(OP_EMITTERS) | set(LOWERED_OPS)
+                | set(collectives.RUNTIME_OPS) | set(DOTS) | set(CONV_OPS)
+                | {"stablehlo.custom_call"} | PREPARED_AWAY | legalized_ops())
 
     def prepare(self, module: Module, options: CompileOptions) -> tuple[Module, list[str]]:
         """The IR passes before fusion; returns the module and the plan's first notes."""
