@@ -506,10 +506,20 @@ def passes() -> dict[str, PassInfo]:
     return get_registry().passes()
 
 
-def patterns(root_op: str | None = None) -> list[PatternInfo]:
-    """Returns plugin rewrite patterns, optionally only those rooted at ``root_op``,
-    highest benefit first."""
-    pats = [p for p in get_registry().patterns() if root_op is None or p.root_op == root_op]
+def patterns(root_op: str | None = None, backend: str | None = None,
+             builtin: bool = True) -> list[PatternInfo]:
+    """Returns rewrite patterns, highest benefit first.
+
+    Args:
+        root_op: only those rooted at this op.
+        backend: only those for this backend (``PatternInfo.backends`` empty or naming it).
+        builtin: False leaves out the core's own (distribution ``oxla``: canonicalize's).
+    """
+    reg = get_registry()
+    pats = [p for p, source in reg._collect("oxla_patterns")
+            if (root_op is None or p.root_op == root_op)
+            and (backend is None or not p.backends or backend in p.backends)
+            and (builtin or source.distribution != "oxla")]
     return sorted(pats, key=lambda p: -p.benefit)
 
 

@@ -228,12 +228,17 @@ class PatternInfo:
             every change through the rewriter.
         benefit: higher is tried first.
         name: a name for debug output and ``oxla plugins``.
+        backends: the backends it is for (``("cpu",)`` for a rewrite that introduces a
+            cpu-only kernel); empty: every backend. A plugin's patterns run in the pass
+            ``plugin-patterns{backend=NAME}`` of that backend's pipeline, never inside
+            ``canonicalize``.
     """
 
     root_op: str
     fn: Callable[..., bool]
     benefit: int = 1
     name: str = ""
+    backends: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

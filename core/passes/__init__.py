@@ -49,11 +49,12 @@ def _pass_classes() -> list[type]:
     from oxla.passes.dot_layout import AbsorbDotTransposes
     from oxla.passes.fold import ConstantFold
     from oxla.passes.inline import Inline
+    from oxla.passes.plugin_patterns import PluginPatterns
     from oxla.passes.probes import ProbesToCustomCalls
     from oxla.passes.refine_shapes import RefineShapes
 
     return [Inline, Canonicalize, ConstantFold, CSE, DCE, ChloLegalizeToStablehlo, RefineShapes,
-            InlineComposites, AbsorbDotTransposes, ProbesToCustomCalls]
+            InlineComposites, AbsorbDotTransposes, ProbesToCustomCalls, PluginPatterns]
 
 
 def builtin_passes() -> list[PassInfo]:

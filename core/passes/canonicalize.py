@@ -1,4 +1,5 @@
-"""``canonicalize``: the core rewrite patterns (and plugin ones) applied greedily."""
+"""``canonicalize``: the core rewrite patterns applied greedily (plugin patterns run in
+their own pass, ``plugin-patterns{backend=NAME}``, :mod:`oxla.passes.plugin_patterns`)."""
 
 from __future__ import annotations
 
@@ -13,28 +14,12 @@ from oxla.passes import (  # noqa: F401 (register)
     refine_dynamic,
 )
 from oxla.passes.fold import fold_op
-from oxla.passes.rewrite import CORE_PATTERNS, GreedyDriver, Pattern, PatternSet, source_of
+from oxla.passes.rewrite import CORE_PATTERNS, GreedyDriver, Pattern, PatternSet
 
 
-def all_patterns(include_plugins: bool = True) -> list[Pattern]:
-    """The core canonicalization patterns plus those of the ``oxla_patterns`` hook."""
-    pats = list(CORE_PATTERNS)
-    if include_plugins:
-        from oxla import plugins
-
-        for info in plugins.patterns():
-            if getattr(info.fn, "__module__", "").startswith("oxla.passes"):
-                continue  # the core patterns, registered through the hook too
-            pats.append(
-                Pattern(
-                    info.root_op,
-                    info.fn,
-                    info.benefit,
-                    info.name or info.fn.__name__,
-                    source_of(info.fn),
-                )
-            )
-    return pats
+def all_patterns() -> list[Pattern]:
+    """The core canonicalization patterns (each keeps results bit for bit)."""
+    return list(CORE_PATTERNS)
 
 
 @dataclass(frozen=True)
@@ -52,12 +37,11 @@ class Canonicalize:
     max_iterations: int = 10
     fold_limit: int = 1024
     debug: bool = False
-    plugins: bool = True
 
     def run(self, module: Module) -> None:
         limit = self.fold_limit
         driver = GreedyDriver(
-            PatternSet(all_patterns(self.plugins)),
+            PatternSet(all_patterns()),
             self.max_iterations,
             self.debug,
             fold=(lambda op, rw: fold_op(op, rw, limit)) if limit > 0 else None,

@@ -13,7 +13,8 @@
   registered ``custom_call`` target is its own kernel;
 * after fusion: convolution epilogues, then row kernels (softmax, layer norm,
   :mod:`oxla_backend_cpu.rowfusion`);
-* ``prepare``: inline composites, probes to custom calls, the core pipeline, transposes
+* ``prepare``: inline composites, probes to custom calls, the core pipeline, the
+  plugins' rewrite patterns for ``cpu`` (``plugin-patterns{backend=cpu}``), transposes
   absorbed into dots (passes of :mod:`oxla.passes`);
 * its own stages: codegen, JIT, executable (:mod:`oxla_backend_cpu.stages`).
 """
@@ -147,8 +148,10 @@ class CPUPolicy(PolicyBase):
         spec = options.pipeline or "default"
         out = run_pipeline(module, spec)
         module = out if isinstance(out, Module) else module
+        run_pipeline(module, f"plugin-patterns{{backend={BACKEND}}}")
         absorbed = absorb_transposes(module, BLAS_TYPES)
         return module, [f"core pipeline: {spec}",
+                        f"plugin patterns: for {BACKEND}",
                         f"dot layout: {absorbed} transposed dot operands read in place"]
 
     def stages(self) -> list[Stage]:
