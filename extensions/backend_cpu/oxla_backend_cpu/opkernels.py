@@ -19,6 +19,7 @@ from oxla_codegen_llvm import FusedEmitter, Scalar, linearize, llvm_type, loop_n
 from oxla_codegen_llvm.fused import emit_region, to_index
 from oxla_codegen_llvm.fused import load as load_elem
 from oxla_codegen_llvm.fused import store as store_elem
+from oxla_codegen_llvm.rules import RULES
 
 from oxla.ir import Value
 from oxla.lowering import OpKernel
@@ -26,12 +27,22 @@ from oxla_backend_cpu.reduction import MINMAX, freeze, reduce_parallel, vector_r
 
 I64 = ir.IntType(64)
 OpEmitter = Callable[[Scalar, OpKernel, dict[Value, ir.Value], list[ir.Value]], None]
-OP_EMITTERS: dict[str, OpEmitter] = {}
+PLATFORM = "cpu"
+OP_EMITTERS = RULES.view("kernel", PLATFORM)
+"""The cpu backend's kernel rules (``op -> rule``, read-only: register through
+:func:`op_emitter`)."""
 
 
 def op_emitter(name: str) -> Callable[[OpEmitter], OpEmitter]:
+    """Registers the cpu kernel rule of op ``name`` in the shared rule table
+    (``RULES.register(name, fn, "cpu", "kernel")``).
+
+    Raises:
+        ValueError: ``name`` has a cpu kernel rule already.
+    """
+
     def deco(fn: OpEmitter) -> OpEmitter:
-        OP_EMITTERS[name] = fn
+        RULES.register(name, fn, PLATFORM, "kernel")
         return fn
 
     return deco

@@ -10,12 +10,14 @@ from oxla_codegen_llvm import quant  # noqa: F401 - registers the quantized elem
 from oxla_codegen_llvm.fused import FusedEmitter, is_fusible, load, shape_of, store
 from oxla_codegen_llvm.jit import JitModule, compile_ir
 from oxla_codegen_llvm.loops import for_range, linearize, loop_nest
+from oxla_codegen_llvm.rules import RULES, register
 from oxla_codegen_llvm.scalar import EMITTERS, Scalar, llvm_type, storage_type
 from oxla_codegen_llvm.target import CPUTarget, Target
 
 __all__ = [
     "CPUTarget",
     "EMITTERS",
+    "RULES",
     "FusedEmitter",
     "JitModule",
     "Scalar",
@@ -27,6 +29,7 @@ __all__ = [
     "llvm_type",
     "load",
     "loop_nest",
+    "register",
     "shape_of",
     "storage_type",
     "store",

@@ -21,6 +21,7 @@ from oxla.ir import attributes as A
 from oxla.ir import types as T
 from oxla_codegen_llvm.complex import constant
 from oxla_codegen_llvm.loops import I64, delinearize, linearize
+from oxla_codegen_llvm.rules import RULES
 from oxla_codegen_llvm.scalar import (
     EMITTERS,
     Scalar,
@@ -34,12 +35,20 @@ from oxla_codegen_llvm.scalar import (
 )
 
 IndexRule = Callable[["FusedEmitter", Operation, list], ir.Value]
-INDEX_RULES: dict[str, IndexRule] = {}
+INDEX_RULES = RULES.view("index")
+"""The generic index rules (read-only: register through :func:`index_rule`)."""
 
 
-def index_rule(name: str) -> Callable[[IndexRule], IndexRule]:
+def index_rule(name: str, platform: str | None = None) -> Callable[[IndexRule], IndexRule]:
+    """Registers the index rule of ``name`` (``RULES.register(name, fn, platform,
+    "index")``).
+
+    Raises:
+        ValueError: a rule for ``name`` (on that platform) exists.
+    """
+
     def deco(fn: IndexRule) -> IndexRule:
-        INDEX_RULES[name] = fn
+        RULES.register(name, fn, platform, "index")
         return fn
 
     return deco

@@ -29,6 +29,7 @@ import llvmlite.ir as ir
 from oxla.errors import NotSupportedError
 from oxla.ir import Operation
 from oxla.ir import types as T
+from oxla_codegen_llvm.rules import RULES
 from oxla_codegen_llvm.smallfloat import (
     E8M0,
     SMALL_FLOATS,
@@ -72,15 +73,22 @@ def element_kind(kind: str) -> Any:
     return rules
 
 Emitter = Callable[["Scalar", Operation, list], ir.Value]
-EMITTERS: dict[str, Emitter] = {}
+EMITTERS = RULES.view("scalar")
+"""The generic scalar rules (``op -> rule``, read-only: register through
+:func:`emitter` or :func:`oxla_codegen_llvm.rules.register`)."""
 
 
-def emitter(*names: str) -> Callable[[Emitter], Emitter]:
-    """Registers an emitter for one or more op names (``stablehlo.add``)."""
+def emitter(*names: str, platform: str | None = None) -> Callable[[Emitter], Emitter]:
+    """Registers a scalar rule for one or more op names (``stablehlo.add``), for every
+    platform or only ``platform`` (``RULES.register(op, fn, platform, "scalar")``).
+
+    Raises:
+        ValueError: a rule for one of the names (on that platform) exists.
+    """
 
     def deco(fn: Emitter) -> Emitter:
         for n in names:
-            EMITTERS[n] = fn
+            RULES.register(n, fn, platform, "scalar")
         return fn
 
     return deco
@@ -289,7 +297,7 @@ def emit_scalar(s: Scalar, op: Operation, args: list) -> ir.Value:
     if any(isinstance(v.type.element_type, T.ComplexType)
            for v in list(op.operands) + list(op.results)):
         return element_kind("complex").emit_complex(s, op, args)
-    fn = EMITTERS.get(op.name)
+    fn = RULES.lookup(op.name, "scalar", s.target.name)
     if fn is None:
         raise NotSupportedError(f"'{op.name}' has no llvm scalar emitter yet", op.loc)
     return fn(s, op, args)
