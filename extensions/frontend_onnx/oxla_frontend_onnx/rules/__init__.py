@@ -1,0 +1,5 @@
+"""The ONNX lowering rules; importing this package fills :data:`registry.RULES`."""
+
+from __future__ import annotations
+
+from oxla_frontend_onnx.rules import elementwise, nn, reduce, shape  # noqa: F401
