@@ -143,8 +143,12 @@ def reduce_window(b: Builder, x: Value, init: float | int, op: str, window: Sequ
              "padding": A.dense(pad, TensorType(pad.shape, IntegerType(64)))}
     if dilations is not None and any(d != 1 for d in dilations):
         attrs["window_dilations"] = A.i64_array(dilations)
+    shape = shape_of(x)
+    dil = list(dilations or [1] * len(window))
+    out = tuple((shape[i] + padding[i][0] + padding[i][1] - (window[i] - 1) * dil[i] - 1)
+                // strides[i] + 1 for i in range(len(window)))
     op_ = b.create("stablehlo.reduce_window", [x, splat(b, init, et)], attrs,
-                   regions=[Region([body])])
+                   [TensorType(out, et)], regions=[Region([body])])
     return op_.results[0]
 
 

@@ -368,7 +368,8 @@ def _evaluate(node: Any, opset: int, inputs: list[np.ndarray | None]) -> list[np
 
 def import_model(model: Any, *, input_specs: Sequence[Any] | None = None,
                  params_as_inputs: bool = False, check: bool = True,
-                 func_name: str = "main") -> Module:
+                 func_name: str = "main",
+                 static_inputs: dict[str, np.ndarray] | None = None) -> Module:
     """Imports an ONNX model into a StableHLO module with one public function.
 
     Args:
@@ -378,6 +379,10 @@ def import_model(model: Any, *, input_specs: Sequence[Any] | None = None,
             (in initializer order) instead of constants.
         check: run onnx's checker first.
         func_name: the function's name.
+        static_inputs: graph inputs bound to values at import time (like a static
+            argument of ``jax.jit``): they are folded like initializers and are not
+            function arguments. Shape-determining inputs (``Reshape``'s shape,
+            ``ReduceSum``'s axes...) must be static for StableHLO's static shapes.
 
     Returns:
         The module; its function takes the graph inputs (in order, their names in the
@@ -405,7 +410,12 @@ def import_model(model: Any, *, input_specs: Sequence[Any] | None = None,
                 arg_names.append(t.name)
                 arg_types.append(TensorType(arr.shape, _np_elem(arr)))
                 del gi.consts[t.name]
+    static_inputs = dict(static_inputs or {})
+    for name, val in static_inputs.items():
+        gi.consts[name] = np.asarray(val)
     for inp in graph_inputs(graph):
+        if inp.name in static_inputs:
+            continue
         vt = value_type(inp)
         if vt is None:
             raise NotSupportedError(f"graph input '{inp.name}' is not a tensor of known rank "

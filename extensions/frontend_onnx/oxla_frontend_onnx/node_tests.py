@@ -108,13 +108,37 @@ def compare_outputs(expected: Sequence[Any], got: Sequence[Any], rtol: float,
     return None
 
 
-def _run_oxla(case: Any, inputs: list[Any], backend: str) -> list[Any]:
-    import oxla
-    from oxla_frontend_onnx.importer import import_model
+_NEEDS_CONST = re.compile(r"\(input #\d+ '([^']*)'\) must be a constant at import time")
 
-    module = import_model(case.model)
+
+def _run_oxla(case: Any, inputs: list[Any], backend: str) -> list[Any]:
+    """Imports, compiles and runs one case. An input a rule needs at import time (a
+    shape, axes, pads...) is bound as a static input and the model is imported again:
+    compiled for that value, as ``jax.jit`` does with a static argument."""
+    import oxla
+    from oxla.errors import NotSupportedError
+    from oxla_frontend_onnx.importer import graph_inputs, import_model
+
+    names = [i.name for i in graph_inputs(case.model.graph)]
+    feeds = dict(zip(names, inputs))
+    static: dict[str, Any] = {}
+    for _ in range(len(names) + 1):
+        try:
+            module = import_model(case.model, static_inputs=static)
+            break
+        except NotSupportedError as exc:
+            m = _NEEDS_CONST.search(exc.message)
+            if m is None:
+                raise
+            want = [m.group(1)] if m.group(1) in feeds else [
+                n for n, v in feeds.items() if np.asarray(v).dtype.kind in "iu"
+                and np.asarray(v).size <= 64]
+            want = [n for n in want if n not in static]
+            if not want:
+                raise
+            static.update({n: np.asarray(feeds[n]) for n in want})
     exe = oxla.compile(module, backend=backend, cache=False)
-    return list(exe(*[np.asarray(x) for x in inputs]))
+    return list(exe(*[np.asarray(feeds[n]) for n in names if n not in static]))
 
 
 def _run_ort(case: Any, inputs: list[Any]) -> list[Any]:
