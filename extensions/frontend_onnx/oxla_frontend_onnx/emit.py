@@ -162,7 +162,17 @@ def pad(b: Builder, x: Value, low: Sequence[int], high: Sequence[int], value: Va
 
 
 def matmul(b: Builder, x: Value, y: Value) -> Value:
-    """numpy ``matmul`` semantics (1-d operands promoted, batch dims broadcast)."""
+    """numpy ``matmul`` semantics (1-d operands promoted, batch dims broadcast); f16 and
+    bf16 products accumulate in f32 and round once."""
+    et = etype(x)
+    if isinstance(et, FloatType) and et.name in ("f16", "bf16"):
+        from oxla.ir.types import f32
+
+        return b.convert(_matmul(b, b.convert(x, f32), b.convert(y, f32)), et)
+    return _matmul(b, x, y)
+
+
+def _matmul(b: Builder, x: Value, y: Value) -> Value:
     sx, sy = shape_of(x), shape_of(y)
     if len(sx) == 1 and len(sy) == 1:
         return b.dot_general(x, y, ((0,), (0,)))

@@ -2,4 +2,4 @@
 
 from __future__ import annotations
 
-from oxla_frontend_onnx.rules import elementwise, nn, reduce, shape  # noqa: F401
+from oxla_frontend_onnx.rules import attention, elementwise, nn, reduce, shape  # noqa: F401
