@@ -33,7 +33,16 @@ FOLD_LIMIT = 1 << 16
 NO_FOLD = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
            "Multinomial", "Bernoulli", "If", "Loop", "Scan", "Dropout"}
 SHAPE_OPS = {"Shape", "Size", "Constant", "ConstantOfShape", "Range", "Squeeze", "Unsqueeze",
-             "Concat", "Gather", "Slice", "Cast", "Reshape", "Identity"}
+             "Concat", "Gather", "Slice", "Cast", "Reshape", "Identity", "Expand", "Transpose",
+             "Flatten", "Split"}
+"""Data movement and shape ops, folded whatever their element type."""
+INT_FOLD = {"Add", "Sub", "Mul", "Div", "Mod", "Neg", "Abs", "Max", "Min", "Equal", "Less",
+            "Greater", "LessOrEqual", "GreaterOrEqual", "Not", "And", "Or", "Where", "Sum",
+            "ReduceProd", "ReduceSum", "ReduceMax", "ReduceMin", "Sign", "Clip", "Ceil",
+            "Floor", "Sqrt", "Relu", "Tile", "ScatterND", "ScatterElements", "GatherElements",
+            "GatherND", "NonZero", "ArgMax", "ArgMin", "CumSum", "Trilu", "OneHot", "Pad"}
+"""Ops folded when every input is an integer or bool tensor (shape arithmetic); float
+computations are never folded here, they are lowered."""
 
 CUSTOM_ROUTE = ("add a rule from a plugin (an `oxla_onnx_rules` hook returning "
                 "{(domain, op_type, since_version): fn}), replace the node by a "
@@ -293,8 +302,9 @@ class GraphImporter:
             if v is None:
                 return False
             ins.append(v)
-        if node.op_type not in SHAPE_OPS and sum(
-                int(v.size) for v in ins if v is not None) > FOLD_LIMIT:
+        if node.op_type not in SHAPE_OPS and (node.op_type not in INT_FOLD or any(
+                v is not None and v.dtype.kind not in "biu" for v in ins) or sum(
+                int(v.size) for v in ins if v is not None) > FOLD_LIMIT):
             return False
         try:
             outs = _evaluate(node, opset, ins)

@@ -2,4 +2,11 @@
 
 from __future__ import annotations
 
-from oxla_frontend_onnx.rules import attention, elementwise, nn, reduce, shape  # noqa: F401
+from oxla_frontend_onnx.rules import (  # noqa: F401
+    attention,
+    control,
+    elementwise,
+    nn,
+    reduce,
+    shape,
+)
