@@ -7,6 +7,7 @@ from oxla_frontend_onnx.rules import (  # noqa: F401
     control,
     elementwise,
     nn,
+    quant,
     reduce,
     shape,
 )

@@ -87,8 +87,12 @@ def _spatial(ctx: NodeContext, x: Value, kernel: Sequence[int], strides: Sequenc
 
 @rule("Conv", since=1)
 def _conv(ctx: NodeContext) -> list[Value]:
+    return [conv_values(ctx, ctx.input(0), ctx.input(1), ctx.input(2) if ctx.has(2) else None)]
+
+
+def conv_values(ctx: NodeContext, x: Value, w: Value, bias: Value | None) -> Value:
+    """ONNX Conv of ``x`` [N, C, ...] with ``w`` [M, C/group, k...] (node attributes)."""
     b = ctx.b
-    x, w = ctx.input(0), ctx.input(1)
     ws = shape_of(w)
     n = len(ws) - 2
     kernel = list(ctx.attr("kernel_shape", ws[2:]))
@@ -108,9 +112,9 @@ def _conv(ctx: NodeContext) -> list[Value]:
               // strides[i] + 1 for i in range(n)]
     out = TensorType((xs[0], ws[0], *out_sp), etype(x))
     y = b.create("stablehlo.convolution", [x, w], attrs, [out]).results[0]
-    if ctx.has(2):
-        y = b.add(y, b.broadcast_in_dim(ctx.input(2), out.shape, [1]))
-    return [y]
+    if bias is not None:
+        y = b.add(y, b.broadcast_in_dim(bias, out.shape, [1]))
+    return y
 
 
 @rule("ConvTranspose", since=1)
@@ -133,7 +137,9 @@ def _conv_transpose(ctx: NodeContext) -> list[Value]:
         pads = []
         for i in range(n):
             total = strides[i] * (xs[2 + i] - 1) + outpad[i] + eff[i] - target[i]
-            total = max(total, 0)
+            if total < 0:  # the output is longer than the full convolution: pad the end
+                outpad[i] -= total
+                total = 0
             lo = total // 2 if auto != "SAME_LOWER" else total - total // 2
             if auto == "NOTSET":
                 lo = total - total // 2
