@@ -185,11 +185,16 @@ def _gather(ctx: NodeContext) -> list[Value]:
 
 @rule("GatherElements", since=11)
 def _gather_elements(ctx: NodeContext) -> list[Value]:
+    x = ctx.input(0)
+    axis = norm_axis(ctx.attr("axis", 0), len(shape_of(x)))
+    return [_gather_elements_values(ctx, x, ctx.input(1), axis)]
+
+
+def _gather_elements_values(ctx: NodeContext, x: Value, idx: Value, axis: int) -> Value:
+    """``np.take_along_axis(x, idx, axis)`` (negative indices wrap)."""
     b = ctx.b
-    x, idx = ctx.input(0), ctx.input(1)
     shape, ishape = shape_of(x), shape_of(idx)
     r = len(shape)
-    axis = norm_axis(ctx.attr("axis", 0), r)
     idx = b.convert(idx, i64) if etype(idx) != i64 else idx
     n = splat(b, shape[axis], i64, ishape)
     idx = b.select(b.compare("LT", idx, splat(b, 0, i64, ishape), "SIGNED"), b.add(idx, n), idx)
@@ -203,7 +208,7 @@ def _gather_elements(ctx: NodeContext) -> list[Value]:
     attrs = {"dimension_numbers": dn, "slice_sizes": A.i64_array([1] * r),
              "indices_are_sorted": A.BoolAttr(False)}
     out = TensorType(ishape, etype(x))
-    return [b.create("stablehlo.gather", [x, full], attrs, [out]).results[0]]
+    return b.create("stablehlo.gather", [x, full], attrs, [out]).results[0]
 
 
 @rule("GatherND", since=11)
