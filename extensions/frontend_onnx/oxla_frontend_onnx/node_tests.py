@@ -89,8 +89,17 @@ def compare_outputs(expected: Sequence[Any], got: Sequence[Any], rtol: float,
     if len(got) != len(expected):
         return f"expected {len(expected)} outputs, got {len(got)}"
     for i, (e, g) in enumerate(zip(expected, got)):
-        if isinstance(e, list | tuple) or e is None:
-            return f"output #{i}: sequence/optional outputs are not supported"
+        if e is None or g is None:
+            if e is not g:
+                return f"output #{i}: expected {'None' if e is None else 'a value'}"
+            continue
+        if isinstance(e, list | tuple):  # a sequence: element by element
+            if not isinstance(g, list | tuple):
+                return f"output #{i}: expected a sequence"
+            bad = compare_outputs([_to_np(x) for x in e], list(g), rtol, atol)
+            if bad:
+                return f"output #{i} (sequence): {bad}"
+            continue
         e, g = np.asarray(e), np.asarray(g)
         if e.dtype != g.dtype:
             return f"output #{i}: dtype {g.dtype}, expected {e.dtype}"

@@ -10,5 +10,6 @@ from oxla_frontend_onnx.rules import (  # noqa: F401
     nn,
     quant,
     reduce,
+    resize,
     shape,
 )

@@ -184,10 +184,17 @@ def cast(ctx: NodeContext, x: Value, to) -> Value:
         return compare(ctx.b, "NE", x, ctx.scalar_like(0, x))
     if isinstance(src, FloatType) and isinstance(to, FloatType) and to.name.startswith("f8") \
             and ctx.attr("saturate", 1) == 1:
-        fmax = float(np.finfo(to.dtype).max)
-        lo, hi = ctx.scalar_like(-fmax, x), ctx.scalar_like(fmax, x)
-        finite = ctx.b.compare("LT", ctx.b.abs(x), ctx.scalar_like(np.inf, x), "FLOAT")
-        x = ctx.b.select(finite, ctx.b.clamp(lo, x, hi), x)
+        fmax = float(np.finfo(to.dtype).max)  # saturate: +-inf too go to +-max
+        x = ctx.b.clamp(ctx.scalar_like(-fmax, x), x, ctx.scalar_like(fmax, x))
+    if isinstance(src, FloatType) and isinstance(to, IntegerType) and to.width <= 4:
+        # out-of-range values become 0 (the reference's ml_dtypes conversion)
+        lo, hi = (0, 2 ** to.width - 1) if to.unsigned else (-(2 ** (to.width - 1)),
+                                                              2 ** (to.width - 1) - 1)
+        t = ctx.b.select(compare(ctx.b, "LT", x, ctx.scalar_like(0, x)), ctx.b.ceil(x),
+                         ctx.b.floor(x))
+        ok = ctx.b.and_(compare(ctx.b, "GE", t, ctx.scalar_like(lo, x)),
+                        compare(ctx.b, "LE", t, ctx.scalar_like(hi, x)))
+        x = ctx.b.select(ok, t, ctx.scalar_like(0, x))
     return ctx.b.convert(x, to)
 
 
@@ -341,7 +348,9 @@ def _shrink(ctx: NodeContext) -> list[Value]:
 
 @rule("BitShift", since=11)
 def _bitshift(ctx: NodeContext) -> list[Value]:
-    op = "shift_left" if ctx.attr("direction") == "LEFT" else "shift_right_logical"
+    signed = not is_unsigned(etype(ctx.input(0)))
+    op = "shift_left" if ctx.attr("direction") == "LEFT" else (
+        "shift_right_arithmetic" if signed else "shift_right_logical")
     return [binary(ctx.b, op, ctx.input(0), ctx.input(1))]
 
 

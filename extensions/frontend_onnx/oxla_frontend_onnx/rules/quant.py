@@ -67,11 +67,9 @@ def quantize(ctx: NodeContext, x: Value, scale: Value, zp: Value | None, out_et,
     if isinstance(out_et, FloatType):  # f8: the cast saturates (or not) by itself
         if zp is not None:
             q = b.add(q, _expand_param(ctx, convert(b, zp, f32), xf, axis))
-        if saturate:
+        if saturate:  # +-inf too go to +-max
             lo, hi = _qrange(out_et)
-            finite = b.compare("LT", b.abs(q), ctx.scalar_like(np.inf, q), "FLOAT")
-            q = b.select(finite, b.clamp(ctx.scalar_like(lo, q), q, ctx.scalar_like(hi, q)),
-                         q)
+            q = b.clamp(ctx.scalar_like(lo, q), q, ctx.scalar_like(hi, q))
         return b.convert(q, out_et)
     q = b.create("stablehlo.round_nearest_even", [q]).results[0]
     if zp is not None:

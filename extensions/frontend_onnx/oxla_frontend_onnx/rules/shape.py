@@ -376,7 +376,8 @@ def _space_to_depth(ctx: NodeContext) -> list[Value]:
     n, c, h, w = shape_of(x)
     s = ctx.attr("blocksize")
     y = b.reshape(x, (n, c, h // s, s, w // s, s))
-    y = b.transpose(y, (0, 3, 5, 1, 2, 4))
+    crd = ctx.attr("mode", "DCR") == "CRD"
+    y = b.transpose(y, (0, 1, 3, 5, 2, 4) if crd else (0, 3, 5, 1, 2, 4))
     return [b.reshape(y, (n, c * s * s, h // s, w // s))]
 
 
