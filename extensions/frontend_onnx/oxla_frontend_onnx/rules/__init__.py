@@ -11,5 +11,6 @@ from oxla_frontend_onnx.rules import (  # noqa: F401
     quant,
     reduce,
     resize,
+    rnn,
     shape,
 )
