@@ -51,6 +51,10 @@ def run_onnx_node_tests(backend: str, jobs: int, timeout: float, json_out: str |
         label = f"oxla on '{backend}'" if runner == "oxla" else runner
         click.echo(f"{label}: {c['pass']} of {c['total']} node tests passed, {c['fail']} "
                    f"failed, {c['error']} errors, {c['timeout']} timeouts")
+        if runner == "oxla":
+            n = report.to_dict()["passed_with_static_inputs"].get("oxla", 0)
+            click.echo(f"  ({n} of the passes bind shape-determining inputs (axes, shape, "
+                       "pads...) as static inputs, compiled for their values)")
     click.echo(f"({len(names)} tests in {report.seconds:.1f} s)")
     for runner in ("oxla", *compare):
         reasons = report.reasons(runner)

@@ -184,3 +184,35 @@ def test_external_data_next_to_the_model(tmp_path):
     assert (tmp_path / "ext.data").exists()
     x = np.ones((2, 8), np.float32)
     np.testing.assert_allclose(onnx_compile(str(path))(x)[0], ort_run(m, x)[0], rtol=1e-5)
+
+
+def test_plugin_rule_through_the_oxla_onnx_rules_hook():
+    import types
+
+    from oxla import hookimpl, plugins
+    from oxla.plugins import PluginRegistry, PluginSource
+
+    def twice(ctx):
+        x = ctx.input(0)
+        return [ctx.b.add(x, x)]
+
+    plugin = types.ModuleType("oxla_test_onnx_rules")
+
+    @hookimpl
+    def oxla_onnx_rules():
+        return {("com.example", "Twice", 1): twice}
+
+    plugin.oxla_onnx_rules = oxla_onnx_rules
+    reg = PluginRegistry()
+    reg.register_builtins()
+    reg.register(plugin, PluginSource("oxla-test-onnx-rules", "0", "rules = x"))
+    old = plugins.set_registry(reg)
+    try:
+        m = model([helper.make_node("Twice", ["x"], ["y"], domain="com.example")],
+                  [("x", TensorProto.FLOAT, [3])], [("y", TensorProto.FLOAT, [3])],
+                  extra_opsets={"com.example": 1})
+        x = np.array([1, 2, 3], np.float32)
+        np.testing.assert_array_equal(onnx_compile(m)(x)[0], 2 * x)
+    finally:
+        plugins.set_registry(old)
+        RULES.pop(("com.example", "Twice"), None)

@@ -125,7 +125,8 @@ def compare_outputs(expected: Sequence[Any], got: Sequence[Any], rtol: float,
 _NEEDS_CONST = re.compile(r"\(input #\d+ '([^']*)'\) must be a constant at import time")
 
 
-def _run_oxla(case: Any, inputs: list[Any], backend: str) -> list[Any]:
+def _run_oxla(case: Any, inputs: list[Any], backend: str,
+              bound: list[str] | None = None) -> list[Any]:
     """Imports, compiles and runs one case. An input a rule needs at import time (a
     shape, axes, pads...) is bound as a static input and the model is imported again:
     compiled for that value, as ``jax.jit`` does with a static argument."""
@@ -155,6 +156,8 @@ def _run_oxla(case: Any, inputs: list[Any], backend: str) -> list[Any]:
         raise FoldedError("every output was computed at import time (all inputs bound "
                           "static): not a test of the backend")
     exe = oxla.compile(module, backend=backend, cache=False)
+    if bound is not None:
+        bound.extend(static)
     return list(exe(*[np.asarray(feeds[n]) for n in names if n not in static]))
 
 
@@ -194,11 +197,12 @@ def run_task(task: str, backend: str) -> Any:
     inputs, expected = case.data_sets[0]
     inputs = [_to_np(x) for x in inputs]
     expected = [_to_np(x) for x in expected]
+    bound: list[str] = []
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             got = _run_ort(case, inputs) if runner == "onnxruntime" else _run_oxla(
-                case, inputs, backend)
+                case, inputs, backend, bound)
     except Exception as exc:
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         if msg.startswith("error: "):
@@ -206,7 +210,8 @@ def run_task(task: str, backend: str) -> Any:
         return FileResult(task, "error", f"{type(exc).__name__}: {msg}"[:400],
                           time.perf_counter() - t0)
     bad = compare_outputs(expected, got, case.rtol, case.atol)
-    return FileResult(task, "fail" if bad else "pass", bad or "", time.perf_counter() - t0)
+    note = f"static inputs: {', '.join(bound)}" if bound else ""
+    return FileResult(task, "fail" if bad else "pass", bad or note, time.perf_counter() - t0)
 
 
 @dataclass
@@ -235,8 +240,11 @@ class NodeTestReport:
         return dict(sorted(c.items(), key=lambda kv: (-kv[1], kv[0])))
 
     def to_dict(self) -> dict[str, Any]:
+        static = {r: sum(1 for v in res.values() if v.status == "pass" and v.message)
+                  for r, res in self.results.items()}
         return {"backend": self.backend, "seconds": round(self.seconds, 1),
                 "counts": {r: self.counts(r) for r in self.results},
+                "passed_with_static_inputs": static,
                 "reasons": {r: self.reasons(r) for r in self.results},
                 "tests": {r: {n: {"status": v.status, "message": v.message}
                               for n, v in sorted(res.items())}

@@ -54,8 +54,42 @@ def rule(*op_types: str, since: int = 1, domain: str = "") -> Callable[[Rule], R
     return deco
 
 
+_PLUGIN_RULES: dict[int, list[str]] = {}
+
+
+def load_plugin_rules() -> list[str]:
+    """Adds the rules of every ``oxla_onnx_rules`` hook of the current plugin registry
+    (once per registry); returns their ``domain::op_type@since`` keys.
+
+    Raises:
+        PluginError: a plugin claims a key oxla already has.
+    """
+    from oxla import plugins
+    from oxla.errors import PluginError
+    from oxla_frontend_onnx import hookspecs
+
+    pm = plugins.get_plugin_manager()
+    if id(pm) in _PLUGIN_RULES:
+        return _PLUGIN_RULES[id(pm)]
+    if not hasattr(pm.hook, "oxla_onnx_rules") or not pm.hook.oxla_onnx_rules.spec:
+        pm.add_hookspecs(hookspecs)
+    added = []
+    for impl in pm.hook.oxla_onnx_rules.get_hookimpls():
+        for (domain, op, since), fn in (impl.function() or {}).items():
+            table = RULES.setdefault((domain, op), {})
+            if since in table and table[since] is not fn:
+                raise PluginError(f"ONNX rule {domain or 'ai.onnx'}::{op} since {since} from "
+                                  f"plugin '{impl.plugin_name}' is already defined")
+            table[since] = fn
+            added.append(f"{domain or 'ai.onnx'}::{op}@{since}")
+    _PLUGIN_RULES[id(pm)] = added
+    return added
+
+
 def lookup(domain: str, op_type: str, opset: int) -> Rule | None:
-    """The rule for ``op_type`` at ``opset`` of ``domain``, or None."""
+    """The rule for ``op_type`` at ``opset`` of ``domain`` (plugins' rules included), or
+    None."""
+    load_plugin_rules()
     table = RULES.get((domain, op_type))
     if not table:
         return None

@@ -6,6 +6,7 @@ from oxla_frontend_onnx.rules import (  # noqa: F401
     attention,
     control,
     elementwise,
+    microsoft,
     misc,
     nn,
     quant,
