@@ -110,7 +110,6 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     runs = args.runs or (5 if args.quick else 20)
     import onnxruntime as ort
-
     from oxla_frontend_onnx import compile as onnx_compile
 
     rows = []

@@ -8,12 +8,12 @@ import pytest
 from conftest import need
 from onnx import TensorProto, helper
 from onnx_helpers import mlp, model, ort_run
-
-import oxla
-from oxla.errors import NotSupportedError, OxlaError, RuntimeInputError
 from oxla_frontend_onnx import compile as onnx_compile
 from oxla_frontend_onnx import import_model, supported_ops
 from oxla_frontend_onnx.registry import RULES, lookup
+
+import oxla
+from oxla.errors import NotSupportedError, OxlaError, RuntimeInputError
 
 need("onnxruntime")
 

@@ -7,7 +7,6 @@ import pytest
 from conftest import need
 from onnx import TensorProto, helper
 from onnx_helpers import model, ort_run
-
 from oxla_frontend_onnx import compile as onnx_compile
 
 need("onnxruntime")

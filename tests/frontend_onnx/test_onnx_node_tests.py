@@ -68,7 +68,6 @@ def test_flag_rules():
 
 def test_tolerances_and_dtypes_are_onnx_s():
     import numpy as np
-
     from oxla_frontend_onnx.node_tests import compare_outputs
 
     e = [np.array([1.0, 2.0], np.float32)]
