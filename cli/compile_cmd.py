@@ -84,7 +84,8 @@ def compile_command(input_path: str, frontend: str | None, backend: str, output:
     The frontend is detected from IN when --frontend is omitted: .mlir files are
     StableHLO text, .jaxexport files jax.export artifacts, torch.export.save archives
     (.pt2, or any suffix) PyTorch ExportedPrograms, directories holding a saved_model.pb
-    TensorFlow SavedModels (--input-spec per input, sorted by name).
+    TensorFlow SavedModels (--input-spec per input, sorted by name), .onnx files ONNX
+    models (--input-spec per graph input, in order, for symbolic dims).
     """
     import oxla
     from oxla.ir import print_module
