@@ -51,8 +51,14 @@ CUSTOM_ROUTE = ("add a rule from a plugin (an `oxla_onnx_rules` hook returning "
                 "oxla_frontend_onnx.rules")
 
 
-def load_model(model: Any) -> Any:
+def load_model(model: Any, external_data: bool = True) -> Any:
     """Reads a model: a ``ModelProto``, a path (external data files next to it) or bytes.
+
+    Args:
+        model: the model or where it is.
+        external_data: also read the tensors stored in external files; without it the
+            initializers keep their references (checking and shape inference do not need
+            the weights, and models over 2 GB cannot be serialized whole for them).
 
     Raises:
         OxlaError: the file cannot be read or is not an ONNX model.
@@ -65,7 +71,7 @@ def load_model(model: Any) -> Any:
         if isinstance(model, bytes | bytearray):
             return onnx.load_from_string(bytes(model))
         path = os.fspath(model)
-        return onnx.load(path, load_external_data=True)
+        return onnx.load(path, load_external_data=external_data)
     except OSError as exc:
         raise OxlaError(f"cannot read ONNX model '{model}': {exc}") from None
     except Exception as exc:  # protobuf DecodeError and friends
@@ -73,7 +79,7 @@ def load_model(model: Any) -> Any:
 
 
 def prepare(model: Any, input_specs: Sequence[Any] | None = None,
-            check: bool = True) -> Any:
+            check: bool = True, path: str | None = None) -> Any:
     """Checks, upgrades and shape-infers a model; returns the inferred ``ModelProto``.
 
     Args:
@@ -81,6 +87,7 @@ def prepare(model: Any, input_specs: Sequence[Any] | None = None,
         input_specs: one shape per graph input (``2x3`` / ``2x3:f32`` strings or int
             tuples), replacing symbolic dims; ``None`` keeps the model's shapes.
         check: run ``onnx.checker.check_model`` first.
+        path: the model's file, checked by path (external data, models over 2 GB).
 
     Raises:
         OxlaError: the checker rejects the model (its message), or the spec count is wrong.
@@ -90,7 +97,7 @@ def prepare(model: Any, input_specs: Sequence[Any] | None = None,
 
     if check:
         try:
-            onnx.checker.check_model(model, full_check=False)
+            onnx.checker.check_model(path if path is not None else model, full_check=False)
         except onnx.checker.ValidationError as exc:
             raise OxlaError(f"invalid ONNX model: {str(exc).strip().splitlines()[0]}",
                             notes=[str(exc).strip()]) from None
@@ -403,7 +410,18 @@ def import_model(model: Any, *, input_specs: Sequence[Any] | None = None,
         NotSupportedError: an op without a rule (naming op, domain, opset, node, index),
             or a dynamic dimension where a static one is needed.
     """
-    model = prepare(load_model(model), input_specs, check)
+    base = None
+    if not isinstance(model, bytes | bytearray) and not hasattr(model, "graph"):
+        base = os.path.dirname(os.path.abspath(os.fspath(model)))
+    path = None if base is None else os.fspath(model)
+    model = prepare(load_model(model, external_data=base is None), input_specs, check, path)
+    if base is not None:  # the weights come in after checking and shape inference
+        from onnx.external_data_helper import load_external_data_for_model
+
+        try:
+            load_external_data_for_model(model, base)
+        except OSError as exc:
+            raise OxlaError(f"cannot read the model's external data: {exc}") from None
     graph = model.graph
     opsets = {("" if o.domain == "ai.onnx" else o.domain): int(o.version)
               for o in model.opset_import}
