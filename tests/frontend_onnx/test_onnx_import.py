@@ -216,3 +216,25 @@ def test_plugin_rule_through_the_oxla_onnx_rules_hook():
     finally:
         plugins.set_registry(old)
         RULES.pop(("com.example", "Twice"), None)
+
+
+def test_static_sequences(backend):
+    nodes = [helper.make_node("SplitToSequence", ["x"], ["seq"], axis=1),
+             helper.make_node("SequenceAt", ["seq", "one"], ["second"]),
+             helper.make_node("SequenceInsert", ["seq", "second"], ["seq2"]),
+             helper.make_node("ConcatFromSequence", ["seq2"], ["stacked"], axis=0,
+                              new_axis=1)]
+    m = model(nodes, [("x", TensorProto.FLOAT, [2, 3])],
+              [("second", TensorProto.FLOAT, [2, 1]), ("stacked", TensorProto.FLOAT, None),
+               ("seq", TensorProto.FLOAT, None)], {"one": np.array(1, np.int64)})
+    m.graph.output[2].type.CopyFrom(helper.make_sequence_type_proto(
+        helper.make_tensor_type_proto(TensorProto.FLOAT, [2, 1])))
+    m.graph.output[1].type.tensor_type.shape.dim.add().dim_param = "s"
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    got = onnx_compile(m, backend)(x)
+    ref = ort_run(m, x)
+    np.testing.assert_array_equal(got[0], ref[0])
+    np.testing.assert_array_equal(got[1], ref[1])
+    assert len(got[2]) == 3
+    for g, r in zip(got[2], ref[2]):
+        np.testing.assert_array_equal(g, r)

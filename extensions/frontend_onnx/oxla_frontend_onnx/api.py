@@ -45,7 +45,7 @@ class OnnxFunction:
             **named: inputs by graph-input name (not both).
 
         Returns:
-            One array per graph output, in order.
+            One array per graph output, in order (a list of arrays for a sequence).
 
         Raises:
             RuntimeInputError: a missing, unknown or mistyped input.
@@ -61,7 +61,9 @@ class OnnxFunction:
             if missing:
                 raise RuntimeInputError(f"missing input(s) {', '.join(missing)}")
             args = tuple(named[n] for n in self.input_names)
-        return list(self.executable(*args))
+        from oxla_frontend_onnx.importer import group_results
+
+        return group_results(self.module, self.executable(*args))
 
     def run(self, output_names: Sequence[str] | None, feeds: dict[str, Any]) -> list[np.ndarray]:
         """onnxruntime's ``InferenceSession.run`` shape: outputs by name (None: all)."""

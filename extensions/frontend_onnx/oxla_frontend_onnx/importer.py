@@ -193,6 +193,7 @@ class GraphImporter:
         self.parent = parent
         self.values: dict[str, Value] = {}
         self.consts: dict[str, np.ndarray] = {}
+        self.seqs: dict[str, list[Value]] = {}
         self._materialized: dict[tuple[str, int], Value] = {}
 
     # -- values -----------------------------------------------------------------------
@@ -213,6 +214,21 @@ class GraphImporter:
                 return g._materialized[key]
             g = g.parent
         raise LoweringError(f"ONNX value '{name}' is used before it is defined")
+
+    def sequence(self, name: str) -> list[Value]:
+        """The sequence called ``name`` (a list of values with a static count).
+
+        Raises:
+            NotSupportedError: ``name`` is not a sequence this importer built (a sequence
+                graph input, or one with a run-time length).
+        """
+        g: GraphImporter | None = self
+        while g is not None:
+            if name in g.seqs:
+                return g.seqs[name]
+            g = g.parent
+        raise NotSupportedError(f"ONNX sequence '{name}' is not a sequence of static length "
+                                "built in the graph (sequence inputs are not supported)")
 
     def constant_value(self, name: str) -> np.ndarray | None:
         g: GraphImporter | None = self
@@ -283,15 +299,17 @@ class GraphImporter:
                 raise LoweringError(ctx.where(f"output #{i} '{out_name}' is not produced"))
             self._bind(out_name, outs[i])
 
-    def _bind(self, name: str, v: Value | np.ndarray) -> None:
-        if isinstance(v, np.ndarray):
+    def _bind(self, name: str, v: Value | np.ndarray | list) -> None:
+        if isinstance(v, list):
+            self.seqs[name] = v
+        elif isinstance(v, np.ndarray):
             self.consts[name] = v
         else:
             self.values[name] = v
 
     def _try_fold(self, node: Any, domain: str, opset: int) -> bool:
         """Evaluates ``node`` now when every input is known; True when it was folded."""
-        if domain != "" or node.op_type in NO_FOLD or any(
+        if domain != "" or node.op_type in NO_FOLD or "Sequence" in node.op_type or any(
                 a.type in (5, 10) for a in node.attribute):  # GRAPH(S) attributes
             return False
         if node.op_type == "Shape" and self._fold_shape(node, opset):
@@ -457,14 +475,22 @@ def import_model(model: Any, *, input_specs: Sequence[Any] | None = None,
         gi.values[name] = arg
     b = Builder(entry)
     gi.lower_nodes(b)
-    results = [gi.value(o.name, b) for o in graph.output]
+    results, res_attrs = [], []
+    for o in graph.output:  # a sequence output becomes one result per element
+        if o.name in gi.seqs:
+            for k, v in enumerate(gi.seqs[o.name]):
+                results.append(v)
+                res_attrs.append((("onnx.name", A.StringAttr(o.name)),
+                                  ("onnx.sequence", A.i64_attr(k))))
+            continue
+        results.append(gi.value(o.name, b))
+        res_attrs.append((("onnx.name", A.StringAttr(o.name)),))
     b.return_(*results)
     func.attributes["function_type"] = A.TypeAttr(FunctionType(
         tuple(arg_types), tuple(r.type for r in results)))
     func.attributes["arg_attrs"] = A.ArrayAttr(tuple(
         A.DictionaryAttr((("onnx.name", A.StringAttr(n)),)) for n in arg_names))
-    func.attributes["res_attrs"] = A.ArrayAttr(tuple(
-        A.DictionaryAttr((("onnx.name", A.StringAttr(o.name)),)) for o in graph.output))
+    func.attributes["res_attrs"] = A.ArrayAttr(tuple(A.DictionaryAttr(a) for a in res_attrs))
     verify(module)
     return module
 
@@ -491,10 +517,41 @@ def input_names(module: Module) -> list[str]:
 
 
 def result_names(module: Module) -> list[str]:
-    """The ONNX names of the public function's results, in order."""
+    """The ONNX names of the graph outputs, in order (a sequence output once)."""
+    names: list[str] = []
+    for name, _ in result_layout(module):
+        if not names or names[-1] != name:
+            names.append(name)
+    return names
+
+
+def result_layout(module: Module) -> list[tuple[str, int | None]]:
+    """Per function result: its graph output's name and, for an element of a sequence
+    output, its index in the sequence (None for a tensor output)."""
     func = next(op for op in module.body.ops if op.name == "func.func")
     attrs = func.attributes.get("res_attrs")
-    return [dict(d.entries)["onnx.name"].value for d in (attrs.value if attrs else ())]
+    out = []
+    for d in (attrs.value if attrs else ()):
+        e = dict(d.entries)
+        out.append((e["onnx.name"].value, e["onnx.sequence"].value if "onnx.sequence" in e
+                    else None))
+    return out
+
+
+def group_results(module: Module, flat: Sequence[Any]) -> list[Any]:
+    """The executable's flat results regrouped per graph output (a list for a
+    sequence output)."""
+    out: list[Any] = []
+    last = None
+    for (name, k), v in zip(result_layout(module), flat):
+        if k is None:
+            out.append(v)
+        elif last == name and isinstance(out[-1], list):
+            out[-1].append(v)
+        else:
+            out.append([v])
+        last = name
+    return out
 
 
 __all__ = ["import_model", "load_model", "prepare", "GraphImporter", "input_names",

@@ -132,7 +132,7 @@ def _run_oxla(case: Any, inputs: list[Any], backend: str,
     compiled for that value, as ``jax.jit`` does with a static argument."""
     import oxla
     from oxla.errors import NotSupportedError
-    from oxla_frontend_onnx.importer import graph_inputs, import_model
+    from oxla_frontend_onnx.importer import graph_inputs, group_results, import_model
 
     names = [i.name for i in graph_inputs(case.model.graph)]
     feeds = dict(zip(names, inputs))
@@ -158,7 +158,8 @@ def _run_oxla(case: Any, inputs: list[Any], backend: str,
     exe = oxla.compile(module, backend=backend, cache=False)
     if bound is not None:
         bound.extend(static)
-    return list(exe(*[np.asarray(feeds[n]) for n in names if n not in static]))
+    return group_results(module, exe(*[np.asarray(feeds[n]) for n in names
+                                       if n not in static]))
 
 
 class FoldedError(Exception):

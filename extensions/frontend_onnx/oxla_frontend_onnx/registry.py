@@ -169,6 +169,12 @@ class NodeContext:
             raise LoweringError(self.where(f"input #{i} is required"))
         return self.graph.value(self.node.input[i], self.b)
 
+    def sequence(self, i: int) -> list:
+        """Input ``i`` as a sequence (a list of values with a static count)."""
+        if not self.has(i):
+            raise LoweringError(self.where(f"input #{i} is required"))
+        return list(self.graph.sequence(self.node.input[i]))
+
     def inputs(self) -> list[Value]:
         return [self.input(i) for i in range(self.n_inputs) if self.has(i)]
 

@@ -13,5 +13,6 @@ from oxla_frontend_onnx.rules import (  # noqa: F401
     reduce,
     resize,
     rnn,
+    sequence,
     shape,
 )
