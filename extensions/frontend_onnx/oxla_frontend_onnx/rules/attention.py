@@ -6,12 +6,11 @@ from __future__ import annotations
 import numpy as np
 
 from oxla.ir import Value
-from oxla.ir.types import TensorType, f32, i1, i64
+from oxla.ir.types import f32, i1, i64
 from oxla_frontend_onnx.emit import (
     broadcast_to,
     convert,
     etype,
-    matmul,
     min_value,
     norm_axis,
     pad,
@@ -206,5 +205,3 @@ def _rotary(ctx: NodeContext) -> list[Value]:
         y = b.reshape(b.transpose(y, (0, 2, 1, 3)), xs)
     return [y]
 
-
-__all__ = ["TensorType", "f32", "matmul"]

@@ -13,7 +13,7 @@ import numpy as np
 from oxla.ir import Block, Builder, NameLoc, Region, Value
 from oxla.ir import attributes as A
 from oxla.ir.types import TensorType, i1, i64
-from oxla_frontend_onnx.emit import etype, norm_axis, shape_of, splat
+from oxla_frontend_onnx.emit import norm_axis, shape_of, splat
 from oxla_frontend_onnx.registry import NodeContext, rule
 
 
@@ -259,5 +259,3 @@ def _scan(ctx: NodeContext) -> list[Value]:
         outs.append(buf)
     return outs
 
-
-__all__ = ["etype"]

@@ -6,17 +6,14 @@ from __future__ import annotations
 import numpy as np
 
 from oxla.ir import Value
-from oxla.ir.types import FloatType, IntegerType, f32, i1
+from oxla.ir.types import FloatType, IntegerType, i1
 from oxla_frontend_onnx.emit import (
     binary,
     broadcast_all,
     compare,
     convert,
     etype,
-    is_int,
     is_unsigned,
-    max_value,
-    min_value,
     shape_of,
 )
 from oxla_frontend_onnx.registry import NodeContext, element_type, rule
@@ -358,9 +355,3 @@ def _bitshift(ctx: NodeContext) -> list[Value]:
 def _det(ctx: NodeContext) -> list[Value]:
     raise ctx.fail("Det is not supported (no LU factorization in StableHLO)")
 
-
-def int_float(et) -> bool:
-    return is_int(et) or isinstance(et, IntegerType)
-
-
-__all__ = ["cast", "gelu", "softplus", "min_value", "max_value", "f32"]

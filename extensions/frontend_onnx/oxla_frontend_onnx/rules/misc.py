@@ -12,7 +12,6 @@ from oxla.ir import attributes as A
 from oxla.ir.types import FloatType, TensorType, i1, i64
 from oxla_frontend_onnx.emit import (
     broadcast_to,
-    compare,
     convert,
     etype,
     norm_axis,
@@ -379,5 +378,3 @@ def _reverse_sequence(ctx: NodeContext) -> list[Value]:
     src = b.select(b.compare("LT", t, lens, "SIGNED"), rev, t)
     return [_gather_elements_values(ctx, x, src, ta)]
 
-
-__all__ = ["compare", "i1"]

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from oxla.ir import Value
-from oxla.ir.types import FloatType, TensorType, f32
+from oxla.ir.types import FloatType
 from oxla_frontend_onnx.emit import etype, norm_axis, shape_of
 from oxla_frontend_onnx.registry import NodeContext, rule
 
@@ -213,5 +213,3 @@ def _upsample(ctx: NodeContext) -> list[Value]:
     return [_resize(ctx, x, out, [float(s) for s in scales], mode, "asymmetric", None,
                     "floor")]
 
-
-__all__ = ["TensorType", "f32"]

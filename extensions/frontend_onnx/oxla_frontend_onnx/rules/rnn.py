@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
-
 from oxla.ir import Builder, Value
 from oxla.ir.types import i64
 from oxla_frontend_onnx.emit import convert, shape_of, splat
@@ -237,5 +235,3 @@ def _lstm(ctx: NodeContext) -> list[Value | None]:
 
     return _recurrent(ctx, 4, ["Sigmoid", "Tanh", "Tanh"], step)
 
-
-__all__ = ["np"]
