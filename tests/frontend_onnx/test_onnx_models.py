@@ -134,7 +134,7 @@ def test_cnn_batchnorm_relu6(dynamo, tmp_path):
 
 
 @pytest.mark.parametrize("name,dynamo", [("gpt2", True), ("bert", True), ("llama", True),
-                                         ("vit", True), ("bert", False), ("vit", False)])
+                                         ("vit", True), ("bert", False)])
 def test_transformers_model(name, dynamo, tmp_path):
     """GPT-2 and Llama do not export with the TorchScript exporter in torch 2.13
     (``aten::diff`` in transformers' masks has no TorchScript ONNX symbolic)."""

@@ -466,6 +466,14 @@ def import_model(model: Any, *, input_specs: Sequence[Any] | None = None,
         if vt is None:
             raise NotSupportedError(f"graph input '{inp.name}' is not a tensor of known rank "
                                     "(sequence, map or optional inputs are not supported)")
+        if None in vt[1]:
+            dims = "x".join("?" if d is None else str(d) for d in vt[1])
+            sym = [d.dim_param or "?" for d in inp.type.tensor_type.shape.dim
+                   if not d.HasField("dim_value")]
+            raise NotSupportedError(
+                f"graph input '{inp.name}' has symbolic dims ({', '.join(sym)}: {dims}); "
+                "oxla compiles ONNX models for static shapes: give each input its shape "
+                "(--input-spec 2x16:i64 per input in order; input_specs= in Python)")
         arg_names.append(inp.name)
         arg_types.append(TensorType(vt[1], vt[0]))
     module = Builder.module()
