@@ -44,11 +44,10 @@ INT_FOLD = {"Add", "Sub", "Mul", "Div", "Mod", "Neg", "Abs", "Max", "Min", "Equa
 """Ops folded when every input is an integer or bool tensor (shape arithmetic); float
 computations are never folded here, they are lowered."""
 
-CUSTOM_ROUTE = ("add a rule from a plugin (an `oxla_onnx_rules` hook returning "
-                "{(domain, op_type, since_version): fn}), replace the node by a "
-                "com.microsoft/custom-domain node lowered to a `stablehlo.custom_call` "
-                "with an `oxla_custom_calls` kernel, or open an issue for a rule in "
-                "oxla_frontend_onnx.rules")
+CUSTOM_ROUTE = ("add a rule from a plugin: an `oxla_onnx_rules` hook returning "
+                "{(domain, op_type, since_version): fn}; the rule may emit a "
+                "`stablehlo.custom_call` whose kernel an `oxla_custom_calls` plugin provides; "
+                "or open an issue for a rule in oxla_frontend_onnx.rules")
 
 
 def load_model(model: Any, external_data: bool = True) -> Any:
