@@ -11,12 +11,15 @@ from oxla import plugins
 from oxla.cli.options import InputPath, backend_option, frontend_option
 from oxla.errors import PluginError
 
-INSTALL_HINTS: dict[str, tuple[str, str]] = {
-    ".jaxexport": ("jax", "pip install -e extensions/frontend_jax (or: pip install oxla-frontend-jax)"),
-    ".pt2": ("torch", "pip install oxla-frontend-torch"),
-    ".onnx": ("onnx", "pip install oxla-frontend-onnx"),
-}
-"""Suffix -> (frontend, install command) for inputs no installed frontend recognizes."""
+INSTALL_HINTS: dict[str, str] = {".jaxexport": "jax", ".pt2": "torch", ".onnx": "onnx"}
+"""Suffix -> frontend for inputs no installed frontend recognizes; the install command
+is :func:`oxla.plugins.install_hint`'s for the frontend's distribution."""
+
+
+def _install_note(frontend: str) -> str:
+    dist = f"oxla-frontend-{frontend}"
+    hint = plugins.install_hint(dist)
+    return f"install {dist} with: {hint}" if hint.startswith("pip ") else hint
 
 
 def resolve_frontend(path: str, name: str | None) -> str:
@@ -32,24 +35,23 @@ def resolve_frontend(path: str, name: str | None) -> str:
         return detected
     installed = ", ".join(sorted(plugins.frontends())) or "none"
     looks_like = "tf" if os.path.isfile(os.path.join(path, "saved_model.pb")) else next(
-        (fe for suffix, (fe, _) in INSTALL_HINTS.items() if path.endswith(suffix)), None)
+        (fe for suffix, fe in INSTALL_HINTS.items() if path.endswith(suffix)), None)
     why = plugins.why_missing("frontend", looks_like) if looks_like else None
-    if why is not None:  # installed, but broken or left out: pip install would not help
+    if why is not None:  # installed, but broken or left out: installing again would not help
         raise PluginError(f"'{path}' looks like a {looks_like} model but the {looks_like} "
                           f"frontend is unavailable: {why}")
     if looks_like == "tf":
         raise PluginError(
             f"'{path}' is a TensorFlow SavedModel but the tf frontend is not installed; "
             f"installed: {installed}",
-            notes=["install oxla-frontend-tf with: pip install -e extensions/frontend_tf "
-                   "(or: pip install oxla-frontend-tf)"],
+            notes=[_install_note("tf")],
         )
-    for suffix, (frontend, how) in INSTALL_HINTS.items():
+    for suffix, frontend in INSTALL_HINTS.items():
         if path.endswith(suffix):
             raise PluginError(
                 f"'{path}' looks like a {frontend} model but the {frontend} frontend is not "
                 f"installed; installed: {installed}",
-                notes=[f"install oxla-frontend-{frontend} with: {how}"],
+                notes=[_install_note(frontend)],
             )
     if path.endswith(".oxla"):
         raise PluginError(f"'{path}' is already a compiled artifact",
@@ -82,7 +84,8 @@ def compile_command(input_path: str, frontend: str | None, backend: str, output:
     The frontend is detected from IN when --frontend is omitted: .mlir files are
     StableHLO text, .jaxexport files jax.export artifacts, torch.export.save archives
     (.pt2, or any suffix) PyTorch ExportedPrograms, directories holding a saved_model.pb
-    TensorFlow SavedModels (--input-spec per input, sorted by name).
+    TensorFlow SavedModels (--input-spec per input, sorted by name), .onnx files ONNX
+    models (--input-spec per graph input, in order, for symbolic dims).
     """
     import oxla
     from oxla.ir import print_module

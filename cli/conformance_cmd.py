@@ -15,7 +15,7 @@ _STYLE = {"pass": "green", "fail": "red", "error": "magenta", "timeout": "yellow
 
 
 @click.command("conformance")
-@click.argument("paths", nargs=-1, required=True, type=InputPath())
+@click.argument("paths", nargs=-1, required=False, type=InputPath())
 @backend_option()
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
               help="files run at a time, each in its own worker process")
@@ -27,13 +27,40 @@ _STYLE = {"pass": "green", "fail": "red", "error": "magenta", "timeout": "yellow
 @click.option("--summary/--no-summary", default=None,
               help="print failures grouped by reason and unsupported ops with their file "
                    "counts (default: on for compiling backends)")
+@click.option("--onnx-node-tests", is_flag=True, default=False,
+              help="run the ONNX node tests the installed onnx generates (needs "
+                   "oxla-frontend-onnx) instead of PATHS")
+@click.option("--compare", "compare", multiple=True, type=click.Choice(["onnxruntime"]),
+              help="with --onnx-node-tests: also run onnxruntime on the same tests")
+@click.option("-k", "patterns", multiple=True, metavar="GLOB",
+              help="with --onnx-node-tests: only tests matching GLOB (test_conv*)")
+@click.option("--sample", type=click.IntRange(min=1), default=None,
+              help="with --onnx-node-tests: at most N tests, at least one per op")
 def conformance_command(paths: tuple[str, ...], backend: str, jobs: int, timeout: float,
-                        json_out: str | None, verbose: bool, summary: bool | None) -> None:
+                        json_out: str | None, verbose: bool, summary: bool | None,
+                        onnx_node_tests: bool, compare: tuple[str, ...],
+                        patterns: tuple[str, ...], sample: int | None) -> None:
     """Run every `.mlir` test file under PATHS on BACKEND and report pass/fail totals.
 
-    A crash or a hang counts as a failed file and never stops the run. Exits with status
-    1 when a file failed, errored or timed out.
+    With --onnx-node-tests, run onnx's node tests instead (PATHS must then be omitted),
+    optionally on onnxruntime too (--compare onnxruntime) so both counts come from one
+    run. A crash or a hang counts as a failed file and never stops the run. Exits with
+    status 1 when a file failed, errored or timed out.
     """
+    from oxla.errors import OxlaError
+
+    if onnx_node_tests:
+        if paths:
+            raise OxlaError("--onnx-node-tests takes no PATHS")
+        from oxla.cli.onnx_node_tests import run_onnx_node_tests
+
+        run_onnx_node_tests(backend, jobs, timeout, json_out, verbose, compare, patterns,
+                            sample)
+        return
+    if not paths:
+        raise OxlaError("give PATHS (test files or directories), or --onnx-node-tests")
+    if compare or patterns or sample:
+        raise OxlaError("--compare, -k and --sample go with --onnx-node-tests")
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 

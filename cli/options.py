@@ -35,7 +35,7 @@ def backend_option(default: str | None = "interpreter", **kwargs: Any) -> Callab
 
     An unknown name is a ``PluginError`` (exit 2) listing the installed backends and the
     distribution that would add it: ``unknown backend 'hip'; installed: cpu, interpreter;
-    try: pip install oxla-backend-hip``. The command receives the name as ``backend``.
+    oxla-backend-hip is not written yet ...``. The command receives the name as ``backend``.
     """
     kwargs.setdefault("help", "backend to compile for (see `oxla plugins`)")
     return click.option(

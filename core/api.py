@@ -10,7 +10,7 @@ from oxla import plugins
 from oxla.artifact import read_manifest
 from oxla.protocols import CompileOptions, Executable
 
-FRAMEWORK_FRONTENDS = {"torch": "torch", "transformers": "torch"}
+FRAMEWORK_FRONTENDS = {"torch": "torch", "transformers": "torch", "onnx": "onnx"}
 """Top-level module of a model object's class -> the frontend that compiles it."""
 
 
@@ -27,7 +27,8 @@ def compile(  # noqa: A001 - the public name mirrors jax.jit(...).lower().compil
 
     Args:
         program: MLIR text (``str``), a path to a ``.mlir`` file, an ``oxla.ir.Module``,
-            or a framework model object (a torch ``nn.Module`` or ``ExportedProgram``),
+            or a framework model object (a torch ``nn.Module`` or ``ExportedProgram``, an
+            ``onnx.ModelProto`` or a ``.onnx`` path),
             which is handed to its frontend's ``compile_object`` with ``example_inputs``;
             the result then takes and returns that framework's tensors.
         backend: an installed backend name (``oxla plugins`` lists them).
@@ -83,6 +84,9 @@ def _framework_frontend(program: Any) -> str | None:
     """The frontend for a model object (by its class's top-level module), or None."""
     from oxla.ir import Module
 
+    if isinstance(program, str | os.PathLike) and os.fspath(program).endswith(".onnx") \
+            and "\n" not in os.fspath(program):
+        return "onnx"  # a model file of a frontend, not StableHLO text
     if isinstance(program, str | os.PathLike | Module):
         return None
     for cls in type(program).__mro__:

@@ -266,7 +266,7 @@ def run_file(path: str | os.PathLike, backend: str = "interpreter",
 # -- isolated workers --------------------------------------------------------------------
 
 
-def _worker(conn, backend: str) -> None:
+def _worker(conn, backend: str, runner: Callable[[str, str], FileResult] | None = None) -> None:
     while True:
         try:
             task = conn.recv()
@@ -275,7 +275,7 @@ def _worker(conn, backend: str) -> None:
         if task is None:
             return
         try:
-            res = run_file(task, backend)
+            res = (runner or run_file)(task, backend)
             res.functions = []  # keep messages small over the pipe
         except BaseException as e:  # report, never die silently
             res = FileResult(str(task), "error", _message(e))
@@ -283,9 +283,9 @@ def _worker(conn, backend: str) -> None:
 
 
 class _Slot:
-    def __init__(self, ctx, backend: str):
+    def __init__(self, ctx, backend: str, runner: Callable[[str, str], FileResult] | None = None):
         self.parent, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_worker, args=(child, backend), daemon=True)
+        self.proc = ctx.Process(target=_worker, args=(child, backend, runner), daemon=True)
         self.proc.start()
         child.close()
         self.task: str | None = None
@@ -301,7 +301,9 @@ class _Slot:
 def run_conformance(paths: Sequence[str | os.PathLike], backend: str = "interpreter",
                     jobs: int = 1, timeout: float = 60.0,
                     on_result: Callable[[FileResult], None] | None = None,
-                    start_method: str | None = None) -> Report:
+                    start_method: str | None = None, *, tasks: Sequence[str] | None = None,
+                    task_runner: Callable[[str, str], FileResult] | None = None,
+                    preload: Sequence[str] = ()) -> Report:
     """Runs every test file under ``paths`` on ``backend``, ``jobs`` files at a time.
 
     Each file runs in a worker process; a file running longer than ``timeout`` seconds
@@ -309,10 +311,14 @@ def run_conformance(paths: Sequence[str | os.PathLike], backend: str = "interpre
     ``error``; the run always goes on. ``on_result`` sees each result as it lands.
     Workers start from a ``forkserver`` (never forked from a process that may run
     threads, such as one that imported JAX) unless ``start_method`` says otherwise.
+
+    Other test kinds (the ONNX node tests) pass ``tasks`` (names, instead of the files
+    under ``paths``) and ``task_runner(task, backend) -> FileResult``, a module-level
+    function; ``preload`` names modules the forkserver imports once for all workers.
     """
     from multiprocessing.connection import wait
 
-    files = [str(p) for p in discover(paths)]
+    files = list(tasks) if tasks is not None else [str(p) for p in discover(paths)]
     t0 = time.perf_counter()
     report = Report(backend)
     methods = mp.get_all_start_methods()
@@ -320,10 +326,10 @@ def run_conformance(paths: Sequence[str | os.PathLike], backend: str = "interpre
         start_method = "forkserver" if "forkserver" in methods else "spawn"
     ctx = mp.get_context(start_method)
     if start_method == "forkserver":
-        ctx.set_forkserver_preload(["oxla.conformance", "oxla.interpreter"])
+        ctx.set_forkserver_preload(["oxla.conformance", "oxla.interpreter", *preload])
     pending = list(reversed(files))
     results: dict[str, FileResult] = {}
-    slots = [_Slot(ctx, backend) for _ in range(max(1, min(jobs, len(files) or 1)))]
+    slots = [_Slot(ctx, backend, task_runner) for _ in range(max(1, min(jobs, len(files) or 1)))]
 
     def done(res: FileResult) -> None:
         results[res.path] = res
@@ -341,7 +347,7 @@ def run_conformance(paths: Sequence[str | os.PathLike], backend: str = "interpre
                         pending.append(s.task)
                         s.task = None
                         s.kill()
-                        slots[i] = _Slot(ctx, backend)
+                        slots[i] = _Slot(ctx, backend, task_runner)
             busy = [s for s in slots if s.task is not None]
             ready = wait([s.parent for s in busy] + [s.proc.sentinel for s in busy], 0.2)
             now = time.perf_counter()
@@ -365,13 +371,13 @@ def run_conformance(paths: Sequence[str | os.PathLike], backend: str = "interpre
                                     now - s.started))
                     s.task = None
                     s.kill()
-                    slots[i] = _Slot(ctx, backend)
+                    slots[i] = _Slot(ctx, backend, task_runner)
                 elif now - s.started > timeout:
                     done(FileResult(s.task, "timeout", f"timed out after {timeout:g} s",
                                     now - s.started))
                     s.task = None
                     s.kill()
-                    slots[i] = _Slot(ctx, backend)
+                    slots[i] = _Slot(ctx, backend, task_runner)
     finally:
         for s in slots:
             try:

@@ -57,6 +57,36 @@ KNOWN_DISTRIBUTIONS: dict[tuple[str, str], str] = {
 }
 """Which distribution provides a well-known (kind, name): the hint in lookup errors."""
 
+CHECKOUT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+"""The folder above the ``oxla`` package: the repository root when oxla is installed
+from a checkout (editable), where ``extensions/<kind>_<name>/`` hold the plugins."""
+
+
+def extension_folder(distribution: str, root: str | None = None) -> str | None:
+    """The checkout folder that builds ``distribution`` (``oxla-frontend-onnx`` ->
+    ``ROOT/extensions/frontend_onnx``), or None when this checkout has none."""
+    dist = normalize_distribution(distribution)
+    if not dist.startswith("oxla-"):
+        return None
+    folder = os.path.join(root or CHECKOUT_ROOT, "extensions", dist[5:].replace("-", "_"))
+    return folder if os.path.isfile(os.path.join(folder, "pyproject.toml")) else None
+
+
+def install_hint(distribution: str, root: str | None = None) -> str:
+    """How to get ``distribution`` for this installation.
+
+    oxla's distributions are not published to a package index: for one this checkout
+    builds the hint is ``pip install -e <its folder>`` (relative to the working directory
+    when inside it, else absolute); for any other it says that it is not written yet.
+    """
+    folder = extension_folder(distribution, root)
+    if folder is None:
+        return (f"{distribution} is not written yet (this oxla checkout has no "
+                f"extensions/{normalize_distribution(distribution)[5:].replace('-', '_')}/)")
+    cwd = os.getcwd()
+    inside = cwd != os.sep and os.path.commonpath([folder, cwd]) == cwd
+    return f"pip install -e {os.path.relpath(folder) if inside else folder}"
+
 
 class PluginWarning(UserWarning):
     """A plugin could not be loaded or misbehaved; oxla goes on without it."""
@@ -309,7 +339,8 @@ class PluginRegistry:
             return PluginError(f"{kind} '{name}' is unavailable: {why}")
         msg = f"unknown {kind} '{name}'; installed: {', '.join(sorted(installed)) or 'none'}"
         if dist:
-            msg += f"; try: pip install {dist}"
+            hint = install_hint(dist)
+            msg += f"; try: {hint}" if hint.startswith("pip ") else f"; {hint}"
         return PluginError(msg, notes=[b.describe() for b in self.broken])
 
     def why_missing(self, kind: str, name: str) -> str | None:

@@ -8,7 +8,7 @@ from oxla.errors import PluginError
 
 INSTALL_HINT = (
     "install oxla-frontend-jax with: pip install -e extensions/frontend_jax "
-    "(or: pip install oxla-frontend-jax), which brings jax and jaxlib"
+    "(from the oxla checkout), which brings jax and jaxlib"
 )
 
 

@@ -11,7 +11,7 @@ from oxla.stderr_filter import dropping_stderr_lines
 
 INSTALL_HINT = (
     "install oxla-frontend-tf with: pip install -e extensions/frontend_tf "
-    "(or: pip install oxla-frontend-tf), which brings tensorflow-cpu"
+    "(from the oxla checkout), which brings tensorflow-cpu"
 )
 
 TF_LOG_LINE = re.compile(

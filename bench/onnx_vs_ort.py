@@ -1,0 +1,148 @@
+"""oxla cpu vs onnxruntime on real ONNX models, timed in one run.
+
+Models are exported by ``torch.onnx.export(dynamo=True)`` from ``transformers`` configs
+with random weights (nothing is downloaded): GPT-2, BERT, Llama, ViT, plus a torch CNN
+with BatchNorm and ReLU6 and its QDQ version from onnxruntime's ``quantize_static``.
+Each model is compiled by oxla (``oxla_frontend_onnx.compile(..., backend="cpu")``) and
+loaded by onnxruntime (CPU provider, all optimizations); outputs are checked against each
+other, then both are timed alternately (median of ``--runs`` calls after warm-up).
+
+    .venv/bin/python bench/onnx_vs_ort.py            # default sizes
+    .venv/bin/python bench/onnx_vs_ort.py --quick    # small configs, fewer runs
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _models(quick: bool):
+    import torch
+    import transformers as tr
+
+    sys.path.insert(0, os.path.join(HERE, "..", "tests", "frontend_onnx"))
+    torch.manual_seed(0)
+    layers, hidden, seq = (2, 64, 16) if quick else (4, 256, 64)
+    common = dict(num_hidden_layers=layers, hidden_size=hidden,
+                  num_attention_heads=4, intermediate_size=4 * hidden)
+    rng = np.random.default_rng(0)
+    ids = rng.integers(0, 1000, (1, seq)).astype(np.int64)
+
+    class Out0(torch.nn.Module):
+        def __init__(self, m, vision=False):
+            super().__init__()
+            self.m, self.vision = m.eval(), vision
+
+        def forward(self, x):
+            return (self.m(pixel_values=x) if self.vision else self.m(input_ids=x))[0]
+
+    def cfg(m):
+        if hasattr(m.config, "use_cache"):
+            m.config.use_cache = False
+        return m
+
+    yield "gpt2", Out0(cfg(tr.GPT2LMHeadModel(tr.GPT2Config(
+        n_layer=layers, n_embd=hidden, n_head=4, vocab_size=1000, n_positions=256)))), ids
+    yield "bert", Out0(cfg(tr.BertModel(tr.BertConfig(vocab_size=1000, **common)))), ids
+    yield "llama", Out0(cfg(tr.LlamaForCausalLM(tr.LlamaConfig(
+        vocab_size=1000, num_key_value_heads=2, **common)))), ids
+    img = 32 if quick else 96
+    pix = rng.standard_normal((1, 3, img, img)).astype(np.float32)
+    yield "vit", Out0(cfg(tr.ViTModel(tr.ViTConfig(image_size=img, patch_size=16 if not quick
+                                                    else 8, **common))), True), pix
+    from test_onnx_models import CNN
+
+    cnn = CNN().eval()
+    yield "cnn", cnn, rng.standard_normal((8, 3, 64, 64)).astype(np.float32)
+
+
+def _export(model, x, path):
+    import torch
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, (torch.from_numpy(x),), path, dynamo=True,
+                          input_names=["x"], output_names=["y"], verbose=False)
+
+
+def _quantize(fp: str, x: np.ndarray, path: str) -> None:
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        QuantFormat,
+        QuantType,
+        quantize_static,
+    )
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.it = iter([{"x": x}])
+
+        def get_next(self):
+            return next(self.it, None)
+
+    quantize_static(fp, path, Reader(), quant_format=QuantFormat.QDQ,
+                    activation_type=QuantType.QInt8, weight_type=QuantType.QInt8)
+
+
+def _time(fn, runs: int) -> float:
+    ts = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="small configs, fewer runs")
+    ap.add_argument("--runs", type=int, default=None, help="timed calls per model")
+    args = ap.parse_args(argv)
+    runs = args.runs or (5 if args.quick else 20)
+    import onnxruntime as ort
+    from oxla_frontend_onnx import compile as onnx_compile
+
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="oxla-onnx-bench-") as tmp:
+        todo = []
+        for name, model, x in _models(args.quick):
+            path = os.path.join(tmp, f"{name}.onnx")
+            _export(model, x, path)
+            todo.append((name, path, x))
+            if name == "cnn":
+                qpath = os.path.join(tmp, "cnn_qdq.onnx")
+                _quantize(path, x, qpath)
+                todo.append(("cnn-qdq", qpath, x))
+        for name, path, x in todo:
+            fn = onnx_compile(path, "cpu")
+            sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+            feed = {sess.get_inputs()[0].name: x}
+            got, ref = fn(x)[0], sess.run(None, feed)[0]
+            err = float(np.abs(got.astype(np.float64) - ref).max() / max(np.abs(ref).max(),
+                                                                         1e-30))
+            for _ in range(3):
+                fn(x)
+                sess.run(None, feed)
+            t_ort = _time(lambda: sess.run(None, feed), runs)  # noqa: B023
+            t_ox = _time(lambda: fn(x), runs)  # noqa: B023
+            rows.append((name, t_ox * 1e3, t_ort * 1e3, err))
+            print(f"{name:8s} oxla {t_ox * 1e3:9.3f} ms  onnxruntime {t_ort * 1e3:9.3f} ms  "
+                  f"oxla/ort {t_ox / t_ort:5.2f}x  rel err {err:.1e}", flush=True)
+    worst = max(r[1] / r[2] for r in rows)
+    print(f"worst ratio oxla/onnxruntime: {worst:.2f}x ({os.cpu_count()} cpus, "
+          f"median of {runs})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
