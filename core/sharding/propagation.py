@@ -1,0 +1,293 @@
+"""Sharding propagation in Shardy's model (``openxla/shardy`` ``docs/propagation.md``).
+
+Every op is seen through its factor rule (:mod:`oxla.sharding.rules`). For each factor
+the shardings of the op's operands and results along it are *projected* (the axes of
+a dimension made of several factors are split among them, major first), the factor
+gets the longest compatible axis list, and every tensor whose dimension is open
+(``?``) along it takes that list back. Forward and backward sweeps over the function
+repeat until nothing changes (a fixed point: shardings only grow).
+
+Policy (stated, and tested):
+- user priorities first: in round ``pN`` only dimension shardings of priority <= N
+  (and those without one) are seen; a last round sees all;
+- a conflict between two tensors along a factor keeps their longest common prefix
+  (Shardy's basic strategy), so no tensor's sharding is ever overridden;
+- closed dimensions are never changed, an axis is used once per tensor, and a factor
+  takes an axis only while the product of its axes divides its size;
+- ``need_replication`` factors (concatenated, variadic-reduced dims) do not propagate.
+
+Function results are connected to the returned values, ``sdy.sharding_constraint``
+and ``sdy.reshard`` results are fixed (their operand is not constrained by them, as
+in Shardy), ``sdy.manual_computation`` is a boundary: its in/out shardings propagate
+to its operands and results.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from oxla.ir import types as T
+from oxla.ir.operation import Module, Operation, Value
+from oxla.ir.sdy import AxisRef, DimSharding, MeshAttr, TensorShardingAttr
+from oxla.sharding import model as M
+from oxla.sharding.rules import NEED_REPLICATION, Rule, rule_for
+
+_FIXED = {"sdy.sharding_constraint", "sdy.reshard", "sdy.manual_computation",
+          "sdy.all_gather", "sdy.all_slice", "sdy.reduce_scatter", "sdy.all_reduce",
+          "sdy.all_to_all", "sdy.collective_permute"}
+
+
+def _rank(v: Value) -> int:
+    return len(v.type.shape) if isinstance(v.type, T.TensorType) else -1
+
+
+class _State:
+    """The shardings of one function's values while propagation runs."""
+
+    def __init__(self, func: Operation, table: dict[str, MeshAttr]):
+        self.func = func
+        self.table = table
+        self.sh: dict[Value, TensorShardingAttr] = {}
+        self.ret: list[TensorShardingAttr | None] = []
+        self.max_priority = -1
+        self.priority: int | None = None  # the round's priority (None: all)
+
+    def get(self, v: Value) -> TensorShardingAttr | None:
+        return self.sh.get(v)
+
+    def visible(self, s: TensorShardingAttr | None) -> TensorShardingAttr | None:
+        """``s`` as seen in this round (dims of a later priority hidden)."""
+        if s is None or self.priority is None:
+            return s
+        dims = tuple(d if d.priority is None or d.priority <= self.priority
+                     else DimSharding((), False) for d in s.dims)
+        return TensorShardingAttr(s.mesh, dims, s.replicated, s.unreduced)
+
+
+def _project(s: TensorShardingAttr | None, dims_factors, sizes, mesh) -> dict[int, tuple]:
+    """Axes per factor of a tensor sharded as ``s`` (absent factors: unsharded)."""
+    out: dict[int, tuple] = {}
+    if s is None:
+        return out
+    for d, fs in enumerate(dims_factors):
+        if d >= len(s.dims) or not fs:
+            continue
+        axes = list(s.dims[d].axes)
+        for k, f in enumerate(fs):
+            if k == len(fs) - 1:
+                out[f] = tuple(axes)
+                break
+            got, prod = [], 1
+            while axes and prod < sizes[f] and sizes[f] % (prod * axes[0].size(mesh)) == 0:
+                prod *= axes[0].size(mesh)
+                got.append(axes.pop(0))
+            out[f] = tuple(got)
+            if prod < sizes[f]:
+                # the minor factors only shard once this one is full
+                for g in fs[k + 1:]:
+                    out[g] = ()
+                break
+    return out
+
+
+def _is_prefix(a: tuple, b: tuple) -> bool:
+    return len(a) <= len(b) and b[:len(a)] == a
+
+
+def _merge(cands: list[tuple]) -> tuple:
+    best: tuple = ()
+    for c in cands:
+        if _is_prefix(best, c):
+            best = c
+        elif not _is_prefix(c, best):
+            k = 0
+            while k < min(len(c), len(best)) and c[k] == best[k]:
+                k += 1
+            best = best[:k]
+    return best
+
+
+def _compose(fs, factor_axes, sizes, mesh) -> tuple:
+    axes: list[AxisRef] = []
+    for f in fs:
+        ax = factor_axes.get(f, ())
+        axes.extend(ax)
+        prod = 1
+        for a in ax:
+            prod *= a.size(mesh)
+        if prod < sizes[f]:
+            break
+    return tuple(axes)
+
+
+def _propagate_op(st: _State, values: list[Value], slots: list, rule: Rule,
+                  fixed: set[int]) -> bool:
+    """One op: ``values[i]`` has dims->factors ``slots[i]``; tensors in ``fixed`` are
+    read but not updated. Returns True when a sharding changed."""
+    shs = [st.visible(st.get(v)) for v in values]
+    mesh_name = next((s.mesh for s in shs if s is not None), None)
+    if mesh_name is None:
+        return False
+    mesh = M.mesh_of(TensorShardingAttr(mesh_name, ()), st.table) \
+        if isinstance(mesh_name, str) else mesh_name
+    projs = [_project(s, fs, rule.sizes, mesh) for s, fs in zip(shs, slots)]
+    factor_axes: dict[int, tuple] = {}
+    used: set[str] = set()
+    for f in range(len(rule.sizes)):
+        if rule.kinds.get(f) == NEED_REPLICATION:
+            continue
+        cands = [p[f] for p in projs if f in p]
+        best = _merge(cands)
+        keep, prod = [], 1
+        for a in best:
+            if a.name in used or rule.sizes[f] % (prod * a.size(mesh)):
+                break
+            prod *= a.size(mesh)
+            keep.append(a)
+        used.update(a.name for a in keep)
+        if keep:
+            factor_axes[f] = tuple(keep)
+    if not factor_axes:
+        return False
+    changed = False
+    for i, (v, fs) in enumerate(zip(values, slots)):
+        if i in fixed or _rank(v) < 0:
+            continue
+        cur = st.get(v)
+        rank = _rank(v)
+        dims = list(cur.dims) if cur is not None else [DimSharding((), False)] * rank
+        taken = {a.name for d in dims for a in d.axes}
+        new = list(dims)
+        for d in range(rank):
+            if d >= len(fs) or dims[d].closed:
+                continue
+            want = _compose(fs[d], factor_axes, rule.sizes, mesh)
+            if len(want) > len(dims[d].axes) and _is_prefix(dims[d].axes, want):
+                extra = [a for a in want[len(dims[d].axes):]]
+                ok = []
+                for a in extra:
+                    if a.name in taken:
+                        break
+                    ok.append(a)
+                if ok:
+                    taken.update(a.name for a in ok)
+                    new[d] = DimSharding(dims[d].axes + tuple(ok), False, dims[d].priority)
+        if new != dims:
+            st.sh[v] = TensorShardingAttr(cur.mesh if cur is not None else mesh_name,
+                                          tuple(new), cur.replicated if cur else (),
+                                          cur.unreduced if cur else ())
+            changed = True
+    return changed
+
+
+def _identity_rule(v: Value) -> tuple[Rule, list]:
+    r = Rule()
+    fs = [(r.factor(s),) for s in v.type.shape]
+    return r, [fs, fs]
+
+
+@dataclass(frozen=True)
+class ShardingPropagation:
+    """Completes the shardings of a module annotated with ``sdy`` shardings.
+
+    Assumes: ``sdy.mesh`` symbols for every sharding. Guarantees: every value that
+    propagation reached carries a sharding (open dims marked ``?``), written where
+    Shardy writes it; user shardings and closed dims are unchanged.
+    """
+
+    name: str = "sharding-propagation"
+    max_iterations: int = 50
+
+    def run(self, module: Module) -> Module:
+        table = M.meshes(module)
+        if not table and not any("sdy" in str(op.attributes.get("arg_attrs", ""))
+                                 for op in module.functions):
+            return module
+        for func in module.functions:
+            if func.regions and func.regions[0].blocks:
+                self._run_func(func, table)
+        return module
+
+    def _run_func(self, func: Operation, table: dict[str, MeshAttr]) -> None:
+        st = _State(func, table)
+        block = func.regions[0].blocks[0]
+        prios = set()
+        for i, a in enumerate(block.args):
+            s = M.arg_sharding(func, i)
+            if s is not None:
+                st.sh[a] = s
+        ops = [op for op in block.ops]
+        ret = ops[-1] if ops and ops[-1].name == "func.return" else None
+        # one stand-in value per function result, joined to the returned value
+        outs = [Value(v.type) for v in ret.operands] if ret is not None else []
+        for i, o in enumerate(outs):
+            s = M.result_sharding(func, i)
+            if s is not None:
+                st.sh[o] = s
+        for op in ops:
+            for r in op.results:
+                s = M.value_sharding(r)
+                if s is not None:
+                    st.sh[r] = s
+        for s in st.sh.values():
+            prios.update(d.priority for d in s.dims if d.priority is not None)
+        steps = _steps(ops, ret, outs)
+        for prio in sorted(prios) + [None]:
+            st.priority = prio
+            for _ in range(self.max_iterations):
+                changed = False
+                for step in steps + steps[::-1]:
+                    changed |= step(st)
+                if not changed:
+                    break
+        for i, a in enumerate(block.args):
+            if a in st.sh and st.sh[a] != M.arg_sharding(func, i):
+                M.set_arg_sharding(func, i, st.sh[a])
+        for i, o in enumerate(outs):
+            if o in st.sh and st.sh[o] != M.result_sharding(func, i):
+                M.set_result_sharding(func, i, st.sh[o])
+        mesh_name = next((s.mesh for s in st.sh.values() if isinstance(s.mesh, str)), None)
+        for op in ops:
+            if op.name in _FIXED or not op.results or mesh_name is None:
+                continue
+            shs = [st.sh.get(r) for r in op.results]
+            if any(s is not None for s in shs):
+                M.set_op_shardings(op, shs, mesh_name)
+
+
+def _step(values, slots, rule, fixed=frozenset()):
+    return lambda st: _propagate_op(st, values, slots, rule, set(fixed))
+
+
+def _steps(ops: list[Operation], ret, outs: list[Value]) -> list:
+    steps = []
+    for op in ops:
+        if op.name == "func.return":
+            for v, o in zip(op.operands, outs):
+                if _rank(v) >= 0:
+                    r, slots = _identity_rule(v)
+                    steps.append(_step([v, o], slots, r))
+            continue
+        if op.name == "sdy.sharding_constraint":
+            r, slots = _identity_rule(op.operands[0])
+            steps.append(_step([op.operands[0], op.results[0]], slots, r, {1}))
+            continue
+        if op.name == "sdy.manual_computation":
+            ins = op.attributes["in_shardings"].shardings  # type: ignore[attr-defined]
+            for v, _s in zip(op.operands, ins):
+                pass  # operands take the in_shardings through the partitioner's reshard
+            continue
+        if op.name in _FIXED:
+            continue
+        rule = rule_for(op)
+        if rule is None:
+            continue
+        values = list(op.operands) + list(op.results)
+        slots = rule.operands + rule.results
+        if len(slots) != len(values):
+            continue
+        steps.append(_step(values, slots, rule))
+    return steps
+
+
+__all__ = ["ShardingPropagation"]
