@@ -259,6 +259,14 @@ def _step(values, slots, rule, fixed=frozenset()):
     return lambda st: _propagate_op(st, values, slots, rule, set(fixed))
 
 
+def _seeded(step, value: Value, sharding: TensorShardingAttr):
+    def run(st: _State) -> bool:
+        st.sh.setdefault(value, sharding)
+        return step(st)
+
+    return run
+
+
 def _steps(ops: list[Operation], ret, outs: list[Value]) -> list:
     steps = []
     for op in ops:
@@ -274,8 +282,11 @@ def _steps(ops: list[Operation], ret, outs: list[Value]) -> list:
             continue
         if op.name == "sdy.manual_computation":
             ins = op.attributes["in_shardings"].shardings  # type: ignore[attr-defined]
-            for v, _s in zip(op.operands, ins):
-                pass  # operands take the in_shardings through the partitioner's reshard
+            for v, s in zip(op.operands, ins):
+                if _rank(v) >= 0:
+                    stand_in = Value(v.type)
+                    r, slots = _identity_rule(v)
+                    steps.append(_seeded(_step([v, stand_in], slots, r, {1}), stand_in, s))
             continue
         if op.name in _FIXED:
             continue

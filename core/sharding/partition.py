@@ -1,0 +1,474 @@
+"""The SPMD partitioner: a sharded module -> one per-device program (XLA's
+``SpmdPartitioner``, Shardy's ``insert-explicit-reshards`` + ``reshard-to-collectives``
++ ``convert-global-to-local`` in one walk).
+
+Every value gets a local shape (its global shape divided by its shard counts). Each op
+is partitioned through its factor rule: the factors take the axes of the op's result
+shardings (a reduction factor those of its operands); an operand whose sharding
+differs from what the factors imply is *resharded* first; the op then runs on local
+shapes, and a sharded reduction factor (a dot's contracting dimension, a reduce's
+reduced dimension) is completed by an ``all_reduce`` over its axes. Resharding is
+``all_gather`` for axes to remove, a ``dynamic_slice`` at the device's shard offset
+for axes to add (no communication). Ops without a rule run replicated on the global
+shapes (every operand gathered). ``sdy.manual_computation`` bodies are inlined as they
+are (they are per-device code with explicit collectives).
+
+Device coordinates come from ``stablehlo.partition_id``; collectives use
+``channel_handle`` with ``use_global_device_ids`` (spec "flattened_ids": partition ids
+are device ids, one replica).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from oxla.errors import NotSupportedError
+from oxla.ir import attributes as A
+from oxla.ir import types as T
+from oxla.ir.builder import Builder
+from oxla.ir.operation import Block, Module, Operation, Region, Value
+from oxla.ir.sdy import AxisRef, DimSharding, MeshAttr, TensorShardingAttr
+from oxla.sharding import model as M
+from oxla.sharding.propagation import _compose, _project
+from oxla.sharding.rules import NEED_REPLICATION, REDUCTION, rule_for
+
+I32 = T.IntegerType(32)
+_GLOBAL_OPS = {"stablehlo.iota", "stablehlo.constant", "sdy.constant", "stablehlo.rng",
+               "stablehlo.rng_bit_generator"}
+
+
+@dataclass
+class Collective:
+    """One collective the partitioner inserted: kind, bytes each device sends in,
+    its axes, why (``reduction`` or ``reshard``), the op it serves."""
+
+    kind: str
+    bytes: int
+    axes: tuple[str, ...]
+    reason: str
+    op: str
+
+
+@dataclass
+class PartitionReport:
+    """What :func:`partition` did: the mesh, every function's argument and result
+    shardings (to shard inputs and assemble outputs), the inserted collectives."""
+
+    mesh: MeshAttr | None = None
+    in_shardings: dict[str, list] = field(default_factory=dict)
+    out_shardings: dict[str, list] = field(default_factory=dict)
+    global_types: dict[str, tuple] = field(default_factory=dict)
+    collectives: list[Collective] = field(default_factory=list)
+    op_shardings: list[tuple[str, str]] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for c in self.collectives:
+            out[c.kind] = out.get(c.kind, 0) + 1
+        return out
+
+
+def _nbytes(t) -> int:
+    if not isinstance(t, T.TensorType):
+        return 0
+    return t.num_elements * t.element_type.dtype.itemsize
+
+
+def _tensor(shape, et) -> T.TensorType:
+    return T.TensorType(tuple(shape), et)
+
+
+def _replicated(mesh_name, rank: int) -> TensorShardingAttr:
+    return TensorShardingAttr(mesh_name, tuple(DimSharding(()) for _ in range(rank)))
+
+
+def _axes(s: TensorShardingAttr | None, d: int) -> tuple[AxisRef, ...]:
+    if s is None or d >= len(s.dims):
+        return ()
+    return s.dims[d].axes
+
+
+class _FuncPartitioner:
+    def __init__(self, func: Operation, mesh: MeshAttr, mesh_name: str,
+                 report: PartitionReport, channel: list[int]):
+        self.func = func
+        self.mesh = mesh
+        self.mesh_name = mesh_name
+        self.report = report
+        self.channel = channel
+        self.vals: dict[Value, tuple[Value, TensorShardingAttr | None]] = {}
+        self._coords: dict[str, Value] = {}
+        self.block = Block()
+        self.b = Builder.at_end(self.block)
+
+    # -- device coordinates and collectives ---------------------------------------
+    def _mk(self, name: str, operands, types, attrs=None, regions=()) -> Operation:
+        return self.b.insert(Operation.create(name, operands, types, attrs, regions))
+
+    def _const_i32(self, v: int) -> Value:
+        return self.b.constant(np.array(v, dtype=np.int32))
+
+    def coord(self, a: AxisRef) -> Value:
+        key = str(a)
+        if key in self._coords:
+            return self._coords[key]
+        if "__pos" not in self._coords:
+            pid = self._mk("stablehlo.partition_id", [], [_tensor((), T.IntegerType(32, unsigned=True))]).results[0]
+            pos = self.b.convert(pid, I32)
+            if self.mesh.device_ids is not None:
+                inv = np.zeros(self.mesh.num_devices, dtype=np.int32)
+                for p, d in enumerate(self.mesh.device_ids):
+                    inv[d] = p
+                table = self.b.constant(inv)
+                one = self._mk("stablehlo.dynamic_slice", [table, pos],
+                                    [_tensor((1,), I32)],
+                                    {"slice_sizes": A.i64_array((1,))}).results[0]
+                pos = self.b.reshape(one, ())
+            self._coords["__pos"] = pos
+        pos = self._coords["__pos"]
+        stride = 1
+        names = self.mesh.names
+        for n in names[names.index(a.name) + 1:]:
+            stride *= self.mesh.axis_size(n)
+        size = self.mesh.axis_size(a.name)
+        if a.sub is not None:
+            pre, sub = a.sub
+            stride *= size // (pre * sub)
+            size = sub
+        c = self.b.divide(pos, self._const_i32(stride))
+        c = self.b.remainder(c, self._const_i32(size))
+        self._coords[key] = c
+        return c
+
+    def shard_number(self, axes) -> Value:
+        idx = self._const_i32(0)
+        for a in axes:
+            idx = self.b.add(self.b.multiply(idx, self._const_i32(a.size(self.mesh))),
+                             self.coord(a))
+        return idx
+
+    def _groups_attr(self, axes) -> A.DenseElementsAttr:
+        groups = M.device_groups(axes, self.mesh)
+        arr = np.array(groups, dtype=np.int64)
+        return A.dense(arr, _tensor(arr.shape, T.IntegerType(64)))
+
+    def _channel(self) -> A.StructAttr:
+        self.channel[0] += 1
+        return A.StructAttr("stablehlo.channel_handle", (("handle", self.channel[0]),
+                                                        ("type", 1)))
+
+    def all_reduce(self, x: Value, axes, body: Region | None, reason: str, why: str) -> Value:
+        et = x.type.element_type
+        if body is None:
+            blk = Block()
+            s = _tensor((), et)
+            a0, a1 = blk.add_arg(s), blk.add_arg(s)
+            bb = Builder.at_end(blk)
+            bb.insert(Operation.create("stablehlo.return", [bb.add(a0, a1)]))
+            body = Region()
+            body.add_block(blk)
+        op = self._mk("stablehlo.all_reduce", [x], [x.type], {
+            "replica_groups": self._groups_attr(axes), "channel_handle": self._channel(),
+            "use_global_device_ids": A.UnitAttr()}, regions=[body])
+        self._record("all_reduce", x.type, axes, reason, why)
+        return op.results[0]
+
+    def _record(self, kind, t, axes, reason, why) -> None:
+        self.report.collectives.append(Collective(kind, _nbytes(t), tuple(str(a) for a in axes),
+                                                  reason, why))
+
+    # -- resharding -----------------------------------------------------------------
+    def reshard(self, x: Value, cur: TensorShardingAttr | None, tgt: TensorShardingAttr | None,
+                gshape, why: str) -> Value:
+        rank = len(gshape)
+        gather: dict[int, tuple] = {}
+        add: dict[int, tuple] = {}
+        for d in range(rank):
+            c, t = _axes(cur, d), _axes(tgt, d)
+            if c == t:
+                continue
+            if t[:len(c)] == c:
+                add[d] = t
+            elif c[:len(t)] == t:
+                gather[d] = (t, c[len(t):])
+            else:
+                gather[d] = ((), c)
+                if t:
+                    add[d] = t
+        now = [list(_axes(cur, d)) for d in range(rank)]
+        for d, (keep, extra) in gather.items():
+            now[d] = list(keep)
+            shape = [gshape[k] // self._count(now[k]) for k in range(rank)]
+            op = self._mk("stablehlo.all_gather", [x], [_tensor(shape, x.type.element_type)], {
+                "all_gather_dim": A.i64_attr(d), "replica_groups": self._groups_attr(extra),
+                "channel_handle": self._channel(), "use_global_device_ids": A.UnitAttr()})
+            self._record("all_gather", x.type, extra, "reshard", why)
+            x = op.results[0]
+        if add:
+            starts = []
+            for d in range(rank):
+                if d in add:
+                    new_local = gshape[d] // self._count(add[d])
+                    extra = add[d][len(now[d]):]
+                    idx = self.shard_number(extra)
+                    starts.append(self.b.multiply(idx, self._const_i32(new_local)))
+                    now[d] = list(add[d])
+                else:
+                    starts.append(self._const_i32(0))
+            shape = [gshape[k] // self._count(now[k]) for k in range(rank)]
+            x = self._mk("stablehlo.dynamic_slice", [x, *starts],
+                              [_tensor(shape, x.type.element_type)],
+                              {"slice_sizes": A.i64_array(shape)}).results[0]
+        return x
+
+    def _count(self, axes) -> int:
+        n = 1
+        for a in axes:
+            n *= a.size(self.mesh)
+        return n
+
+    def get(self, v: Value, tgt: TensorShardingAttr | None, why: str) -> Value:
+        """The local value of ``v`` sharded as ``tgt`` (resharding when needed)."""
+        local, cur = self.vals[v]
+        if not isinstance(v.type, T.TensorType):
+            return local
+        if _same(cur, tgt, len(v.type.shape)):
+            return local
+        return self.reshard(local, cur, tgt, v.type.shape, why)
+
+    def local_type(self, t, sh):
+        if not isinstance(t, T.TensorType):
+            return t
+        return _tensor(M.local_shape(t.shape, sh, self.mesh), t.element_type)
+
+    # -- the walk ---------------------------------------------------------------------
+    def run(self) -> None:
+        f = self.func
+        old = f.regions[0].blocks[0]
+        name = f.attributes["sym_name"].value  # type: ignore[attr-defined]
+        ft = f.attributes["function_type"].type  # type: ignore[attr-defined]
+        ins = [M.arg_sharding(f, i) for i in range(len(old.args))]
+        outs = [M.result_sharding(f, i) for i in range(len(ft.results))]
+        self.report.in_shardings[name] = ins
+        self.report.out_shardings[name] = outs
+        self.report.global_types[name] = (tuple(ft.inputs), tuple(ft.results))
+        for a, s in zip(old.args, ins):
+            self.vals[a] = (self.block.add_arg(self.local_type(a.type, s)), s)
+        for op in list(old.ops):
+            self.op(op, outs)
+        region = f.regions[0]
+        region.blocks = []
+        region.add_block(self.block)
+        new_ft = T.FunctionType(tuple(a.type for a in self.block.args),
+                                tuple(v.type for v in self.block.ops[-1].operands))
+        f.attributes["function_type"] = A.TypeAttr(new_ft)
+        for i in range(len(ins)):
+            M.set_arg_sharding(f, i, None)
+        for i in range(len(outs)):
+            M.set_result_sharding(f, i, None)
+
+    def op(self, op: Operation, outs) -> None:
+        n = op.name
+        why = n
+        if n == "func.return":
+            vals = [self.get(v, s, "return") for v, s in zip(op.operands, outs)]
+            self._mk("func.return", vals, [])
+            return
+        if n in ("sdy.sharding_constraint", "sdy.reshard"):
+            s = op.attributes["sharding"]
+            self.vals[op.results[0]] = (self.get(op.operands[0], s, n), s)
+            return
+        if n in ("sdy.all_gather", "sdy.all_slice", "sdy.all_to_all",
+                 "sdy.collective_permute"):
+            s = op.attributes["out_sharding"]
+            self.vals[op.results[0]] = (self.get(op.operands[0], s, n), s)
+            return
+        if n == "sdy.manual_computation":
+            self.manual(op)
+            return
+        if n in ("sdy.sharding_group", "sdy.propagation_barrier", "sdy.data_flow_edge",
+                 "sdy.func_data_flow_edge"):
+            if op.results:
+                self.vals[op.results[0]] = self.vals[op.operands[0]]
+            return
+        if n.startswith("sdy.") and n != "sdy.constant":
+            raise NotSupportedError(f"the partitioner does not support '{n}' yet", op.loc)
+        rule = None if n in _GLOBAL_OPS or any(
+            r for r in op.regions if n != "stablehlo.reduce") else rule_for(op)
+        if rule is None or len(rule.operands) != len(op.operands) \
+                or len(rule.results) != len(op.results):
+            self.replicated(op)
+            return
+        res_sh = [M.value_sharding(r) for r in op.results]
+        opd_sh = [self.vals[v][1] if v in self.vals else None for v in op.operands]
+        fa: dict[int, tuple] = {}
+        projs = [_project(s, fs, rule.sizes, self.mesh) for s, fs in zip(res_sh, rule.results)]
+        projs += [_project(s, fs, rule.sizes, self.mesh) for s, fs in zip(opd_sh, rule.operands)]
+        used: set[str] = set()
+        for f in range(len(rule.sizes)):
+            kind = rule.kinds.get(f)
+            if kind == NEED_REPLICATION:
+                continue
+            if kind == REDUCTION and n not in ("stablehlo.dot_general", "stablehlo.reduce"):
+                continue
+            for p in projs:
+                if f in p and p[f]:
+                    ax = []
+                    for a in p[f]:
+                        if a.name in used:
+                            break
+                        ax.append(a)
+                    if ax:
+                        fa[f] = tuple(ax)
+                        used.update(a.name for a in ax)
+                    break
+        want_in = [self._from_factors(fs, fa, rule.sizes) for fs in rule.operands]
+        locals_in = [self.get(v, s, why) for v, s in zip(op.operands, want_in)]
+        got_out = [self._from_factors(fs, fa, rule.sizes) for fs in rule.results]
+        new = Operation.create(n, locals_in, [self.local_type(r.type, s) for r, s in
+                                              zip(op.results, got_out)],
+                               {k: v for k, v in op.attributes.items() if k != M.KEY},
+                               [r.clone() for r in op.regions], op.loc)
+        self.b.insert(new)
+        red = tuple(a for f, ax in fa.items() if rule.kinds.get(f) == REDUCTION for a in ax)
+        results = list(new.results)
+        if red:
+            body = op.regions[0] if n == "stablehlo.reduce" else None
+            results = [self.all_reduce(r, red, body.clone() if body else None, "reduction", n)
+                       for r in results]
+        for r, lv, s in zip(op.results, results, got_out):
+            self.vals[r] = (lv, s)
+        self.report.op_shardings.append((n, ", ".join(str(s.body()) if s else "replicated"
+                                                      for s in got_out)))
+
+    def _from_factors(self, dims_factors, fa, sizes) -> TensorShardingAttr:
+        return TensorShardingAttr(self.mesh_name, tuple(
+            DimSharding(_compose(fs, fa, sizes, self.mesh)) for fs in dims_factors))
+
+    def replicated(self, op: Operation) -> None:
+        ins = []
+        for v in op.operands:
+            rank = len(v.type.shape) if isinstance(v.type, T.TensorType) else 0
+            ins.append(self.get(v, _replicated(self.mesh_name, rank), op.name))
+        mapping = dict(zip(op.operands, ins))
+        new = op.clone(mapping)
+        new.attributes.pop(M.KEY, None)
+        self.b.insert(new)
+        for r, nr in zip(op.results, new.results):
+            rank = len(r.type.shape) if isinstance(r.type, T.TensorType) else 0
+            self.vals[r] = (nr, _replicated(self.mesh_name, rank))
+        self.report.op_shardings.append((op.name, "replicated"))
+
+    def manual(self, op: Operation) -> None:
+        manual = {a.name for a in op.attributes["manual_axes"].axes}  # type: ignore[attr-defined]
+        if manual != set(self.mesh.names):
+            raise NotSupportedError("sdy.manual_computation over some of the mesh axes is "
+                                    "not supported yet (all axes must be manual)", op.loc)
+        ins = op.attributes["in_shardings"].shardings  # type: ignore[attr-defined]
+        outs = op.attributes["out_shardings"].shardings  # type: ignore[attr-defined]
+        body = op.regions[0].blocks[0]
+        mapping: dict[Value, Value] = {}
+        for a, v, s in zip(body.args, op.operands, ins):
+            mapping[a] = self.get(v, s, "manual_computation")
+        for inner in list(body.ops):
+            if inner.name == "sdy.return":
+                for r, rv, s in zip(op.results, inner.operands, outs):
+                    self.vals[r] = (mapping.get(rv, rv), s)
+                break
+            c = inner.clone(mapping)
+            self.b.insert(c)
+            for ro, rn in zip(inner.results, c.results):
+                mapping[ro] = rn
+        self.report.op_shardings.append(("sdy.manual_computation", "manual"))
+
+
+def _same(a: TensorShardingAttr | None, b: TensorShardingAttr | None, rank: int) -> bool:
+    return all(_axes(a, d) == _axes(b, d) for d in range(rank))
+
+
+def _module_mesh(module: Module) -> tuple[str, MeshAttr] | None:
+    table = M.meshes(module)
+    used = {s.mesh for op in module.walk() for s in _shardings_of(op)}
+    used = {u for u in used if isinstance(u, str)}
+    multi = [n for n in used if table.get(n) is not None and table[n].num_devices > 1]
+    if not multi:
+        return None if not table else next(iter(table.items()))
+    if len(multi) > 1:
+        raise NotSupportedError("shardings over several meshes are not supported yet: "
+                                + ", ".join("@" + n for n in sorted(multi)))
+    return multi[0], table[multi[0]]
+
+
+def _shardings_of(op: Operation):
+    for a in op.attributes.values():
+        if isinstance(a, TensorShardingAttr):
+            yield a
+        elif hasattr(a, "shardings"):
+            yield from a.shardings
+        elif isinstance(a, A.ArrayAttr):
+            for d in a:
+                if isinstance(d, A.DictionaryAttr):
+                    for _, x in d.entries:
+                        if isinstance(x, TensorShardingAttr):
+                            yield x
+
+
+def partition(module: Module, propagate: bool = True) -> PartitionReport:
+    """Partitions ``module`` in place into its per-device program.
+
+    Args:
+        module: a module with ``sdy.mesh`` and shardings (run :class:`ImportShardings`
+            first for GSPMD strings).
+        propagate: run :class:`~oxla.sharding.ShardingPropagation` first.
+
+    Returns:
+        The :class:`PartitionReport` (shardings of arguments and results, collectives).
+
+    Raises:
+        NotSupportedError: uneven shards, several meshes, partial manual computations.
+    """
+    from oxla.passes import make_pass
+    from oxla.sharding.propagation import ShardingPropagation
+
+    report = PartitionReport()
+    found = _module_mesh(module)
+    if found is None:
+        return report
+    if any(op.name == "func.call" for op in module.walk()):
+        make_pass("inline").run(module)
+    if propagate:
+        ShardingPropagation().run(module)
+    name, mesh = found
+    report.mesh = mesh
+    channel = [0]
+    for f in list(module.functions):
+        if f.regions and f.regions[0].blocks:
+            _FuncPartitioner(f, mesh, name, report, channel).run()
+    for op in list(module.body.ops):
+        if op.name == "sdy.mesh":
+            op.erase()
+    module.op.attributes["mhlo.num_partitions"] = A.IntegerAttr(mesh.num_devices,
+                                                                T.IntegerType(32))
+    module.op.attributes["mhlo.num_replicas"] = A.IntegerAttr(1, T.IntegerType(32))
+    return report
+
+
+@dataclass(frozen=True)
+class SpmdPartition:
+    """Rewrites a sharded module into its per-device SPMD program (local shapes,
+    collectives).
+
+    Assumes: ``sdy`` shardings (propagated or not: propagation runs first). Guarantees:
+    no ``sdy`` op or sharding is left; ``mhlo.num_partitions`` is the device count.
+    """
+
+    name: str = "spmd-partition"
+
+    def run(self, module: Module) -> Module:
+        partition(module)
+        return module
+
+
+__all__ = ["partition", "SpmdPartition", "PartitionReport", "Collective"]
