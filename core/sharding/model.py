@@ -232,3 +232,30 @@ def unshard_array(pieces: list, sh: TensorShardingAttr | None, mesh: MeshAttr,
                    for d in range(len(shape)))
         out[sl] = np.asarray(pieces[dev])
     return out
+
+
+def drop_shardings(module: Module) -> Module:
+    """Removes every sharding (``sdy.mesh``, ``sdy.sharding``, constraints and reshards)
+    in place: the unsharded program, to compare a partitioned run against.
+
+    Raises:
+        NotSupportedError: a ``sdy.manual_computation`` (per-device code has no
+            unsharded form).
+    """
+    for op in list(module.walk()):
+        if op.name in ("sdy.sharding_constraint", "sdy.reshard", "sdy.propagation_barrier"):
+            op.results[0].replace_all_uses_with(op.operands[0])
+            op.erase()
+        elif op.name == "sdy.manual_computation":
+            raise NotSupportedError("a manual computation has no unsharded form", op.loc)
+        elif op.name == "sdy.mesh":
+            op.erase()
+        else:
+            op.attributes.pop(KEY, None)
+    for f in module.functions:
+        ft = f.attributes["function_type"].type  # type: ignore[attr-defined]
+        for i in range(len(ft.inputs)):
+            set_arg_sharding(f, i, None)
+        for i in range(len(ft.results)):
+            set_result_sharding(f, i, None)
+    return module

@@ -52,7 +52,8 @@ def _ints(op: Operation, name: str) -> tuple[int, ...]:
     a = op.attributes.get(name)
     if a is None:
         return ()
-    return tuple(int(x) for x in A.to_python(a))
+    v = A.to_python(a)
+    return (int(v),) if isinstance(v, int) else tuple(int(x) for x in v)
 
 
 def _pointwise(op: Operation) -> Rule:
