@@ -246,6 +246,12 @@ def drop_shardings(module: Module) -> Module:
         if op.name in ("sdy.sharding_constraint", "sdy.reshard", "sdy.propagation_barrier"):
             op.results[0].replace_all_uses_with(op.operands[0])
             op.erase()
+        elif op.name == "sdy.constant":
+            c = Operation.create("stablehlo.constant", [], [op.results[0].type],
+                                 {"value": op.attributes["value"]}, loc=op.loc)
+            op.parent.insert_before(op, c)
+            op.results[0].replace_all_uses_with(c.results[0])
+            op.erase()
         elif op.name == "sdy.manual_computation":
             raise NotSupportedError("a manual computation has no unsharded form", op.loc)
         elif op.name == "sdy.mesh":

@@ -35,6 +35,7 @@ from oxla.sharding.propagation import _compose, _project
 from oxla.sharding.rules import NEED_REPLICATION, REDUCTION, rule_for
 
 I32 = T.IntegerType(32)
+_REDUCING = {"stablehlo.dot_general", "stablehlo.reduce", "stablehlo.convolution"}
 _GLOBAL_OPS = {"stablehlo.iota", "stablehlo.constant", "sdy.constant", "stablehlo.rng",
                "stablehlo.rng_bit_generator"}
 
@@ -92,8 +93,9 @@ def _axes(s: TensorShardingAttr | None, d: int) -> tuple[AxisRef, ...]:
 
 class _FuncPartitioner:
     def __init__(self, func: Operation, mesh: MeshAttr, mesh_name: str,
-                 report: PartitionReport, channel: list[int]):
+                 report: PartitionReport, channel: list[int], tables=None):
         self.func = func
+        self.tables = tables or {}
         self.mesh = mesh
         self.mesh_name = mesh_name
         self.report = report
@@ -115,8 +117,12 @@ class _FuncPartitioner:
         if key in self._coords:
             return self._coords[key]
         if "__pos" not in self._coords:
-            pid = self._mk("stablehlo.partition_id", [], [_tensor((), T.IntegerType(32, unsigned=True))]).results[0]
-            pos = self.b.convert(pid, I32)
+            # the device id on a 1 x N grid (partitions) or an N x 1 grid (replicas)
+            u32 = _tensor((), T.IntegerType(32, unsigned=True))
+            pid = self._mk("stablehlo.partition_id", [], [u32]).results[0]
+            rid = self._mk("stablehlo.replica_id", [], [u32]).results[0]
+            pos = self.b.add(self.b.convert(pid, I32), self.b.convert(rid, I32))
+            self._coords["__dev"] = pos
             if self.mesh.device_ids is not None:
                 inv = np.zeros(self.mesh.num_devices, dtype=np.int32)
                 for p, d in enumerate(self.mesh.device_ids):
@@ -280,6 +286,30 @@ class _FuncPartitioner:
             s = op.attributes["sharding"]
             self.vals[op.results[0]] = (self.get(op.operands[0], s, n), s)
             return
+        if n in ("sdy.all_reduce", "sdy.reduce_scatter"):
+            x, cur = self.vals[op.operands[0]]
+            key = "reduction_axes" if n == "sdy.all_reduce" else "reduce_scatter_axes"
+            a = op.attributes[key]
+            axes = a.axes if hasattr(a, "axes") else tuple(x for d in a.dims for x in d)
+            if axes:
+                x = self.all_reduce(x, axes, None, "reduction", n)
+            s = op.attributes["out_sharding"]
+            self.vals[op.results[0]] = (x, cur)
+            self.vals[op.results[0]] = (self.get(op.results[0], s, n), s)
+            return
+        if n == "sdy.constant":
+            c = Operation.create("stablehlo.constant", [], [op.results[0].type],
+                                 {"value": op.attributes["value"]}, loc=op.loc)
+            self.b.insert(c)
+            self.vals[op.results[0]] = (c.results[0], None)
+            return
+        single = self._single_device(op)
+        if single is not None:
+            self.replicated(op)
+            for r in op.results:
+                lv, sh = self.vals[r]
+                self.vals[r] = (self.broadcast_from(lv, single, n), sh)
+            return
         if n in ("sdy.all_gather", "sdy.all_slice", "sdy.all_to_all",
                  "sdy.collective_permute"):
             s = op.attributes["out_sharding"]
@@ -311,7 +341,7 @@ class _FuncPartitioner:
             kind = rule.kinds.get(f)
             if kind == NEED_REPLICATION:
                 continue
-            if kind == REDUCTION and n not in ("stablehlo.dot_general", "stablehlo.reduce"):
+            if kind == REDUCTION and n not in _REDUCING:
                 continue
             for p in projs:
                 if f in p and p[f]:
@@ -334,7 +364,8 @@ class _FuncPartitioner:
         self.b.insert(new)
         red = tuple(a for f, ax in fa.items() if rule.kinds.get(f) == REDUCTION for a in ax)
         results = list(new.results)
-        if red:
+        explicit = all(u.owner.name == "sdy.all_reduce" for r in op.results for u in r.uses)
+        if red and not explicit:  # (an explicit sdy.all_reduce completes the sum itself)
             body = op.regions[0] if n == "stablehlo.reduce" else None
             results = [self.all_reduce(r, red, body.clone() if body else None, "reduction", n)
                        for r in results]
@@ -346,6 +377,40 @@ class _FuncPartitioner:
     def _from_factors(self, dims_factors, fa, sizes) -> TensorShardingAttr:
         return TensorShardingAttr(self.mesh_name, tuple(
             DimSharding(_compose(fs, fa, sizes, self.mesh)) for fs in dims_factors))
+
+    def _single_device(self, op: Operation) -> int | None:
+        """The device of a single-device sharding (``<@m, []>`` on a mesh
+        ``<[], device_ids=[k]>``), else None.
+
+        Raises:
+            NotSupportedError: a sharding over another mesh with axes.
+        """
+        a = op.attributes.get(M.KEY)
+        if not isinstance(a, M.ShardingPerValueAttr):
+            return None
+        for s in a.shardings:
+            if isinstance(s.mesh, str) and s.mesh != self.mesh_name:
+                other = self.tables.get(s.mesh)
+                if other is None or other.axes or other.device_ids is None \
+                        or len(other.device_ids) != 1:
+                    raise NotSupportedError(f"ops sharded over another mesh '@{s.mesh}' "
+                                            "are not supported yet", op.loc)
+                return other.device_ids[0]
+        return None
+
+    def broadcast_from(self, x: Value, device: int, why: str) -> Value:
+        """Every device gets ``x`` as computed on ``device`` (masked all-reduce)."""
+        if not isinstance(x.type, T.TensorType):
+            return x
+        self.coord(AxisRef(self.mesh.names[0])) if self.mesh.names else None
+        dev = self._coords["__dev"]
+        is_k = self.b.compare("EQ", dev, self._const_i32(device))
+        mask = self.b.broadcast_in_dim(is_k, x.type.shape, ())
+        zero = self.b.constant(np.zeros((), x.type.element_type.dtype), x.type.element_type)
+        zeros = self.b.broadcast_in_dim(zero, x.type.shape, ())
+        picked = self.b.select(mask, x, zeros)
+        return self.all_reduce(picked, tuple(AxisRef(n) for n in self.mesh.names), None,
+                               "broadcast", why)
 
     def replicated(self, op: Operation) -> None:
         ins = []
@@ -445,7 +510,7 @@ def partition(module: Module, propagate: bool = True) -> PartitionReport:
     channel = [0]
     for f in list(module.functions):
         if f.regions and f.regions[0].blocks:
-            _FuncPartitioner(f, mesh, name, report, channel).run()
+            _FuncPartitioner(f, mesh, name, report, channel, M.meshes(module)).run()
     for op in list(module.body.ops):
         if op.name == "sdy.mesh":
             op.erase()

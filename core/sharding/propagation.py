@@ -53,7 +53,10 @@ class _State:
         self.priority: int | None = None  # the round's priority (None: all)
 
     def get(self, v: Value) -> TensorShardingAttr | None:
-        return self.sh.get(v)
+        s = self.sh.get(v)
+        if s is not None and len(s.dims) != _rank(v):
+            return None  # a single-device sharding (``[]`` on a mesh without axes)
+        return s
 
     def visible(self, s: TensorShardingAttr | None) -> TensorShardingAttr | None:
         """``s`` as seen in this round (dims of a later priority hidden)."""
@@ -154,6 +157,8 @@ def _propagate_op(st: _State, values: list[Value], slots: list, rule: Rule,
         if i in fixed or _rank(v) < 0:
             continue
         cur = st.get(v)
+        if cur is None and v in st.sh:
+            continue  # a single-device sharding stays as written
         rank = _rank(v)
         dims = list(cur.dims) if cur is not None else [DimSharding((), False)] * rank
         taken = {a.name for d in dims for a in d.axes}
@@ -269,7 +274,15 @@ def _seeded(step, value: Value, sharding: TensorShardingAttr):
 
 def _steps(ops: list[Operation], ret, outs: list[Value]) -> list:
     steps = []
+    # values computed from the device id differ per device: they are never sharded
+    varying: set[Value] = set()
     for op in ops:
+        if op.name in ("stablehlo.partition_id", "stablehlo.replica_id") or any(
+                v in varying for v in op.operands):
+            varying.update(op.results)
+    for op in ops:
+        if any(r in varying for r in op.results):
+            continue
         if op.name == "func.return":
             for v, o in zip(op.operands, outs):
                 if _rank(v) >= 0:

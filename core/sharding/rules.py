@@ -197,7 +197,36 @@ def _custom(op: Operation) -> Rule | None:
     return r
 
 
+def _convolution(op: Operation) -> Rule | None:
+    """Batch, output feature, and input feature (a reduction) factors; spatial
+    dimensions need replication (no halo exchange yet)."""
+    dn = op.attributes.get("dimension_numbers")
+    groups = [A.to_python(op.attributes.get(k)) or 1
+              for k in ("feature_group_count", "batch_group_count")]
+    if dn is None or groups != [1, 1]:
+        return None
+    ls, ks, os_ = _shape(op.operands[0]), _shape(op.operands[1]), _shape(op.results[0])
+    r = Rule()
+    lhs: list[tuple[int, ...]] = [()] * len(ls)
+    rhs: list[tuple[int, ...]] = [()] * len(ks)
+    out: list[tuple[int, ...]] = [()] * len(os_)
+    b = r.factor(ls[dn.input_batch_dimension])
+    lhs[dn.input_batch_dimension] = out[dn.output_batch_dimension] = (b,)
+    o = r.factor(ks[dn.kernel_output_feature_dimension])
+    rhs[dn.kernel_output_feature_dimension] = out[dn.output_feature_dimension] = (o,)
+    i = r.factor(ls[dn.input_feature_dimension], REDUCTION)
+    lhs[dn.input_feature_dimension] = rhs[dn.kernel_input_feature_dimension] = (i,)
+    for dims, shape, slot in ((dn.input_spatial_dimensions, ls, lhs),
+                              (dn.kernel_spatial_dimensions, ks, rhs),
+                              (dn.output_spatial_dimensions, os_, out)):
+        for d in dims:
+            slot[d] = (r.factor(shape[d], NEED_REPLICATION),)
+    r.operands, r.results = [lhs, rhs], [out]
+    return r
+
+
 _RULES = {
+    "stablehlo.convolution": _convolution,
     "stablehlo.dot_general": _dot,
     "stablehlo.reduce": _reduce,
     "stablehlo.transpose": _transpose,
