@@ -79,7 +79,7 @@ def build_executable(text: str, path: str = "<string>"):
 _DIRECTIVE = re.compile(r"//\s*CHECK(-NEXT|-SAME|-LABEL|-NOT|-DAG|-EMPTY)?:(.*)$")
 
 
-def _pattern(text: str, env: dict[str, str]) -> re.Pattern:
+def _pattern(text: str, env: dict[str, str]) -> tuple[re.Pattern, dict[str, str]]:
     """FileCheck pattern -> regex: ``{{re}}``, ``[[VAR:re]]`` captures, ``[[VAR]]`` uses;
     runs of whitespace match any whitespace."""
     out, i, groups = [], 0, {}
@@ -107,9 +107,7 @@ def _pattern(text: str, env: dict[str, str]) -> re.Pattern:
             lit = text[i:j]
             out.append(r"\s+".join(re.escape(p) for p in re.split(r"\s+", lit)))
             i = j
-    rx = re.compile("".join(out))
-    rx.groups_map = groups  # type: ignore[attr-defined]
-    return rx
+    return re.compile("".join(out)), groups
 
 
 @dataclass
@@ -128,12 +126,12 @@ def filecheck(output: str, checks: list[tuple[str, str]]) -> CheckResult:
     line, col = 0, 0
     nots: list[tuple[str, re.Pattern]] = []
 
-    def bind(m, rx) -> None:
-        for g, name in rx.groups_map.items():
+    def bind(m, groups) -> None:
+        for g, name in groups.items():
             env[name] = m.group(g)
 
     for n, (kind, pat) in enumerate(checks):
-        rx = _pattern(pat, env)
+        rx, groups = _pattern(pat, env)
         if kind == "NOT":
             nots.append((pat, rx))
             continue
@@ -162,7 +160,7 @@ def filecheck(output: str, checks: list[tuple[str, str]]) -> CheckResult:
             if nrx.search(seg):
                 return CheckResult(False, n, f"CHECK-NOT: {npat.strip()} matched")
         nots = []
-        bind(m, rx)
+        bind(m, groups)
         line, col = k, m.end()
     return CheckResult(True, len(checks))
 

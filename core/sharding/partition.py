@@ -361,6 +361,12 @@ class _FuncPartitioner:
                                               zip(op.results, got_out)],
                                {k: v for k, v in op.attributes.items() if k != M.KEY},
                                [r.clone() for r in op.regions], op.loc)
+        if n == "stablehlo.slice":  # whole dimensions end at their local size
+            lim = list(A.to_python(new.attributes["limit_indices"]))
+            for d, size in enumerate(new.results[0].type.shape):
+                if _axes(got_out[0], d):
+                    lim[d] = size
+            new.attributes["limit_indices"] = A.i64_array(lim)
         self.b.insert(new)
         red = tuple(a for f, ax in fa.items() if rule.kinds.get(f) == REDUCTION for a in ax)
         results = list(new.results)

@@ -32,7 +32,7 @@ from oxla.ir.sdy import AxisRef, DimSharding, MeshAttr, TensorShardingAttr
 from oxla.sharding import model as M
 from oxla.sharding.rules import NEED_REPLICATION, Rule, rule_for
 
-_FIXED = {"sdy.sharding_constraint", "sdy.reshard", "sdy.manual_computation",
+_FIXED = {"sdy.reshard", "sdy.manual_computation",
           "sdy.all_gather", "sdy.all_slice", "sdy.reduce_scatter", "sdy.all_reduce",
           "sdy.all_to_all", "sdy.collective_permute"}
 
@@ -253,6 +253,10 @@ class ShardingPropagation:
                 M.set_result_sharding(func, i, st.sh[o])
         mesh_name = next((s.mesh for s in st.sh.values() if isinstance(s.mesh, str)), None)
         for op in ops:
+            if op.name == "sdy.sharding_constraint":
+                if op.results[0] in st.sh:
+                    op.attributes["sharding"] = st.sh[op.results[0]]
+                continue
             if op.name in _FIXED or not op.results or mesh_name is None:
                 continue
             shs = [st.sh.get(r) for r in op.results]
@@ -289,9 +293,21 @@ def _steps(ops: list[Operation], ret, outs: list[Value]) -> list:
                     r, slots = _identity_rule(v)
                     steps.append(_step([v, o], slots, r))
             continue
-        if op.name == "sdy.sharding_constraint":
+        if op.name == "sdy.sharding_constraint":  # its open dims may grow
             r, slots = _identity_rule(op.operands[0])
-            steps.append(_step([op.operands[0], op.results[0]], slots, r, {1}))
+            steps.append(_step([op.operands[0], op.results[0]], slots, r))
+            continue
+        if op.name in ("sdy.propagation_barrier", "sdy.data_flow_edge",
+                       "sdy.func_data_flow_edge", "stablehlo.optimization_barrier"):
+            d = op.attributes.get("allowed_direction")
+            d = d.value if hasattr(d, "value") else "BOTH"
+            for v, res in zip(op.operands, op.results):
+                if _rank(v) < 0:
+                    continue
+                r, slots = _identity_rule(v)
+                if d != "NONE":
+                    fixed = {0} if d == "FORWARD" else {1} if d == "BACKWARD" else set()
+                    steps.append(_step([v, res], slots, r, fixed))
             continue
         if op.name == "sdy.manual_computation":
             ins = op.attributes["in_shardings"].shardings  # type: ignore[attr-defined]

@@ -146,6 +146,8 @@ def _concatenate(op: Operation) -> Rule:
 def _reshape(op: Operation) -> Rule:
     """Compound factors: walks both shapes, splitting dimensions at common sizes."""
     ins, out = _shape(op.operands[0]), _shape(op.results[0])
+    if 0 in ins or 0 in out:
+        return None
     r = Rule()
     in_f: list[list[int]] = [[] for _ in ins]
     out_f: list[list[int]] = [[] for _ in out]
@@ -225,7 +227,29 @@ def _convolution(op: Operation) -> Rule | None:
     return r
 
 
+def _slice(op: Operation) -> Rule:
+    """Dimensions taken whole (start 0, stride 1, to the end) pass through; sliced ones
+    need replication."""
+    ins, out = _shape(op.operands[0]), _shape(op.results[0])
+    start, limit = _ints(op, "start_indices"), _ints(op, "limit_indices")
+    strides = _ints(op, "strides") or (1,) * len(ins)
+    r = Rule()
+    a, b = [], []
+    for d in range(len(ins)):
+        whole = start[d] == 0 and limit[d] == ins[d] and strides[d] == 1
+        if whole:
+            f = r.factor(ins[d])
+            a.append((f,))
+            b.append((f,))
+        else:
+            a.append((r.factor(ins[d], NEED_REPLICATION),))
+            b.append((r.factor(out[d], NEED_REPLICATION),))
+    r.operands, r.results = [a], [b]
+    return r
+
+
 _RULES = {
+    "stablehlo.slice": _slice,
     "stablehlo.convolution": _convolution,
     "stablehlo.dot_general": _dot,
     "stablehlo.reduce": _reduce,
