@@ -56,6 +56,18 @@ def cases():
 
     yield ("dot_2x4", mlp8, (r(8, 16), r(16, 8)), m8, (P("data", "model"), P("model", None)))
 
+    def train_step(w1, w2, x, y):  # data parallel: the batch is sharded
+        def loss(params):
+            a, b = params
+            return jnp.mean((jnp.tanh(x @ a) @ b - y) ** 2)
+
+        g1, g2 = jax.grad(loss)((w1, w2))
+        return w1 - 0.1 * g1, w2 - 0.1 * g2
+
+    m4 = mesh((4,), ("data",))
+    yield ("train_step_4", train_step, (r(8, 16), r(16, 4), r(16, 8), r(16, 4)), m4,
+           (P(), P(), P("data", None), P("data", None)))
+
     def smap(x):
         f = jax.shard_map(lambda a: jax.lax.psum(a, "model") * 2.0, mesh=m22,
                           in_specs=P("data", "model"), out_specs=P("data", None))

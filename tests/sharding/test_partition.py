@@ -18,6 +18,7 @@ CASES = {
     "dot_2x4": {"all_reduce": 2},  # sharded contraction, then a sharded reduce
     "shapes_2": {"all_gather": 1, "all_reduce": 1},
     "shard_map_2x2": {},  # the body's own psum is not counted as inserted
+    "train_step_4": {"all_reduce": 2},  # data parallel: one all-reduce per gradient
 }
 
 
