@@ -50,6 +50,7 @@ class Collective:
     axes: tuple[str, ...]
     reason: str
     op: str
+    group: int = 1
 
 
 @dataclass
@@ -183,7 +184,7 @@ class _FuncPartitioner:
 
     def _record(self, kind, t, axes, reason, why) -> None:
         self.report.collectives.append(Collective(kind, _nbytes(t), tuple(str(a) for a in axes),
-                                                  reason, why))
+                                                  reason, why, self._count(axes)))
 
     # -- resharding -----------------------------------------------------------------
     def reshard(self, x: Value, cur: TensorShardingAttr | None, tgt: TensorShardingAttr | None,
