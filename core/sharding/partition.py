@@ -103,6 +103,7 @@ class _FuncPartitioner:
         self.channel = channel
         self.vals: dict[Value, tuple[Value, TensorShardingAttr | None]] = {}
         self._coords: dict[str, Value] = {}
+        self.complete: set[Value] = set()  # results of ops run whole (replicated)
         self.block = Block()
         self.b = Builder.at_end(self.block)
 
@@ -292,7 +293,9 @@ class _FuncPartitioner:
             key = "reduction_axes" if n == "sdy.all_reduce" else "reduce_scatter_axes"
             a = op.attributes[key]
             axes = a.axes if hasattr(a, "axes") else tuple(x for d in a.dims for x in d)
-            if axes:
+            # a value the partitioner computed whole (an op run replicated) is already
+            # the sum the explicit all-reduce asks for
+            if axes and op.operands[0] not in self.complete:
                 x = self.all_reduce(x, axes, None, "reduction", n)
             s = op.attributes["out_sharding"]
             self.vals[op.results[0]] = (x, cur)
@@ -355,6 +358,7 @@ class _FuncPartitioner:
                         fa[f] = tuple(ax)
                         used.update(a.name for a in ax)
                     break
+        self._even(fa, rule, list(op.operands) + list(op.results))
         want_in = [self._from_factors(fs, fa, rule.sizes) for fs in rule.operands]
         locals_in = [self.get(v, s, why) for v, s in zip(op.operands, want_in)]
         got_out = [self._from_factors(fs, fa, rule.sizes) for fs in rule.results]
@@ -380,6 +384,24 @@ class _FuncPartitioner:
             self.vals[r] = (lv, s)
         self.report.op_shardings.append((n, ", ".join(str(s.body()) if s else "replicated"
                                                       for s in got_out)))
+
+    def _even(self, fa: dict, rule, values) -> None:
+        """Drops the axes of factors that would split some dimension unevenly (that
+        dimension then stays whole inside the op: correct, less parallel)."""
+        slots = rule.operands + rule.results
+        changed = True
+        while changed:
+            changed = False
+            for v, fs in zip(values, slots):
+                if not isinstance(v.type, T.TensorType):
+                    continue
+                for d, factors in enumerate(fs):
+                    axes = _compose(factors, fa, rule.sizes, self.mesh)
+                    if axes and v.type.shape[d] % self._count(axes):
+                        for f in factors:
+                            if f in fa:
+                                del fa[f]
+                                changed = True
 
     def _from_factors(self, dims_factors, fa, sizes) -> TensorShardingAttr:
         return TensorShardingAttr(self.mesh_name, tuple(
@@ -431,6 +453,7 @@ class _FuncPartitioner:
         for r, nr in zip(op.results, new.results):
             rank = len(r.type.shape) if isinstance(r.type, T.TensorType) else 0
             self.vals[r] = (nr, _replicated(self.mesh_name, rank))
+            self.complete.add(r)
         self.report.op_shardings.append((op.name, "replicated"))
 
     def manual(self, op: Operation) -> None:

@@ -109,4 +109,4 @@ def test_shardy_executable_tests(shardy_dir, backend_name):
     results = [run_file(p, backend_name) for p in files]
     passed = [r for r in results if r.status == "pass"]
     assert len(files) == 48
-    assert len(passed) >= 40, [(r.path, r.message) for r in results if r.status != "pass"]
+    assert len(passed) >= 47, [(r.path, r.message) for r in results if r.status != "pass"]
