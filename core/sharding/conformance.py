@@ -183,7 +183,9 @@ def run_propagation_chunk(chunk: str, path: str = "<string>", offset: int = 0) -
     if not checks:
         return CheckResult(True, 0, "no CHECK lines")
     m = parse_module(chunk, path, offset)
-    ShardingPropagation().run(m)
+    # Shardy propagates axes that split a dimension unevenly (its partitioner pads);
+    # oxla's default keeps shards even
+    ShardingPropagation(divisible=False).run(m)
     return filecheck(print_module(m), checks)
 
 

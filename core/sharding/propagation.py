@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from oxla.ir import types as T
+from oxla.ir.opdef import ELEMENTWISE
 from oxla.ir.operation import Module, Operation, Value
 from oxla.ir.sdy import AxisRef, DimSharding, MeshAttr, TensorShardingAttr
 from oxla.sharding import model as M
@@ -51,6 +52,7 @@ class _State:
         self.ret: list[TensorShardingAttr | None] = []
         self.max_priority = -1
         self.priority: int | None = None  # the round's priority (None: all)
+        self.divisible = True  # a factor takes an axis only while its size stays divisible
 
     def get(self, v: Value) -> TensorShardingAttr | None:
         s = self.sh.get(v)
@@ -143,7 +145,7 @@ def _propagate_op(st: _State, values: list[Value], slots: list, rule: Rule,
         best = _merge(cands)
         keep, prod = [], 1
         for a in best:
-            if a.name in used or rule.sizes[f] % (prod * a.size(mesh)):
+            if a.name in used or (st.divisible and rule.sizes[f] % (prod * a.size(mesh))):
                 break
             prod *= a.size(mesh)
             keep.append(a)
@@ -202,6 +204,8 @@ class ShardingPropagation:
 
     name: str = "sharding-propagation"
     max_iterations: int = 50
+    divisible: bool = True  # False: Shardy's rule (uneven shards, padded later)
+    op_priorities: bool = True  # element-wise ops propagate first (Shardy's default)
 
     def run(self, module: Module) -> Module:
         table = M.meshes(module)
@@ -215,6 +219,7 @@ class ShardingPropagation:
 
     def _run_func(self, func: Operation, table: dict[str, MeshAttr]) -> None:
         st = _State(func, table)
+        st.divisible = self.divisible
         block = func.regions[0].blocks[0]
         prios = set()
         for i, a in enumerate(block.args):
@@ -237,14 +242,20 @@ class ShardingPropagation:
         for s in st.sh.values():
             prios.update(d.priority for d in s.dims if d.priority is not None)
         steps = _steps(ops, ret, outs)
+        # op priorities inside each user priority: element-wise ops (and the edges of
+        # returns and constraints) first, then every op
+        first = [s for s in steps if getattr(s, "elementwise", True)]
         for prio in sorted(prios) + [None]:
             st.priority = prio
-            for _ in range(self.max_iterations):
-                changed = False
-                for step in steps + steps[::-1]:
-                    changed |= step(st)
-                if not changed:
-                    break
+            for phase in ((first, steps) if self.op_priorities else (steps,)):
+                for _ in range(self.max_iterations):
+                    changed = False
+                    for step in phase + phase[::-1]:
+                        changed |= step(st)
+                    if not changed:
+                        break
+        # priorities have done their work: they are dropped, as Shardy does
+        st.sh = {v: _no_priorities(s) for v, s in st.sh.items()}
         for i, a in enumerate(block.args):
             if a in st.sh and st.sh[a] != M.arg_sharding(func, i):
                 M.set_arg_sharding(func, i, st.sh[a])
@@ -262,6 +273,13 @@ class ShardingPropagation:
             shs = [st.sh.get(r) for r in op.results]
             if any(s is not None for s in shs):
                 M.set_op_shardings(op, shs, mesh_name)
+
+
+def _no_priorities(s: TensorShardingAttr) -> TensorShardingAttr:
+    if all(d.priority is None for d in s.dims):
+        return s
+    return TensorShardingAttr(s.mesh, tuple(DimSharding(d.axes, d.closed) for d in s.dims),
+                              s.replicated, s.unreduced)
 
 
 def _step(values, slots, rule, fixed=frozenset()):
@@ -326,7 +344,9 @@ def _steps(ops: list[Operation], ret, outs: list[Value]) -> list:
         slots = rule.operands + rule.results
         if len(slots) != len(values):
             continue
-        steps.append(_step(values, slots, rule))
+        step = _step(values, slots, rule)
+        step.elementwise = op.has_trait(ELEMENTWISE)  # type: ignore[attr-defined]
+        steps.append(step)
     return steps
 
 
