@@ -37,6 +37,8 @@ def find_mpiexec() -> str:
 @click.option("-n", "ranks", type=int, required=True, help="number of MPI processes")
 @click.option("--hosts", default=None, metavar="H1,H2",
               help="hosts to run on (mpiexec -hosts); default: this machine")
+@click.option("--mpiexec-arg", "mpiexec_args", multiple=True, metavar="ARG",
+              help="an extra mpiexec argument, in order (e.g. -launcher-exec ./enter.sh)")
 @click.option("--timeout", "timeout", type=float, default=None,
               help="seconds a collective may wait (sets OXLA_COLLECTIVE_TIMEOUT)")
 @click.argument("artifact", type=click.Path(exists=True, dir_okay=False))
@@ -44,14 +46,16 @@ def find_mpiexec() -> str:
               help="a .npy file per argument, in order (every rank keeps its shard)")
 @click.option("--output", default=None, type=click.Path(),
               help="where rank 0 writes the assembled results (.npz, or .npy for one)")
-def launch_command(ranks: int, hosts: str | None, timeout: float | None, artifact: str,
-                   inputs: tuple[str, ...], output: str | None) -> None:
+def launch_command(ranks: int, hosts: str | None, mpiexec_args: tuple[str, ...],
+                   timeout: float | None, artifact: str, inputs: tuple[str, ...],
+                   output: str | None) -> None:
     """Run ARTIFACT (compiled with --mesh) on N MPI ranks, one per device."""
     if ranks < 1:
         raise OxlaError(f"-n must be at least 1, got {ranks}")
     cmd = [find_mpiexec(), "-n", str(ranks)]
     if hosts:
         cmd += ["-hosts", hosts]
+    cmd += list(mpiexec_args)
     cmd += [sys.executable, "-m", "oxla.sharding.mpi", artifact]
     for p in inputs:
         cmd += ["--input", p]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -109,3 +110,29 @@ def test_a_missing_rank_ends_every_rank(mode):
         assert took >= 10
         assert "error: 'all_reduce' (channel 1) on rank" in r.stderr
         assert "did not complete within 10s" in r.stderr
+
+
+def _can_make_netns() -> bool:
+    if os.geteuid() != 0 or not shutil.which("ip") or not shutil.which("unshare"):
+        return False
+    name = f"oxtest{os.getpid()}"
+    ok = subprocess.run(["ip", "netns", "add", name], capture_output=True).returncode == 0
+    if ok:
+        subprocess.run(["ip", "netns", "del", name], capture_output=True)
+    return ok
+
+
+def test_two_hosts_in_network_namespaces(tmp_path, jax_programs):
+    """2 ranks per host on two network namespaces, TCP between them (needs root)."""
+    if not _can_make_netns():
+        pytest.skip("creating network namespaces needs root (ip netns add)")
+    art = _compile_and_launch(tmp_path, jax_programs, "mlp_2x2", "gspmd", "cpu", 4)
+    z = np.load(jax_programs / "mlp_2x2.npz")
+    np.save(tmp_path / "want.npy", z["out0"])
+    r = subprocess.run([str(HERE.parent.parent / "scripts" / "mpi_two_hosts.sh"), str(art),
+                        str(tmp_path / "want.npy")]
+                       + [str(tmp_path / f"in{i}.npy") for i in range(3)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    sent = int(r.stdout.split("bytes sent over the link by host 1: ")[1].split()[0])
+    assert sent > 0
