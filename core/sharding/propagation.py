@@ -29,7 +29,13 @@ from dataclasses import dataclass
 from oxla.ir import types as T
 from oxla.ir.opdef import ELEMENTWISE
 from oxla.ir.operation import Module, Operation, Value
-from oxla.ir.sdy import AxisRef, DimSharding, MeshAttr, TensorShardingAttr
+from oxla.ir.sdy import (
+    AxisRef,
+    DimSharding,
+    MeshAttr,
+    ShardingPerValueAttr,
+    TensorShardingAttr,
+)
 from oxla.sharding import model as M
 from oxla.sharding.rules import NEED_REPLICATION, Rule, rule_for
 
@@ -228,20 +234,28 @@ class ShardingPropagation:
                 st.sh[a] = s
         ops = [op for op in block.ops]
         ret = ops[-1] if ops and ops[-1].name == "func.return" else None
+        inner = [o for op in ops if op.name == "sdy.manual_computation"
+                 for o in op.regions[0].blocks[0].ops]
+        stand_ins: dict[Operation, list[Value]] = {}
         # one stand-in value per function result, joined to the returned value
         outs = [Value(v.type) for v in ret.operands] if ret is not None else []
         for i, o in enumerate(outs):
             s = M.result_sharding(func, i)
             if s is not None:
                 st.sh[o] = s
-        for op in ops:
+        for op in ops + inner:
             for r in op.results:
                 s = M.value_sharding(r)
                 if s is not None:
                     st.sh[r] = s
+            if op.name == "sdy.manual_computation":
+                ins = op.attributes["in_shardings"].shardings  # type: ignore[attr-defined]
+                stand_ins[op] = [Value(v.type) for v in op.operands]
+                for v, sh in zip(stand_ins[op], ins):
+                    st.sh[v] = sh
         for s in st.sh.values():
             prios.update(d.priority for d in s.dims if d.priority is not None)
-        steps = _steps(ops, ret, outs)
+        steps = _steps(ops, ret, outs, stand_ins) + _steps(inner, None, [], {})
         # op priorities inside each user priority: element-wise ops (and the edges of
         # returns and constraints) first, then every op
         first = [s for s in steps if getattr(s, "elementwise", True)]
@@ -263,7 +277,12 @@ class ShardingPropagation:
             if o in st.sh and st.sh[o] != M.result_sharding(func, i):
                 M.set_result_sharding(func, i, st.sh[o])
         mesh_name = next((s.mesh for s in st.sh.values() if isinstance(s.mesh, str)), None)
-        for op in ops:
+        for op, vals in stand_ins.items():
+            a = op.attributes
+            a["in_shardings"] = ShardingPerValueAttr(tuple(st.sh[v] for v in vals))
+            a["out_shardings"] = ShardingPerValueAttr(tuple(
+                st.sh.get(r, s) for r, s in zip(op.results, a["out_shardings"].shardings)))
+        for op in ops + inner:
             if op.name == "sdy.sharding_constraint":
                 if op.results[0] in st.sh:
                     op.attributes["sharding"] = st.sh[op.results[0]]
@@ -294,7 +313,45 @@ def _seeded(step, value: Value, sharding: TensorShardingAttr):
     return run
 
 
-def _steps(ops: list[Operation], ret, outs: list[Value]) -> list:
+def _manual_edge(outer: Value, inner: Value, manual: set[str]):
+    """Joins a manual computation's boundary sharding (global, ``outer``) and the body
+    value (local over the manual axes, ``inner``) along the free axes."""
+    def run(st: _State) -> bool:
+        so, si = st.get(outer), st.get(inner)
+        mesh_name = so.mesh if so is not None else si.mesh if si is not None else None
+        if mesh_name is None:
+            return False
+        rank = _rank(outer)
+        changed = False
+        cur_o = list(so.dims) if so else [DimSharding((), False)] * rank
+        cur_i = list(si.dims) if si else [DimSharding((), False)] * rank
+        if len(cur_o) != rank or len(cur_i) != rank:
+            return False
+        new_o, new_i = list(cur_o), list(cur_i)
+        for d in range(rank):
+            pre = tuple(a for a in cur_o[d].axes if a.name in manual)
+            free_o = tuple(a for a in cur_o[d].axes if a.name not in manual)
+            free_i = cur_i[d].axes
+            if not cur_i[d].closed and len(free_o) > len(free_i) and free_o[:len(free_i)] \
+                    == free_i:
+                new_i[d] = DimSharding(free_o, False, cur_i[d].priority)
+            if not cur_o[d].closed and len(free_i) > len(free_o) and free_i[:len(free_o)] \
+                    == free_o:
+                new_o[d] = DimSharding(pre + free_i, False, cur_o[d].priority)
+        for v, cur, new, s in ((outer, cur_o, new_o, so), (inner, cur_i, new_i, si)):
+            if new != cur:
+                st.sh[v] = TensorShardingAttr(s.mesh if s else mesh_name, tuple(new),
+                                              s.replicated if s else (),
+                                              s.unreduced if s else ())
+                changed = True
+        return changed
+
+    return run
+
+
+def _steps(ops: list[Operation], ret, outs: list[Value],
+           stand_ins: dict | None = None) -> list:
+    stand_ins = stand_ins or {}
     steps = []
     # values computed from the device id differ per device: they are never sharded
     varying: set[Value] = set()
@@ -328,12 +385,18 @@ def _steps(ops: list[Operation], ret, outs: list[Value]) -> list:
                     steps.append(_step([v, res], slots, r, fixed))
             continue
         if op.name == "sdy.manual_computation":
-            ins = op.attributes["in_shardings"].shardings  # type: ignore[attr-defined]
-            for v, s in zip(op.operands, ins):
-                if _rank(v) >= 0:
-                    stand_in = Value(v.type)
+            manual = {a.name for a in op.attributes["manual_axes"].axes}  # type: ignore
+            body = op.regions[0].blocks[0]
+            for v, a, arg in zip(op.operands, stand_ins.get(op, []), body.args):
+                if _rank(v) >= 0:  # operand <-> in_sharding <-> body argument
                     r, slots = _identity_rule(v)
-                    steps.append(_seeded(_step([v, stand_in], slots, r, {1}), stand_in, s))
+                    steps.append(_step([v, a], slots, r))
+                    steps.append(_manual_edge(a, arg, manual))
+            term = body.ops[-1] if body.ops else None
+            if term is not None and term.name == "sdy.return":
+                for rv, res in zip(term.operands, op.results):
+                    if _rank(rv) >= 0:  # returned value <-> out_sharding (the result)
+                        steps.append(_manual_edge(res, rv, manual))
             continue
         if op.name in _FIXED:
             continue
