@@ -102,6 +102,9 @@ def value_sharding(v: Value) -> TensorShardingAttr | None:
         op = v.owner
         if op.name in ("sdy.sharding_constraint", "sdy.reshard"):
             return op.attributes["sharding"]  # type: ignore[return-value]
+        if op.name == "sdy.data_flow_edge":
+            s = op.attributes.get("sharding")
+            return s if isinstance(s, TensorShardingAttr) else None
         if op.name in ("sdy.all_gather", "sdy.all_slice", "sdy.reduce_scatter",
                        "sdy.all_reduce", "sdy.all_to_all", "sdy.collective_permute"):
             return op.attributes["out_sharding"]  # type: ignore[return-value]

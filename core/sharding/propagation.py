@@ -234,8 +234,8 @@ class ShardingPropagation:
                 st.sh[a] = s
         ops = [op for op in block.ops]
         ret = ops[-1] if ops and ops[-1].name == "func.return" else None
-        inner = [o for op in ops if op.name == "sdy.manual_computation"
-                 for o in op.regions[0].blocks[0].ops]
+        top = set(ops)
+        inner = [o for o in func.walk() if o is not func and o not in top]
         stand_ins: dict[Operation, list[Value]] = {}
         # one stand-in value per function result, joined to the returned value
         outs = [Value(v.type) for v in ret.operands] if ret is not None else []
@@ -287,8 +287,14 @@ class ShardingPropagation:
                 if op.results[0] in st.sh:
                     op.attributes["sharding"] = st.sh[op.results[0]]
                 continue
+            if op.name == "sdy.data_flow_edge":
+                if op.results[0] in st.sh:
+                    op.attributes["sharding"] = st.sh[op.results[0]]
+                continue
             if op.name in _FIXED or not op.results or mesh_name is None:
                 continue
+            if any(u.owner.name == "sdy.data_flow_edge" for r in op.results for u in r.uses):
+                continue  # its shardings live on its data-flow edges
             shs = [st.sh.get(r) for r in op.results]
             if any(s is not None for s in shs):
                 M.set_op_shardings(op, shs, mesh_name)
@@ -311,6 +317,34 @@ def _seeded(step, value: Value, sharding: TensorShardingAttr):
         return step(st)
 
     return run
+
+
+def _control_flow_edges(op: Operation) -> list:
+    """Data-flow edges of ``case``/``if`` (each result and every branch's returned value)
+    and ``while`` (operand, result, body and condition arguments, body's returned value)."""
+    steps = []
+
+    def join(a: Value, b: Value) -> None:
+        if _rank(a) >= 0 and _rank(b) >= 0 and a.type == b.type:
+            r, slots = _identity_rule(a)
+            steps.append(_step([a, b], slots, r))
+
+    terms = [reg.blocks[0].ops[-1] for reg in op.regions if reg.blocks and reg.blocks[0].ops]
+    if op.name == "stablehlo.while":
+        cond, body = op.regions[0].blocks[0], op.regions[1].blocks[0]
+        ret = body.ops[-1] if body.ops else None
+        for i, r in enumerate(op.results):
+            join(op.operands[i], r)
+            join(r, body.args[i])
+            join(r, cond.args[i])
+            if ret is not None and i < len(ret.operands):
+                join(ret.operands[i], r)
+    else:
+        for i, r in enumerate(op.results):
+            for t in terms:
+                if i < len(t.operands):
+                    join(t.operands[i], r)
+    return steps
 
 
 def _manual_edge(outer: Value, inner: Value, manual: set[str]):
@@ -371,6 +405,9 @@ def _steps(ops: list[Operation], ret, outs: list[Value],
         if op.name == "sdy.sharding_constraint":  # its open dims may grow
             r, slots = _identity_rule(op.operands[0])
             steps.append(_step([op.operands[0], op.results[0]], slots, r))
+            continue
+        if op.name in ("stablehlo.case", "stablehlo.if", "stablehlo.while"):
+            steps += _control_flow_edges(op)
             continue
         if op.name in ("sdy.propagation_barrier", "sdy.data_flow_edge",
                        "sdy.func_data_flow_edge", "stablehlo.optimization_barrier"):
