@@ -185,7 +185,7 @@ def run_propagation_chunk(chunk: str, path: str = "<string>", offset: int = 0) -
     m = parse_module(chunk, path, offset)
     # Shardy propagates axes that split a dimension unevenly (its partitioner pads);
     # oxla's default keeps shards even
-    ShardingPropagation(divisible=False).run(m)
+    ShardingPropagation(divisible=False, sub_axes=True).run(m)
     return filecheck(print_module(m), checks)
 
 

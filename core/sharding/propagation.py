@@ -59,6 +59,7 @@ class _State:
         self.max_priority = -1
         self.priority: int | None = None  # the round's priority (None: all)
         self.divisible = True  # a factor takes an axis only while its size stays divisible
+        self.sub_axes = False  # split axes into sub-axes across compound factors
 
     def get(self, v: Value) -> TensorShardingAttr | None:
         s = self.sh.get(v)
@@ -75,8 +76,13 @@ class _State:
         return TensorShardingAttr(s.mesh, dims, s.replicated, s.unreduced)
 
 
-def _project(s: TensorShardingAttr | None, dims_factors, sizes, mesh) -> dict[int, tuple]:
-    """Axes per factor of a tensor sharded as ``s`` (absent factors: unsharded)."""
+def _project(s: TensorShardingAttr | None, dims_factors, sizes, mesh,
+             split: bool = False) -> dict[int, tuple]:
+    """Axes per factor of a tensor sharded as ``s`` (absent factors: unsharded).
+
+    With ``split``, an axis larger than what a major factor has left is split into
+    sub-axes (``"a":(1)2`` for the factor, ``"a":(2)2`` for the next), as Shardy does.
+    """
     out: dict[int, tuple] = {}
     if s is None:
         return out
@@ -89,9 +95,20 @@ def _project(s: TensorShardingAttr | None, dims_factors, sizes, mesh) -> dict[in
                 out[f] = tuple(axes)
                 break
             got, prod = [], 1
-            while axes and prod < sizes[f] and sizes[f] % (prod * axes[0].size(mesh)) == 0:
-                prod *= axes[0].size(mesh)
-                got.append(axes.pop(0))
+            while axes and prod < sizes[f]:
+                a = axes[0]
+                n = a.size(mesh)
+                if sizes[f] % (prod * n) == 0:
+                    prod *= n
+                    got.append(axes.pop(0))
+                    continue
+                need = sizes[f] // prod
+                if split and sizes[f] % prod == 0 and need > 1 and n % need == 0:
+                    pre = a.sub[0] if a.sub else 1
+                    got.append(AxisRef(a.name, (pre, need)))
+                    axes[0] = AxisRef(a.name, (pre * need, n // need))
+                    prod *= need
+                break
             out[f] = tuple(got)
             if prod < sizes[f]:
                 # the minor factors only shard once this one is full
@@ -99,6 +116,33 @@ def _project(s: TensorShardingAttr | None, dims_factors, sizes, mesh) -> dict[in
                     out[g] = ()
                 break
     return out
+
+
+def _span(a: AxisRef, mesh) -> tuple[int, int]:
+    """The part ``[pre, pre * size)`` of its axis a (sub-)axis covers."""
+    if a.sub is None:
+        return 1, mesh.axis_size(a.name)
+    return a.sub[0], a.sub[0] * a.sub[1]
+
+
+def _overlap(a: AxisRef, b: AxisRef, mesh) -> bool:
+    if a.name != b.name:
+        return False
+    (p1, e1), (p2, e2) = _span(a, mesh), _span(b, mesh)
+    return not (e1 <= p2 or e2 <= p1)
+
+
+def _merge_sub_axes(axes, mesh) -> tuple:
+    out: list[AxisRef] = []
+    for a in axes:
+        if out and out[-1].name == a.name and _span(out[-1], mesh)[1] == _span(a, mesh)[0]:
+            p = _span(out[-1], mesh)[0]
+            e = _span(a, mesh)[1]
+            full = mesh.axis_size(a.name)
+            out[-1] = AxisRef(a.name) if (p, e) == (1, full) else AxisRef(a.name, (p, e // p))
+        else:
+            out.append(a)
+    return tuple(out)
 
 
 def _is_prefix(a: tuple, b: tuple) -> bool:
@@ -128,7 +172,7 @@ def _compose(fs, factor_axes, sizes, mesh) -> tuple:
             prod *= a.size(mesh)
         if prod < sizes[f]:
             break
-    return tuple(axes)
+    return _merge_sub_axes(axes, mesh)
 
 
 def _propagate_op(st: _State, values: list[Value], slots: list, rule: Rule,
@@ -141,9 +185,9 @@ def _propagate_op(st: _State, values: list[Value], slots: list, rule: Rule,
         return False
     mesh = M.mesh_of(TensorShardingAttr(mesh_name, ()), st.table) \
         if isinstance(mesh_name, str) else mesh_name
-    projs = [_project(s, fs, rule.sizes, mesh) for s, fs in zip(shs, slots)]
+    projs = [_project(s, fs, rule.sizes, mesh, st.sub_axes) for s, fs in zip(shs, slots)]
     factor_axes: dict[int, tuple] = {}
-    used: set[str] = set()
+    used: list[AxisRef] = []
     for f in range(len(rule.sizes)):
         if rule.kinds.get(f) == NEED_REPLICATION:
             continue
@@ -151,11 +195,12 @@ def _propagate_op(st: _State, values: list[Value], slots: list, rule: Rule,
         best = _merge(cands)
         keep, prod = [], 1
         for a in best:
-            if a.name in used or (st.divisible and rule.sizes[f] % (prod * a.size(mesh))):
+            if any(_overlap(a, u, mesh) for u in used) or (
+                    st.divisible and rule.sizes[f] % (prod * a.size(mesh))):
                 break
             prod *= a.size(mesh)
             keep.append(a)
-        used.update(a.name for a in keep)
+        used.extend(keep)
         if keep:
             factor_axes[f] = tuple(keep)
     if not factor_axes:
@@ -169,7 +214,7 @@ def _propagate_op(st: _State, values: list[Value], slots: list, rule: Rule,
             continue  # a single-device sharding stays as written
         rank = _rank(v)
         dims = list(cur.dims) if cur is not None else [DimSharding((), False)] * rank
-        taken = {a.name for d in dims for a in d.axes}
+        taken = [a for d in dims for a in d.axes]
         new = list(dims)
         for d in range(rank):
             if d >= len(fs) or dims[d].closed:
@@ -179,11 +224,11 @@ def _propagate_op(st: _State, values: list[Value], slots: list, rule: Rule,
                 extra = [a for a in want[len(dims[d].axes):]]
                 ok = []
                 for a in extra:
-                    if a.name in taken:
+                    if any(_overlap(a, t, mesh) for t in taken):
                         break
                     ok.append(a)
                 if ok:
-                    taken.update(a.name for a in ok)
+                    taken.extend(ok)
                     new[d] = DimSharding(dims[d].axes + tuple(ok), False, dims[d].priority)
         if new != dims:
             st.sh[v] = TensorShardingAttr(cur.mesh if cur is not None else mesh_name,
@@ -212,6 +257,7 @@ class ShardingPropagation:
     max_iterations: int = 50
     divisible: bool = True  # False: Shardy's rule (uneven shards, padded later)
     op_priorities: bool = True  # element-wise ops propagate first (Shardy's default)
+    sub_axes: bool = False  # True: split axes across reshape factors (Shardy's rule)
 
     def run(self, module: Module) -> Module:
         table = M.meshes(module)
@@ -226,6 +272,7 @@ class ShardingPropagation:
     def _run_func(self, func: Operation, table: dict[str, MeshAttr]) -> None:
         st = _State(func, table)
         st.divisible = self.divisible
+        st.sub_axes = self.sub_axes
         block = func.regions[0].blocks[0]
         prios = set()
         for i, a in enumerate(block.args):
