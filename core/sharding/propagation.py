@@ -180,11 +180,20 @@ def _propagate_op(st: _State, values: list[Value], slots: list, rule: Rule,
     """One op: ``values[i]`` has dims->factors ``slots[i]``; tensors in ``fixed`` are
     read but not updated. Returns True when a sharding changed."""
     shs = [st.visible(st.get(v)) for v in values]
-    mesh_name = next((s.mesh for s in shs if s is not None), None)
-    if mesh_name is None:
+
+    def mesh_for(sh):
+        return sh.mesh if isinstance(sh.mesh, MeshAttr) else st.table.get(sh.mesh)
+
+    # a sharding over a mesh without axes says nothing: it is replaced
+    shs = [s if s is not None and (m := mesh_for(s)) is not None and m.axes else None
+           for s in shs]
+    named = [s for s in shs if s is not None]
+    if not named:
         return False
-    mesh = M.mesh_of(TensorShardingAttr(mesh_name, ()), st.table) \
-        if isinstance(mesh_name, str) else mesh_name
+    mesh_name = named[0].mesh
+    mesh = mesh_for(named[0])
+    if any(mesh_for(s).axes != mesh.axes for s in named[1:]):
+        return False  # tensors on different meshes: nothing propagates between them
     projs = [_project(s, fs, rule.sizes, mesh, st.sub_axes) for s, fs in zip(shs, slots)]
     factor_axes: dict[int, tuple] = {}
     used: list[AxisRef] = []
@@ -210,8 +219,13 @@ def _propagate_op(st: _State, values: list[Value], slots: list, rule: Rule,
         if i in fixed or _rank(v) < 0:
             continue
         cur = st.get(v)
-        if cur is None and v in st.sh:
+        if cur is None and v in st.sh and not (len(st.sh[v].dims) == _rank(v) and not (
+                (m := mesh_for(st.sh[v])) is not None and m.axes)):
             continue  # a single-device sharding stays as written
+        if cur is not None and not ((m := mesh_for(cur)) is not None and m.axes):
+            cur = None if not any(d.closed for d in cur.dims) else cur
+            if cur is not None:
+                continue  # closed dims over an empty mesh stay replicated
         rank = _rank(v)
         dims = list(cur.dims) if cur is not None else [DimSharding((), False)] * rank
         taken = [a for d in dims for a in d.axes]
