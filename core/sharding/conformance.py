@@ -174,7 +174,8 @@ def check_directives(chunk: str) -> list[tuple[str, str]]:
     return out
 
 
-def run_propagation_chunk(chunk: str, path: str = "<string>", offset: int = 0) -> CheckResult:
+def run_propagation_chunk(chunk: str, path: str = "<string>", offset: int = 0,
+                          pipeline: bool = False) -> CheckResult:
     """Propagates one chunk and matches its CHECK lines."""
     from oxla.ir import parse_module, print_module
     from oxla.sharding.propagation import ShardingPropagation
@@ -186,7 +187,31 @@ def run_propagation_chunk(chunk: str, path: str = "<string>", offset: int = 0) -
     # Shardy propagates axes that split a dimension unevenly (its partitioner pads);
     # oxla's default keeps shards even
     ShardingPropagation(divisible=False, sub_axes=True).run(m)
+    if pipeline:  # -sdy-propagation-pipeline ends by closing every sharding
+        close_shardings(m)
     return filecheck(print_module(m), checks)
+
+
+def close_shardings(module) -> None:
+    """Removes every open mark (``?``), as the end of Shardy's propagation pipeline."""
+    from oxla.ir import attributes as A
+    from oxla.ir.sdy import DimSharding, ShardingPerValueAttr, TensorShardingAttr
+
+    def close(x):
+        if isinstance(x, TensorShardingAttr):
+            return TensorShardingAttr(x.mesh, tuple(DimSharding(d.axes) for d in x.dims),
+                                      x.replicated, x.unreduced)
+        if isinstance(x, ShardingPerValueAttr):
+            return ShardingPerValueAttr(tuple(close(y) for y in x.shardings))
+        if isinstance(x, A.ArrayAttr):
+            return A.ArrayAttr(tuple(close(y) for y in x))
+        if isinstance(x, A.DictionaryAttr):
+            return A.DictionaryAttr(tuple((k, close(v)) for k, v in x.entries))
+        return x
+
+    for op in module.walk():
+        for k, v in list(op.attributes.items()):
+            op.attributes[k] = close(v)
 
 
 __all__ = ["is_executable_test", "is_propagation_test", "build_executable", "filecheck",
@@ -226,7 +251,8 @@ def run_file(path: str, text: str, backend: str, compiled: bool):
                               chunk)
             name = label.group(1) if label else f"line{offset + 1}"
             try:
-                r = run_propagation_chunk(chunk, path, offset)
+                r = run_propagation_chunk(chunk, path, offset,
+                                          "-sdy-propagation-pipeline" in text.split("\n", 1)[0])
                 res.functions.append(FunctionResult(offset + 1, name,
                                                     "pass" if r.ok else "fail",
                                                     [] if r.ok else [r.message]))

@@ -317,6 +317,16 @@ class ShardingPropagation:
         for s in st.sh.values():
             prios.update(d.priority for d in s.dims if d.priority is not None)
         steps = _steps(ops, ret, outs, stand_ins) + _steps(inner, None, [], {})
+        groups: dict[int, list[Value]] = {}
+        for op in ops + inner:  # values of one sharding group share one sharding
+            if op.name == "sdy.sharding_group":
+                groups.setdefault(op.attributes["group_id"].value, []).append(  # type: ignore
+                    op.operands[0])
+        for members in groups.values():
+            for v in members[1:]:
+                if _rank(v) == _rank(members[0]) >= 0:
+                    r, slots = _identity_rule(v)
+                    steps.append(_step([members[0], v], slots, r))
         # op priorities inside each user priority: element-wise ops (and the edges of
         # returns and constraints) first, then every op
         first = [s for s in steps if getattr(s, "elementwise", True)]
