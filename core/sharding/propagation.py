@@ -278,55 +278,73 @@ class ShardingPropagation:
         if not table and not any("sdy" in str(op.attributes.get("arg_attrs", ""))
                                  for op in module.functions):
             return module
-        for func in module.functions:
-            if func.regions and func.regions[0].blocks:
-                self._run_func(func, table)
+        funcs = [f for f in module.functions if f.regions and f.regions[0].blocks]
+        # one state for the whole module: calls join their operands and results to the
+        # callee's arguments and results
+        self._run_funcs(module, funcs, table)
         return module
 
-    def _run_func(self, func: Operation, table: dict[str, MeshAttr]) -> None:
-        st = _State(func, table)
+    def _run_funcs(self, module: Module, funcs: list[Operation], table) -> None:
+        st = _State(funcs[0] if funcs else None, table)
         st.divisible = self.divisible
         st.sub_axes = self.sub_axes
-        block = func.regions[0].blocks[0]
-        prios = set()
-        for i, a in enumerate(block.args):
-            s = M.arg_sharding(func, i)
-            if s is not None:
-                st.sh[a] = s
-        ops = [op for op in block.ops]
-        ret = ops[-1] if ops and ops[-1].name == "func.return" else None
-        top = set(ops)
-        inner = [o for o in func.walk() if o is not func and o not in top]
-        stand_ins: dict[Operation, list[Value]] = {}
-        # one stand-in value per function result, joined to the returned value
-        outs = [Value(v.type) for v in ret.operands] if ret is not None else []
-        for i, o in enumerate(outs):
-            s = M.result_sharding(func, i)
-            if s is not None:
-                st.sh[o] = s
-        for op in ops + inner:
-            for r in op.results:
-                s = M.value_sharding(r)
+        steps: list = []
+        per_func = []
+        callee_outs: dict[str, tuple[list, list[Value]]] = {}
+        for func in funcs:
+            block = func.regions[0].blocks[0]
+            for i, a in enumerate(block.args):
+                s = M.arg_sharding(func, i)
                 if s is not None:
-                    st.sh[r] = s
-            if op.name == "sdy.manual_computation":
-                ins = op.attributes["in_shardings"].shardings  # type: ignore[attr-defined]
-                stand_ins[op] = [Value(v.type) for v in op.operands]
-                for v, sh in zip(stand_ins[op], ins):
-                    st.sh[v] = sh
+                    st.sh[a] = s
+            ops = [op for op in block.ops]
+            ret = ops[-1] if ops and ops[-1].name == "func.return" else None
+            top = set(ops)
+            inner = [o for o in func.walk() if o is not func and o not in top]
+            stand_ins: dict[Operation, list[Value]] = {}
+            # one stand-in value per function result, joined to the returned value
+            outs = [Value(v.type) for v in ret.operands] if ret is not None else []
+            for i, o in enumerate(outs):
+                s = M.result_sharding(func, i)
+                if s is not None:
+                    st.sh[o] = s
+            for op in ops + inner:
+                for r in op.results:
+                    s = M.value_sharding(r)
+                    if s is not None:
+                        st.sh[r] = s
+                if op.name == "sdy.manual_computation":
+                    ins = op.attributes["in_shardings"].shardings  # type: ignore[attr-defined]
+                    stand_ins[op] = [Value(v.type) for v in op.operands]
+                    for v, sh in zip(stand_ins[op], ins):
+                        st.sh[v] = sh
+            steps += _steps(ops, ret, outs, stand_ins) + _steps(inner, None, [], {})
+            groups: dict[int, list[Value]] = {}
+            for op in ops + inner:  # values of one sharding group share one sharding
+                if op.name == "sdy.sharding_group":
+                    groups.setdefault(op.attributes["group_id"].value, []).append(  # type: ignore
+                        op.operands[0])
+            for members in groups.values():
+                for v in members[1:]:
+                    if _rank(v) == _rank(members[0]) >= 0:
+                        r, slots = _identity_rule(v)
+                        steps.append(_step([members[0], v], slots, r))
+            per_func.append((func, block, ops + inner, outs, stand_ins))
+            callee_outs[func.attributes["sym_name"].value] = (list(block.args), outs)  # type: ignore
+        for _f, _, ops, _, _ in per_func:
+            for op in ops:
+                if op.name != "func.call":
+                    continue
+                target = callee_outs.get(op.attributes["callee"].root)  # type: ignore
+                if target is None:
+                    continue
+                for a, b in list(zip(op.operands, target[0])) + list(zip(op.results, target[1])):
+                    if _rank(a) >= 0 and a.type == b.type:
+                        r, slots = _identity_rule(a)
+                        steps.append(_step([a, b], slots, r))
+        prios = set()
         for s in st.sh.values():
             prios.update(d.priority for d in s.dims if d.priority is not None)
-        steps = _steps(ops, ret, outs, stand_ins) + _steps(inner, None, [], {})
-        groups: dict[int, list[Value]] = {}
-        for op in ops + inner:  # values of one sharding group share one sharding
-            if op.name == "sdy.sharding_group":
-                groups.setdefault(op.attributes["group_id"].value, []).append(  # type: ignore
-                    op.operands[0])
-        for members in groups.values():
-            for v in members[1:]:
-                if _rank(v) == _rank(members[0]) >= 0:
-                    r, slots = _identity_rule(v)
-                    steps.append(_step([members[0], v], slots, r))
         # op priorities inside each user priority: element-wise ops (and the edges of
         # returns and constraints) first, then every op
         first = [s for s in steps if getattr(s, "elementwise", True)]
@@ -341,34 +359,36 @@ class ShardingPropagation:
                         break
         # priorities have done their work: they are dropped, as Shardy does
         st.sh = {v: _no_priorities(s) for v, s in st.sh.items()}
-        for i, a in enumerate(block.args):
-            if a in st.sh and st.sh[a] != M.arg_sharding(func, i):
-                M.set_arg_sharding(func, i, st.sh[a])
-        for i, o in enumerate(outs):
-            if o in st.sh and st.sh[o] != M.result_sharding(func, i):
-                M.set_result_sharding(func, i, st.sh[o])
-        mesh_name = next((s.mesh for s in st.sh.values() if isinstance(s.mesh, str)), None)
-        for op, vals in stand_ins.items():
-            a = op.attributes
-            a["in_shardings"] = ShardingPerValueAttr(tuple(st.sh[v] for v in vals))
-            a["out_shardings"] = ShardingPerValueAttr(tuple(
-                st.sh.get(r, s) for r, s in zip(op.results, a["out_shardings"].shardings)))
-        for op in ops + inner:
-            if op.name == "sdy.sharding_constraint":
-                if op.results[0] in st.sh:
-                    op.attributes["sharding"] = st.sh[op.results[0]]
-                continue
-            if op.name == "sdy.data_flow_edge":
-                if op.results[0] in st.sh:
-                    op.attributes["sharding"] = st.sh[op.results[0]]
-                continue
-            if op.name in _FIXED or not op.results or mesh_name is None:
-                continue
-            if any(u.owner.name == "sdy.data_flow_edge" for r in op.results for u in r.uses):
-                continue  # its shardings live on its data-flow edges
-            shs = [st.sh.get(r) for r in op.results]
-            if any(s is not None for s in shs):
-                M.set_op_shardings(op, shs, mesh_name)
+        for func, block, ops, outs, stand_ins in per_func:
+            _write_back(st, func, block, ops, outs, stand_ins)
+
+
+def _write_back(st: _State, func, block, ops, outs, stand_ins) -> None:
+    """Stores the shardings of one function's values where Shardy keeps them."""
+    for i, a in enumerate(block.args):
+        if a in st.sh and st.sh[a] != M.arg_sharding(func, i):
+            M.set_arg_sharding(func, i, st.sh[a])
+    for i, o in enumerate(outs):
+        if o in st.sh and st.sh[o] != M.result_sharding(func, i):
+            M.set_result_sharding(func, i, st.sh[o])
+    mesh_name = next((s.mesh for s in st.sh.values() if isinstance(s.mesh, str)), None)
+    for op, vals in stand_ins.items():
+        a = op.attributes
+        a["in_shardings"] = ShardingPerValueAttr(tuple(st.sh[v] for v in vals))
+        a["out_shardings"] = ShardingPerValueAttr(tuple(
+            st.sh.get(r, s) for r, s in zip(op.results, a["out_shardings"].shardings)))
+    for op in ops:
+        if op.name in ("sdy.sharding_constraint", "sdy.data_flow_edge"):
+            if op.results[0] in st.sh:
+                op.attributes["sharding"] = st.sh[op.results[0]]
+            continue
+        if op.name in _FIXED or not op.results or mesh_name is None:
+            continue
+        if any(u.owner.name == "sdy.data_flow_edge" for r in op.results for u in r.uses):
+            continue  # its shardings live on its data-flow edges
+        shs = [st.sh.get(r) for r in op.results]
+        if any(s is not None for s in shs):
+            M.set_op_shardings(op, shs, mesh_name)
 
 
 def _no_priorities(s: TensorShardingAttr) -> TensorShardingAttr:
