@@ -1,4 +1,4 @@
-"""Run under mpiexec by test_mpi.py: every rank enters an all-reduce at an MpiGrid,
+"""Run under mpiexec by test_sharding_mpi.py: every rank enters an all-reduce at an MpiGrid,
 except rank VICTIM, which dies (``die``) or never arrives (``hang``)."""
 
 from __future__ import annotations
