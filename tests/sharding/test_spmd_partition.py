@@ -104,3 +104,12 @@ def test_ops_without_a_rule_run_replicated(backend):
     outs, report = run_sharded(PAD_OP, [x], backend)
     np.testing.assert_array_equal(outs[0], x[::-1] + np.arange(8, dtype=np.float32)[:, None])
     assert report.counts() == {"all_gather": 1}
+
+
+def test_compile_sharded_reports_collectives_in_stats(jax_programs):
+    from oxla.sharding.driver import compile_sharded
+
+    exe, report = compile_sharded(parse_module((jax_programs / "mlp_2x2.sdy.mlir").read_text()))
+    assert exe.stats["collectives"] == {"all_reduce": 1}
+    assert exe.stats["collective_bytes"] == 4 * 4 * 4  # the 4x4 f32 local result
+    assert exe.stats["num_devices"] == 4
