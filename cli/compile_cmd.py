@@ -77,8 +77,19 @@ def resolve_frontend(path: str, name: str | None) -> str:
 @click.option("--params-as-inputs", is_flag=True, default=False,
               help="keep parameters and buffers as leading function arguments instead of "
                    "constants (frontends with parameters: torch)")
+@click.option("--mesh", default=None, metavar="AXIS=N,...",
+              help="device mesh for sharding, e.g. data=2,model=2")
+@click.option("--shard", "shards", multiple=True, metavar="TARGET=SPEC",
+              help="annotate a tensor (with --mesh): arg0=data,_ or "
+                   "'param:layers.*.mlp.up_proj.weight=model,_' (see README, Sharding)")
+@click.option("--explain-sharding", is_flag=True, default=False,
+              help="print each op's sharding and each inserted collective with its bytes")
+@click.option("--link-gbps", type=float, default=100.0, show_default=True,
+              help="link bandwidth for --explain-sharding's communication estimate")
 def compile_command(input_path: str, frontend: str | None, backend: str, output: str | None,
-                    emit: str, input_specs: tuple[str, ...], params_as_inputs: bool) -> None:
+                    emit: str, input_specs: tuple[str, ...], params_as_inputs: bool,
+                    mesh: str | None, shards: tuple[str, ...], explain_sharding: bool,
+                    link_gbps: float) -> None:
     """Compile a model file or directory (IN) into a .oxla artifact.
 
     The frontend is detected from IN when --frontend is omitted: .mlir files are
@@ -97,6 +108,14 @@ def compile_command(input_path: str, frontend: str | None, backend: str, output:
     t0 = time.perf_counter()
     module = plugins.get_frontend(name).import_path(input_path, **options)
     import_s = time.perf_counter() - t0
+    report = None
+    from oxla.sharding.driver import is_sharded
+
+    if mesh is not None or shards or explain_sharding or is_sharded(module):
+        from oxla.sharding.driver import shard_module
+
+        module, report = shard_module(module, mesh, list(shards), link_gbps,
+                                      explain=explain_sharding)
     if emit == "stablehlo":
         text = print_module(module)
         if output is None:
@@ -109,7 +128,21 @@ def compile_command(input_path: str, frontend: str | None, backend: str, output:
     if output is None:
         output = os.path.splitext(input_path.rstrip("/" + os.sep) or input_path)[0] + ".oxla"
     exe = oxla.compile(module, backend=backend)
+    if report is not None:
+        from oxla.sharding.cost import summary
+
+        exe.stats.update(summary(report))
     exe.save(output)
+    if report is not None and report.mesh is not None:
+        from oxla.sharding.mpi import write_sidecar
+        from oxla.sharding.run import _entry
+
+        write_sidecar(output, report, _entry(module))
     compile_s = exe.stats.get("compile_seconds", 0.0)
+    sharded = ""
+    if report is not None and report.mesh is not None:
+        counts = ", ".join(f"{k} {v}" for k, v in sorted(report.counts().items())) or "none"
+        sharded = f", per-device program for {report.mesh.num_devices} devices " \
+                  f"(collectives: {counts})"
     click.echo(f"wrote {output}: frontend {name}, backend {exe.backend}, "
-               f"import {import_s:.3f}s, compile {compile_s:.3f}s")
+               f"import {import_s:.3f}s, compile {compile_s:.3f}s{sharded}")

@@ -19,6 +19,7 @@ COMMANDS: dict[str, str] = {
     "opt": "oxla.cli.opt_cmd:opt_command",
     "compile": "oxla.cli.compile_cmd:compile_command",
     "run": "oxla.cli.run_cmd:run_command",
+    "launch": "oxla.cli.launch_cmd:launch_command",
 }
 """Built-in commands: name -> ``"module:attribute"`` of the ``click.Command``."""
 

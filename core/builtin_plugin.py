@@ -72,7 +72,9 @@ def oxla_passes() -> list[PassInfo]:
         return []
     passes = importlib.import_module("oxla.passes")
     provider = getattr(passes, "builtin_passes", None)
-    return list(provider()) if provider is not None else []
+    from oxla.sharding import builtin_passes as sharding_passes
+
+    return (list(provider()) if provider is not None else []) + sharding_passes()
 
 
 @hookimpl

@@ -208,6 +208,10 @@ def run_file(path: str | os.PathLike, backend: str = "interpreter",
         return res
     if compiled is None:
         compiled = backend != "interpreter"
+    from oxla.sharding import conformance as shardy
+
+    if shardy.is_executable_test(text) or shardy.is_propagation_test(text):
+        return shardy.run_file(path, text, backend, compiled)
     try:
         runner = backend_runner(backend) if compiled else _run_interpreter
         grid_run = grid_runner(backend) if compiled else None

@@ -147,5 +147,9 @@ def parse_dialect_attribute(p: Parser, name: str, tok: Token) -> A.Attribute:
             p.expect(">")
             return A.StructAttr(name, (("bounds", tuple(vals)),))
         return A.StructAttr(name, _parse_struct_fields(p, ">"))
+    if name.startswith("sdy."):
+        from oxla.ir.sdy import parse_sdy_attribute
+
+        return parse_sdy_attribute(p, name, tok)
     # Unknown dialect attribute: keep its exact text.
     return A.OpaqueAttr(tok.text + p._balanced_text())

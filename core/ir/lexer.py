@@ -18,7 +18,7 @@ from oxla.ir.location import FileLineColLoc, SourceFile
 _WS_RE = re.compile(r"(?:\s|//[^\n]*)*")
 _TOKEN_RE = re.compile(
     r"""
-    (?:\s|//[^\n]*)*
+    (?:\s|//[^\n]*+)*+
     (?:
     (?P<float>\d+\.\d*(?:[eE][-+]?\d+)?)
   | (?P<hex>0x[0-9a-fA-F]+)

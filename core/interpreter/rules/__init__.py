@@ -18,6 +18,7 @@ _FAMILIES = (
     "collectives",
     "io",
     "chlo",
+    "sdy",
 )
 
 for _name in _FAMILIES:

@@ -1,0 +1,233 @@
+"""What the partitioner emits on each device: its coordinates in the mesh, collectives,
+reshards (``all_gather`` to remove axes, ``dynamic_slice`` to add them), and the report
+of what was inserted (:class:`Collective`, :class:`PartitionReport`).
+
+Device ids come from ``partition_id + replica_id`` (a ``1 x N`` or ``N x 1`` grid);
+collectives carry a ``channel_handle`` and ``use_global_device_ids`` (spec
+"flattened_ids"), their replica groups ordered by shard number.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from oxla.ir import attributes as A
+from oxla.ir import types as T
+from oxla.ir.builder import Builder
+from oxla.ir.operation import Block, Operation, Region, Value
+from oxla.ir.sdy import AxisRef, DimSharding, MeshAttr, TensorShardingAttr
+from oxla.sharding import model as M
+
+I32 = T.IntegerType(32)
+
+
+@dataclass
+class Collective:
+    """One collective the partitioner inserted: kind, bytes each device sends in,
+    its axes, why (``reduction`` or ``reshard``), the op it serves."""
+
+    kind: str
+    bytes: int
+    axes: tuple[str, ...]
+    reason: str
+    op: str
+    group: int = 1
+
+
+@dataclass
+class PartitionReport:
+    """What :func:`partition` did: the mesh, every function's argument and result
+    shardings (to shard inputs and assemble outputs), the inserted collectives."""
+
+    mesh: MeshAttr | None = None
+    in_shardings: dict[str, list] = field(default_factory=dict)
+    out_shardings: dict[str, list] = field(default_factory=dict)
+    global_types: dict[str, tuple] = field(default_factory=dict)
+    collectives: list[Collective] = field(default_factory=list)
+    op_shardings: list[tuple[str, str]] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for c in self.collectives:
+            out[c.kind] = out.get(c.kind, 0) + 1
+        return out
+
+
+def _nbytes(t) -> int:
+    if not isinstance(t, T.TensorType):
+        return 0
+    return t.num_elements * t.element_type.dtype.itemsize
+
+
+def _tensor(shape, et) -> T.TensorType:
+    return T.TensorType(tuple(shape), et)
+
+
+def _replicated(mesh_name, rank: int) -> TensorShardingAttr:
+    return TensorShardingAttr(mesh_name, tuple(DimSharding(()) for _ in range(rank)))
+
+
+def _axes(s: TensorShardingAttr | None, d: int) -> tuple[AxisRef, ...]:
+    if s is None or d >= len(s.dims):
+        return ()
+    return s.dims[d].axes
+
+
+
+class DeviceOps:
+    """Emits per-device code into ``self.b`` for a mesh ``self.mesh``; subclasses set
+    ``mesh``, ``b``, ``report``, ``channel`` and ``_coords``."""
+
+    mesh: MeshAttr
+    b: Builder
+    report: PartitionReport
+    channel: list[int]
+    _coords: dict[str, Value]
+
+    # -- device coordinates and collectives ---------------------------------------
+    def _mk(self, name: str, operands, types, attrs=None, regions=()) -> Operation:
+        return self.b.insert(Operation.create(name, operands, types, attrs, regions))
+
+    def _const_i32(self, v: int) -> Value:
+        return self.b.constant(np.array(v, dtype=np.int32))
+
+    def coord(self, a: AxisRef) -> Value:
+        key = str(a)
+        if key in self._coords:
+            return self._coords[key]
+        if "__pos" not in self._coords:
+            # the device id on a 1 x N grid (partitions) or an N x 1 grid (replicas)
+            u32 = _tensor((), T.IntegerType(32, unsigned=True))
+            pid = self._mk("stablehlo.partition_id", [], [u32]).results[0]
+            rid = self._mk("stablehlo.replica_id", [], [u32]).results[0]
+            pos = self.b.add(self.b.convert(pid, I32), self.b.convert(rid, I32))
+            self._coords["__dev"] = pos
+            if self.mesh.device_ids is not None:
+                inv = np.zeros(self.mesh.num_devices, dtype=np.int32)
+                for p, d in enumerate(self.mesh.device_ids):
+                    inv[d] = p
+                table = self.b.constant(inv)
+                one = self._mk("stablehlo.dynamic_slice", [table, pos],
+                                    [_tensor((1,), I32)],
+                                    {"slice_sizes": A.i64_array((1,))}).results[0]
+                pos = self.b.reshape(one, ())
+            self._coords["__pos"] = pos
+        pos = self._coords["__pos"]
+        stride = 1
+        names = self.mesh.names
+        for n in names[names.index(a.name) + 1:]:
+            stride *= self.mesh.axis_size(n)
+        size = self.mesh.axis_size(a.name)
+        if a.sub is not None:
+            pre, sub = a.sub
+            stride *= size // (pre * sub)
+            size = sub
+        c = self.b.divide(pos, self._const_i32(stride))
+        c = self.b.remainder(c, self._const_i32(size))
+        self._coords[key] = c
+        return c
+
+    def shard_number(self, axes) -> Value:
+        idx = self._const_i32(0)
+        for a in axes:
+            idx = self.b.add(self.b.multiply(idx, self._const_i32(a.size(self.mesh))),
+                             self.coord(a))
+        return idx
+
+    def _groups_attr(self, axes) -> A.DenseElementsAttr:
+        groups = M.device_groups(axes, self.mesh)
+        arr = np.array(groups, dtype=np.int64)
+        return A.dense(arr, _tensor(arr.shape, T.IntegerType(64)))
+
+    def _channel(self) -> A.StructAttr:
+        self.channel[0] += 1
+        return A.StructAttr("stablehlo.channel_handle", (("handle", self.channel[0]),
+                                                        ("type", 1)))
+
+    def all_reduce(self, x: Value, axes, body: Region | None, reason: str, why: str) -> Value:
+        et = x.type.element_type
+        if body is None:
+            blk = Block()
+            s = _tensor((), et)
+            a0, a1 = blk.add_arg(s), blk.add_arg(s)
+            bb = Builder.at_end(blk)
+            bb.insert(Operation.create("stablehlo.return", [bb.add(a0, a1)]))
+            body = Region()
+            body.add_block(blk)
+        op = self._mk("stablehlo.all_reduce", [x], [x.type], {
+            "replica_groups": self._groups_attr(axes), "channel_handle": self._channel(),
+            "use_global_device_ids": A.UnitAttr()}, regions=[body])
+        self._record("all_reduce", x.type, axes, reason, why)
+        return op.results[0]
+
+    def _record(self, kind, t, axes, reason, why) -> None:
+        self.report.collectives.append(Collective(kind, _nbytes(t), tuple(str(a) for a in axes),
+                                                  reason, why, self._count(axes)))
+
+    # -- resharding -----------------------------------------------------------------
+    def reshard(self, x: Value, cur: TensorShardingAttr | None, tgt: TensorShardingAttr | None,
+                gshape, why: str) -> Value:
+        rank = len(gshape)
+        gather: dict[int, tuple] = {}
+        add: dict[int, tuple] = {}
+        for d in range(rank):
+            c, t = _axes(cur, d), _axes(tgt, d)
+            if c == t:
+                continue
+            if t[:len(c)] == c:
+                add[d] = t
+            elif c[:len(t)] == t:
+                gather[d] = (t, c[len(t):])
+            else:
+                gather[d] = ((), c)
+                if t:
+                    add[d] = t
+        now = [list(_axes(cur, d)) for d in range(rank)]
+        for d, (keep, extra) in gather.items():
+            now[d] = list(keep)
+            shape = [gshape[k] // self._count(now[k]) for k in range(rank)]
+            op = self._mk("stablehlo.all_gather", [x], [_tensor(shape, x.type.element_type)], {
+                "all_gather_dim": A.i64_attr(d), "replica_groups": self._groups_attr(extra),
+                "channel_handle": self._channel(), "use_global_device_ids": A.UnitAttr()})
+            self._record("all_gather", x.type, extra, "reshard", why)
+            x = op.results[0]
+        if add:
+            starts = []
+            for d in range(rank):
+                if d in add:
+                    new_local = gshape[d] // self._count(add[d])
+                    extra = add[d][len(now[d]):]
+                    idx = self.shard_number(extra)
+                    starts.append(self.b.multiply(idx, self._const_i32(new_local)))
+                    now[d] = list(add[d])
+                else:
+                    starts.append(self._const_i32(0))
+            shape = [gshape[k] // self._count(now[k]) for k in range(rank)]
+            x = self._mk("stablehlo.dynamic_slice", [x, *starts],
+                              [_tensor(shape, x.type.element_type)],
+                              {"slice_sizes": A.i64_array(shape)}).results[0]
+        return x
+
+    def _count(self, axes) -> int:
+        n = 1
+        for a in axes:
+            n *= a.size(self.mesh)
+        return n
+
+
+    def broadcast_from(self, x: Value, device: int, why: str) -> Value:
+        """Every device gets ``x`` as computed on ``device`` (masked all-reduce)."""
+        if not isinstance(x.type, T.TensorType):
+            return x
+        self.coord(AxisRef(self.mesh.names[0])) if self.mesh.names else None
+        dev = self._coords["__dev"]
+        is_k = self.b.compare("EQ", dev, self._const_i32(device))
+        mask = self.b.broadcast_in_dim(is_k, x.type.shape, ())
+        zero = self.b.constant(np.zeros((), x.type.element_type.dtype), x.type.element_type)
+        zeros = self.b.broadcast_in_dim(zero, x.type.shape, ())
+        picked = self.b.select(mask, x, zeros)
+        return self.all_reduce(picked, tuple(AxisRef(n) for n in self.mesh.names), None,
+                               "broadcast", why)
+

@@ -1,0 +1,236 @@
+"""One step of sharding propagation: an op's factor shardings (Shardy's model).
+
+:func:`propagate_op` projects the shardings of an op's operands and results onto the
+factors of its rule, picks each factor's axes (the longest compatible list), and
+writes them back into every open dimension. :mod:`oxla.sharding.propagation` runs
+these steps to a fixed point; the partitioner reuses :func:`project` and
+:func:`compose` to read an op's factor shardings.
+"""
+
+from __future__ import annotations
+
+from oxla.ir import types as T
+from oxla.ir.operation import Operation, Value
+from oxla.ir.sdy import AxisRef, DimSharding, MeshAttr, TensorShardingAttr
+from oxla.sharding.rules import NEED_REPLICATION, Rule
+
+
+def _rank(v: Value) -> int:
+    return len(v.type.shape) if isinstance(v.type, T.TensorType) else -1
+
+
+class _State:
+    """The shardings of one function's values while propagation runs."""
+
+    def __init__(self, func: Operation, table: dict[str, MeshAttr]):
+        self.func = func
+        self.table = table
+        self.sh: dict[Value, TensorShardingAttr] = {}
+        self.ret: list[TensorShardingAttr | None] = []
+        self.max_priority = -1
+        self.priority: int | None = None  # the round's priority (None: all)
+        self.divisible = True  # a factor takes an axis only while its size stays divisible
+        self.sub_axes = False  # split axes into sub-axes across compound factors
+
+    def get(self, v: Value) -> TensorShardingAttr | None:
+        s = self.sh.get(v)
+        if s is not None and len(s.dims) != _rank(v):
+            return None  # a single-device sharding (``[]`` on a mesh without axes)
+        return s
+
+    def visible(self, s: TensorShardingAttr | None) -> TensorShardingAttr | None:
+        """``s`` as seen in this round (dims of a later priority hidden)."""
+        if s is None or self.priority is None:
+            return s
+        dims = tuple(d if d.priority is None or d.priority <= self.priority
+                     else DimSharding((), False) for d in s.dims)
+        return TensorShardingAttr(s.mesh, dims, s.replicated, s.unreduced)
+
+
+def _project(s: TensorShardingAttr | None, dims_factors, sizes, mesh,
+             split: bool = False) -> dict[int, tuple]:
+    """Axes per factor of a tensor sharded as ``s`` (absent factors: unsharded).
+
+    With ``split``, an axis larger than what a major factor has left is split into
+    sub-axes (``"a":(1)2`` for the factor, ``"a":(2)2`` for the next), as Shardy does.
+    """
+    out: dict[int, tuple] = {}
+    if s is None:
+        return out
+    for d, fs in enumerate(dims_factors):
+        if d >= len(s.dims) or not fs:
+            continue
+        axes = list(s.dims[d].axes)
+        for k, f in enumerate(fs):
+            if k == len(fs) - 1:
+                out[f] = tuple(axes)
+                break
+            got, prod = [], 1
+            while axes and prod < sizes[f]:
+                a = axes[0]
+                n = a.size(mesh)
+                if sizes[f] % (prod * n) == 0:
+                    prod *= n
+                    got.append(axes.pop(0))
+                    continue
+                need = sizes[f] // prod
+                if split and sizes[f] % prod == 0 and need > 1 and n % need == 0:
+                    pre = a.sub[0] if a.sub else 1
+                    got.append(AxisRef(a.name, (pre, need)))
+                    axes[0] = AxisRef(a.name, (pre * need, n // need))
+                    prod *= need
+                break
+            out[f] = tuple(got)
+            if prod < sizes[f]:
+                # the minor factors only shard once this one is full
+                for g in fs[k + 1:]:
+                    out[g] = ()
+                break
+    return out
+
+
+def _span(a: AxisRef, mesh) -> tuple[int, int]:
+    """The part ``[pre, pre * size)`` of its axis a (sub-)axis covers."""
+    if a.sub is None:
+        return 1, mesh.axis_size(a.name)
+    return a.sub[0], a.sub[0] * a.sub[1]
+
+
+def _overlap(a: AxisRef, b: AxisRef, mesh) -> bool:
+    if a.name != b.name:
+        return False
+    (p1, e1), (p2, e2) = _span(a, mesh), _span(b, mesh)
+    return not (e1 <= p2 or e2 <= p1)
+
+
+def _merge_sub_axes(axes, mesh) -> tuple:
+    out: list[AxisRef] = []
+    for a in axes:
+        if out and out[-1].name == a.name and _span(out[-1], mesh)[1] == _span(a, mesh)[0]:
+            p = _span(out[-1], mesh)[0]
+            e = _span(a, mesh)[1]
+            full = mesh.axis_size(a.name)
+            out[-1] = AxisRef(a.name) if (p, e) == (1, full) else AxisRef(a.name, (p, e // p))
+        else:
+            out.append(a)
+    return tuple(out)
+
+
+def _is_prefix(a: tuple, b: tuple) -> bool:
+    return len(a) <= len(b) and b[:len(a)] == a
+
+
+def _merge(cands: list[tuple]) -> tuple:
+    best: tuple = ()
+    for c in cands:
+        if _is_prefix(best, c):
+            best = c
+        elif not _is_prefix(c, best):
+            k = 0
+            while k < min(len(c), len(best)) and c[k] == best[k]:
+                k += 1
+            best = best[:k]
+    return best
+
+
+def _compose(fs, factor_axes, sizes, mesh) -> tuple:
+    axes: list[AxisRef] = []
+    for f in fs:
+        ax = factor_axes.get(f, ())
+        axes.extend(ax)
+        prod = 1
+        for a in ax:
+            prod *= a.size(mesh)
+        if prod < sizes[f]:
+            break
+    return _merge_sub_axes(axes, mesh)
+
+
+def _propagate_op(st: _State, values: list[Value], slots: list, rule: Rule,
+                  fixed: set[int]) -> bool:
+    """One op: ``values[i]`` has dims->factors ``slots[i]``; tensors in ``fixed`` are
+    read but not updated. Returns True when a sharding changed."""
+    shs = [st.visible(st.get(v)) for v in values]
+
+    def mesh_for(sh):
+        return sh.mesh if isinstance(sh.mesh, MeshAttr) else st.table.get(sh.mesh)
+
+    # a sharding over a mesh without axes says nothing: it is replaced
+    shs = [s if s is not None and (m := mesh_for(s)) is not None and m.axes else None
+           for s in shs]
+    named = [s for s in shs if s is not None]
+    if not named:
+        return False
+    mesh_name = named[0].mesh
+    mesh = mesh_for(named[0])
+    if any(mesh_for(s).axes != mesh.axes for s in named[1:]):
+        return False  # tensors on different meshes: nothing propagates between them
+    projs = [_project(s, fs, rule.sizes, mesh, st.sub_axes) for s, fs in zip(shs, slots)]
+    factor_axes: dict[int, tuple] = {}
+    used: list[AxisRef] = []
+    for f in range(len(rule.sizes)):
+        if rule.kinds.get(f) == NEED_REPLICATION:
+            continue
+        cands = [p[f] for p in projs if f in p]
+        best = _merge(cands)
+        keep, prod = [], 1
+        for a in best:
+            if any(_overlap(a, u, mesh) for u in used) or (
+                    st.divisible and rule.sizes[f] % (prod * a.size(mesh))):
+                break
+            prod *= a.size(mesh)
+            keep.append(a)
+        used.extend(keep)
+        if keep:
+            factor_axes[f] = tuple(keep)
+    if not factor_axes:
+        return False
+    changed = False
+    for i, (v, fs) in enumerate(zip(values, slots)):
+        if i in fixed or _rank(v) < 0:
+            continue
+        cur = st.get(v)
+        if cur is None and v in st.sh and not (len(st.sh[v].dims) == _rank(v) and not (
+                (m := mesh_for(st.sh[v])) is not None and m.axes)):
+            continue  # a single-device sharding stays as written
+        if cur is not None and not ((m := mesh_for(cur)) is not None and m.axes):
+            cur = None if not any(d.closed for d in cur.dims) else cur
+            if cur is not None:
+                continue  # closed dims over an empty mesh stay replicated
+        rank = _rank(v)
+        dims = list(cur.dims) if cur is not None else [DimSharding((), False)] * rank
+        taken = [a for d in dims for a in d.axes]
+        new = list(dims)
+        for d in range(rank):
+            if d >= len(fs) or dims[d].closed:
+                continue
+            want = _compose(fs[d], factor_axes, rule.sizes, mesh)
+            if len(want) > len(dims[d].axes) and _is_prefix(dims[d].axes, want):
+                extra = [a for a in want[len(dims[d].axes):]]
+                ok = []
+                for a in extra:
+                    if any(_overlap(a, t, mesh) for t in taken):
+                        break
+                    ok.append(a)
+                if ok:
+                    taken.extend(ok)
+                    new[d] = DimSharding(dims[d].axes + tuple(ok), False, dims[d].priority)
+        if new != dims:
+            st.sh[v] = TensorShardingAttr(cur.mesh if cur is not None else mesh_name,
+                                          tuple(new), cur.replicated if cur else (),
+                                          cur.unreduced if cur else ())
+            changed = True
+    return changed
+
+
+def _identity_rule(v: Value) -> tuple[Rule, list]:
+    r = Rule()
+    fs = [(r.factor(s),) for s in v.type.shape]
+    return r, [fs, fs]
+
+
+project = _project
+compose = _compose
+propagate_op = _propagate_op
+
+__all__ = ["project", "compose", "propagate_op"]

@@ -1,0 +1,265 @@
+"""Running a partitioned program with one MPI process per device (mpi4py + mpich).
+
+``oxla compile --mesh ...`` writes the per-device program and, beside it,
+``OUT.oxla.sharding.json``: the mesh, how every input and output is sharded, and the
+MPI library the program was built for (implementation and ABI; MPICH and Open MPI
+differ in handle types and constants, so a mismatch at run time is refused).
+
+``oxla launch -n N OUT.oxla --input ...`` runs ``mpiexec -n N`` (the one installed
+with the ``mpich`` wheel) on :func:`main`: each rank loads the artifact, reads the
+whole inputs and keeps its shard, runs the program as device ``rank`` and sends its
+results to rank 0, which assembles and writes them.
+
+Collectives: the program's collective ops meet at a :class:`MpiGrid` (the same
+rendezvous interface as the in-process grids of the interpreter and the cpu
+backend), which exchanges the values with non-blocking ``MPI_Iallgather`` polled
+against a deadline (``OXLA_COLLECTIVE_TIMEOUT`` seconds, default 300): a rank that
+died or never arrives ends every rank with an error naming the op and the rank, then
+``MPI_Abort`` (never a hang). The values go through Python and mpi4py; collectives
+called from compiled code through MPI's C ABI (no Python on the hot path) are later
+work.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+from oxla.errors import OxlaError
+from oxla.interpreter.rendezvous import ProcessId, Rendezvous
+
+SIDECAR = ".sharding.json"
+
+
+def mpi_library() -> dict[str, str] | None:
+    """``{"implementation", "version", "abi"}`` of the installed MPI, or None."""
+    try:
+        from mpi4py import MPI
+    except ImportError:
+        return None
+    text = MPI.Get_library_version()
+    impl = "MPICH" if "MPICH" in text else "Open MPI" if "Open MPI" in text else \
+        text.split()[0] if text.split() else "unknown"
+    abi = ""
+    for line in text.splitlines():
+        if "ABI" in line and ":" in line:
+            abi = line.split(":", 1)[1].strip()
+    version = text.splitlines()[0].split(":", 1)[-1].strip() if text else ""
+    return {"implementation": impl, "version": version, "abi": abi}
+
+
+def write_sidecar(path: str, report, entry: str) -> str:
+    """Writes ``path + .sharding.json`` for an artifact at ``path``; returns its path."""
+    from oxla.sharding.partition import PartitionReport
+
+    assert isinstance(report, PartitionReport)
+    mesh = report.mesh
+    ins, outs = report.global_types[entry]
+
+    def item(t, s):
+        return {"shape": list(t.shape), "type": str(t),
+                "sharding": str(s) if s is not None else None}
+
+    data = {
+        "format": 1, "entry": entry, "mpi": mpi_library(),
+        "mesh": {"axes": [list(a) for a in mesh.axes],
+                 "device_ids": list(mesh.device_ids) if mesh.device_ids else None},
+        "inputs": [item(t, s) for t, s in zip(ins, report.in_shardings[entry])],
+        "outputs": [item(t, s) for t, s in zip(outs, report.out_shardings[entry])],
+        "collectives": report.counts(),
+    }
+    out = path + SIDECAR
+    with open(out, "w") as f:
+        json.dump(data, f, indent=1)
+    return out
+
+
+def read_sidecar(path: str) -> dict:
+    """The sharding description of artifact ``path``.
+
+    Raises:
+        OxlaError: the artifact was not compiled with ``--mesh``/shardings.
+    """
+    side = path + SIDECAR
+    if not os.path.exists(side):
+        raise OxlaError(f"'{path}' has no '{os.path.basename(side)}': compile it with "
+                        "oxla compile --mesh ... (or from a sharded program) first")
+    with open(side) as f:
+        return json.load(f)
+
+
+def check_library(recorded: dict | None) -> None:
+    """Refuses to run under another MPI than the one the artifact records.
+
+    Raises:
+        OxlaError: one line naming both.
+    """
+    have = mpi_library()
+    if have is None:
+        raise OxlaError("mpi4py is not installed; pip install mpi4py mpich")
+    if recorded and (recorded.get("implementation") != have["implementation"]
+                     or (recorded.get("abi") and recorded.get("abi") != have["abi"])):
+        raise OxlaError(f"the artifact was built for {recorded['implementation']} (ABI "
+                        f"{recorded.get('abi') or '?'}), but this run uses "
+                        f"{have['implementation']} (ABI {have['abi'] or '?'}); recompile it "
+                        "or run it with the matching mpiexec")
+
+
+class MpiGrid(Rendezvous):
+    """A ``1 x size`` grid whose processes are MPI ranks (process ``(0, rank)``).
+
+    ``rendezvous`` exchanges every rank's value with ``MPI_Iallgather`` on
+    ``COMM_WORLD`` (every rank of an SPMD program reaches every collective) and keeps
+    the group's; waiting is polled against ``timeout``.
+    """
+
+    def __init__(self, comm, timeout: float):
+        super().__init__(1, comm.Get_size(), timeout)
+        self.comm = comm
+        self.rank = comm.Get_rank()
+
+    def _wait_all(self, reqs, what: str) -> None:
+        from mpi4py import MPI
+
+        deadline = time.monotonic() + self.timeout
+        while not MPI.Request.Testall(reqs):
+            if time.monotonic() > deadline:
+                sys.stderr.write(f"error: {what} on rank {self.rank} did not complete within "
+                                 f"{self.timeout:g}s (OXLA_COLLECTIVE_TIMEOUT): a rank died or "
+                                 "never arrived; aborting every rank\n")
+                sys.stderr.flush()
+                self.comm.Abort(3)
+            time.sleep(0.0005)
+
+    def allgather(self, value: Any, what: str) -> list:
+        from mpi4py import MPI
+
+        blob = np.frombuffer(pickle.dumps(value, protocol=5), dtype=np.uint8)
+        n = self.comm.Get_size()
+        sizes = np.zeros(n, dtype=np.int64)
+        req = self.comm.Iallgather(np.array([blob.size], dtype=np.int64), sizes)
+        self._wait_all([req], what)
+        buf = np.empty(int(sizes.sum()), dtype=np.uint8)
+        displ = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        req = self.comm.Iallgatherv(blob, [buf, sizes, displ, MPI.BYTE])
+        self._wait_all([req], what)
+        return [pickle.loads(buf[displ[i]:displ[i] + sizes[i]].tobytes()) for i in range(n)]
+
+    def rendezvous(self, kind: str, channel_id: int, group, process: ProcessId,
+                   value: Any) -> dict[ProcessId, Any]:
+        got = self.allgather(value, f"'{kind}' (channel {channel_id})")
+        return {p: got[p[1]] for p in group}
+
+    def abort(self, exc: BaseException) -> None:
+        super().abort(exc)
+
+
+def _timeout() -> float:
+    try:
+        return float(os.environ.get("OXLA_COLLECTIVE_TIMEOUT", "300"))
+    except ValueError:
+        raise OxlaError("OXLA_COLLECTIVE_TIMEOUT must be a number of seconds") from None
+
+
+def run_rank(path: str, inputs: list[np.ndarray]) -> list[np.ndarray] | None:
+    """Runs artifact ``path`` as this MPI rank's device; returns the global outputs on
+    rank 0 (None elsewhere).
+
+    Raises:
+        OxlaError: a rank count other than the mesh's, an MPI mismatch, bad inputs.
+    """
+    from mpi4py import MPI
+
+    import oxla
+    from oxla.ir import parse_attribute
+    from oxla.ir.sdy import MeshAttr
+    from oxla.sharding import model as M
+
+    side = read_sidecar(path)
+    check_library(side.get("mpi"))
+    comm = MPI.COMM_WORLD
+    rank, size = comm.Get_rank(), comm.Get_size()
+    mesh = MeshAttr(tuple((a, int(k)) for a, k in side["mesh"]["axes"]),
+                    tuple(side["mesh"]["device_ids"]) if side["mesh"]["device_ids"] else None)
+    if size != mesh.num_devices:
+        raise OxlaError(f"'{path}' is a program for {mesh.num_devices} devices, but "
+                        f"{size} ranks run it; use oxla launch -n {mesh.num_devices}")
+    if len(inputs) != len(side["inputs"]):
+        raise OxlaError(f"'{path}' takes {len(side['inputs'])} inputs, {len(inputs)} given")
+    local = []
+    for x, spec in zip(inputs, side["inputs"]):
+        if list(x.shape) != spec["shape"]:
+            raise OxlaError(f"input of shape {list(x.shape)}, expected {spec['shape']}")
+        s = parse_attribute(spec["sharding"]) if spec["sharding"] else None
+        local.append(M.shard_array(x, s, mesh)[rank])
+    exe = oxla.load(path)
+    grid = MpiGrid(comm, _timeout())
+    outs = _call(exe, local, grid, rank)
+    got = comm.gather([np.asarray(o) for o in outs], root=0)
+    if rank != 0:
+        return None
+    result = []
+    for i, spec in enumerate(side["outputs"]):
+        s = parse_attribute(spec["sharding"]) if spec["sharding"] else None
+        result.append(M.unshard_array([g[i] for g in got], s, mesh, spec["shape"]))
+    return result
+
+
+def _call(exe, args: list, grid: MpiGrid, rank: int) -> list:
+    """Calls ``exe`` as process ``(0, rank)`` of ``grid``."""
+    if exe.backend == "interpreter":
+        from oxla.interpreter import Context, run_function
+
+        ctx = Context(module=exe.module, process=(0, rank), grid=grid)
+        return list(run_function(exe.module, exe.entry, args, ctx))
+    if exe.backend == "cpu":
+        # the cpu backend's collective runtime runs the caller as the process its
+        # thread-local member names (what its run_parallel sets per thread)
+        from oxla_backend_cpu import collectives_runtime as rt
+
+        rt._local.member = (grid, (0, rank))
+        try:
+            return list(exe(*args))
+        finally:
+            rt._local.member = None
+    raise OxlaError(f"backend '{exe.backend}' cannot run under MPI yet (interpreter, cpu)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m oxla.sharding.mpi ARTIFACT --input a.npy ... [--output out.npz]``
+    (what ``oxla launch`` runs on every rank)."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="oxla launch")
+    ap.add_argument("artifact")
+    ap.add_argument("--input", action="append", default=[])
+    ap.add_argument("--output", default=None)
+    a = ap.parse_args(argv)
+    try:
+        inputs = [np.load(p, allow_pickle=False) for p in a.input]
+        outs = run_rank(a.artifact, inputs)
+    except OxlaError as e:  # the same on every rank: rank 0 says it
+        from mpi4py import MPI
+
+        if MPI.COMM_WORLD.Get_rank() == 0:
+            sys.stderr.write(e.one_line() + "\n")
+        return 2
+    if outs is not None:
+        for i, o in enumerate(outs):
+            print(f"result{i}: {o.dtype}{list(o.shape)}")
+        if a.output:
+            if a.output.endswith(".npy") and len(outs) == 1:
+                np.save(a.output, outs[0])
+            else:
+                np.savez(a.output, **{f"result{i}": o for i, o in enumerate(outs)})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,380 @@
+"""The SPMD partitioner: a sharded module -> one per-device program (XLA's
+``SpmdPartitioner``, Shardy's ``insert-explicit-reshards`` + ``reshard-to-collectives``
++ ``convert-global-to-local`` in one walk).
+
+Every value gets a local shape (its global shape divided by its shard counts). Each op
+is partitioned through its factor rule: the factors take the axes of the op's result
+shardings (a reduction factor those of its operands); an operand whose sharding
+differs from what the factors imply is *resharded* first; the op then runs on local
+shapes, and a sharded reduction factor (a dot's contracting dimension, a reduce's
+reduced dimension) is completed by an ``all_reduce`` over its axes. Resharding is
+``all_gather`` for axes to remove, a ``dynamic_slice`` at the device's shard offset
+for axes to add (no communication). Ops without a rule run replicated on the global
+shapes (every operand gathered). ``sdy.manual_computation`` bodies are inlined as they
+are (they are per-device code with explicit collectives).
+
+Device coordinates come from ``stablehlo.partition_id``; collectives use
+``channel_handle`` with ``use_global_device_ids`` (spec "flattened_ids": partition ids
+are device ids, one replica).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from oxla.errors import NotSupportedError
+from oxla.ir import attributes as A
+from oxla.ir import types as T
+from oxla.ir.builder import Builder
+from oxla.ir.operation import Block, Module, Operation, Value
+from oxla.ir.sdy import DimSharding, MeshAttr, TensorShardingAttr
+from oxla.sharding import model as M
+from oxla.sharding.collectives import (  # noqa: F401  (re-exported)
+    Collective,
+    DeviceOps,
+    PartitionReport,
+    _axes,
+    _replicated,
+    _tensor,
+)
+from oxla.sharding.factors import compose as _compose
+from oxla.sharding.factors import project as _project
+from oxla.sharding.rules import NEED_REPLICATION, REDUCTION, rule_for
+
+I32 = T.IntegerType(32)
+_REDUCING = {"stablehlo.dot_general", "stablehlo.reduce", "stablehlo.convolution"}
+_GLOBAL_OPS = {"stablehlo.iota", "stablehlo.constant", "sdy.constant", "stablehlo.rng",
+               "stablehlo.rng_bit_generator"}
+
+
+class _FuncPartitioner(DeviceOps):
+    def __init__(self, func: Operation, mesh: MeshAttr, mesh_name: str,
+                 report: PartitionReport, channel: list[int], tables=None):
+        self.func = func
+        self.tables = tables or {}
+        self.mesh = mesh
+        self.mesh_name = mesh_name
+        self.report = report
+        self.channel = channel
+        self.vals: dict[Value, tuple[Value, TensorShardingAttr | None]] = {}
+        self._coords: dict[str, Value] = {}
+        self.complete: set[Value] = set()  # results of ops run whole (replicated)
+        self.block = Block()
+        self.b = Builder.at_end(self.block)
+
+    def get(self, v: Value, tgt: TensorShardingAttr | None, why: str) -> Value:
+        """The local value of ``v`` sharded as ``tgt`` (resharding when needed)."""
+        local, cur = self.vals[v]
+        if not isinstance(v.type, T.TensorType):
+            return local
+        if _same(cur, tgt, len(v.type.shape)):
+            return local
+        return self.reshard(local, cur, tgt, v.type.shape, why)
+
+    def local_type(self, t, sh):
+        if not isinstance(t, T.TensorType):
+            return t
+        return _tensor(M.local_shape(t.shape, sh, self.mesh), t.element_type)
+
+    # -- the walk ---------------------------------------------------------------------
+    def run(self) -> None:
+        f = self.func
+        old = f.regions[0].blocks[0]
+        name = f.attributes["sym_name"].value  # type: ignore[attr-defined]
+        ft = f.attributes["function_type"].type  # type: ignore[attr-defined]
+        ins = [M.arg_sharding(f, i) for i in range(len(old.args))]
+        outs = [M.result_sharding(f, i) for i in range(len(ft.results))]
+        self.report.in_shardings[name] = ins
+        self.report.out_shardings[name] = outs
+        self.report.global_types[name] = (tuple(ft.inputs), tuple(ft.results))
+        for a, s in zip(old.args, ins):
+            self.vals[a] = (self.block.add_arg(self.local_type(a.type, s)), s)
+        for op in list(old.ops):
+            self.op(op, outs)
+        region = f.regions[0]
+        region.blocks = []
+        region.add_block(self.block)
+        new_ft = T.FunctionType(tuple(a.type for a in self.block.args),
+                                tuple(v.type for v in self.block.ops[-1].operands))
+        f.attributes["function_type"] = A.TypeAttr(new_ft)
+        for i in range(len(ins)):
+            M.set_arg_sharding(f, i, None)
+        for i in range(len(outs)):
+            M.set_result_sharding(f, i, None)
+
+    def op(self, op: Operation, outs) -> None:
+        n = op.name
+        why = n
+        if n == "func.return":
+            vals = [self.get(v, s, "return") for v, s in zip(op.operands, outs)]
+            self._mk("func.return", vals, [])
+            return
+        if n in ("sdy.sharding_constraint", "sdy.reshard"):
+            s = op.attributes["sharding"]
+            self.vals[op.results[0]] = (self.get(op.operands[0], s, n), s)
+            return
+        if n in ("sdy.all_reduce", "sdy.reduce_scatter"):
+            x, cur = self.vals[op.operands[0]]
+            key = "reduction_axes" if n == "sdy.all_reduce" else "reduce_scatter_axes"
+            a = op.attributes[key]
+            axes = a.axes if hasattr(a, "axes") else tuple(x for d in a.dims for x in d)
+            # a value the partitioner computed whole (an op run replicated) is already
+            # the sum the explicit all-reduce asks for
+            if axes and op.operands[0] not in self.complete:
+                x = self.all_reduce(x, axes, None, "reduction", n)
+            s = op.attributes["out_sharding"]
+            self.vals[op.results[0]] = (x, cur)
+            self.vals[op.results[0]] = (self.get(op.results[0], s, n), s)
+            return
+        if n == "sdy.constant":
+            c = Operation.create("stablehlo.constant", [], [op.results[0].type],
+                                 {"value": op.attributes["value"]}, loc=op.loc)
+            self.b.insert(c)
+            self.vals[op.results[0]] = (c.results[0], None)
+            return
+        single = self._single_device(op)
+        if single is not None:
+            self.replicated(op)
+            for r in op.results:
+                lv, sh = self.vals[r]
+                self.vals[r] = (self.broadcast_from(lv, single, n), sh)
+            return
+        if n in ("sdy.all_gather", "sdy.all_slice", "sdy.all_to_all",
+                 "sdy.collective_permute"):
+            s = op.attributes["out_sharding"]
+            self.vals[op.results[0]] = (self.get(op.operands[0], s, n), s)
+            return
+        if n == "sdy.manual_computation":
+            self.manual(op)
+            return
+        if n in ("sdy.sharding_group", "sdy.propagation_barrier", "sdy.data_flow_edge",
+                 "sdy.func_data_flow_edge"):
+            if op.results:
+                self.vals[op.results[0]] = self.vals[op.operands[0]]
+            return
+        if n.startswith("sdy.") and n != "sdy.constant":
+            raise NotSupportedError(f"the partitioner does not support '{n}' yet", op.loc)
+        rule = None if n in _GLOBAL_OPS or any(
+            r for r in op.regions if n != "stablehlo.reduce") else rule_for(op)
+        if rule is None or len(rule.operands) != len(op.operands) \
+                or len(rule.results) != len(op.results):
+            self.replicated(op)
+            return
+        res_sh = [M.value_sharding(r) for r in op.results]
+        opd_sh = [self.vals[v][1] if v in self.vals else None for v in op.operands]
+        fa: dict[int, tuple] = {}
+        projs = [_project(s, fs, rule.sizes, self.mesh) for s, fs in zip(res_sh, rule.results)]
+        projs += [_project(s, fs, rule.sizes, self.mesh) for s, fs in zip(opd_sh, rule.operands)]
+        used: set[str] = set()
+        for f in range(len(rule.sizes)):
+            kind = rule.kinds.get(f)
+            if kind == NEED_REPLICATION:
+                continue
+            if kind == REDUCTION and n not in _REDUCING:
+                continue
+            for p in projs:
+                if f in p and p[f]:
+                    ax = []
+                    for a in p[f]:
+                        if a.name in used:
+                            break
+                        ax.append(a)
+                    if ax:
+                        fa[f] = tuple(ax)
+                        used.update(a.name for a in ax)
+                    break
+        self._even(fa, rule, list(op.operands) + list(op.results))
+        want_in = [self._from_factors(fs, fa, rule.sizes) for fs in rule.operands]
+        locals_in = [self.get(v, s, why) for v, s in zip(op.operands, want_in)]
+        got_out = [self._from_factors(fs, fa, rule.sizes) for fs in rule.results]
+        new = Operation.create(n, locals_in, [self.local_type(r.type, s) for r, s in
+                                              zip(op.results, got_out)],
+                               {k: v for k, v in op.attributes.items() if k != M.KEY},
+                               [r.clone() for r in op.regions], op.loc)
+        if n == "stablehlo.slice":  # whole dimensions end at their local size
+            lim = list(A.to_python(new.attributes["limit_indices"]))
+            for d, size in enumerate(new.results[0].type.shape):
+                if _axes(got_out[0], d):
+                    lim[d] = size
+            new.attributes["limit_indices"] = A.i64_array(lim)
+        self.b.insert(new)
+        red = tuple(a for f, ax in fa.items() if rule.kinds.get(f) == REDUCTION for a in ax)
+        results = list(new.results)
+        explicit = all(u.owner.name == "sdy.all_reduce" for r in op.results for u in r.uses)
+        if red and not explicit:  # (an explicit sdy.all_reduce completes the sum itself)
+            body = op.regions[0] if n == "stablehlo.reduce" else None
+            results = [self.all_reduce(r, red, body.clone() if body else None, "reduction", n)
+                       for r in results]
+        for r, lv, s in zip(op.results, results, got_out):
+            self.vals[r] = (lv, s)
+        self.report.op_shardings.append((n, ", ".join(str(s.body()) if s else "replicated"
+                                                      for s in got_out)))
+
+    def _even(self, fa: dict, rule, values) -> None:
+        """Drops the axes of factors that would split some dimension unevenly (that
+        dimension then stays whole inside the op: correct, less parallel)."""
+        slots = rule.operands + rule.results
+        changed = True
+        while changed:
+            changed = False
+            for v, fs in zip(values, slots):
+                if not isinstance(v.type, T.TensorType):
+                    continue
+                for d, factors in enumerate(fs):
+                    axes = _compose(factors, fa, rule.sizes, self.mesh)
+                    if axes and v.type.shape[d] % self._count(axes):
+                        for f in factors:
+                            if f in fa:
+                                del fa[f]
+                                changed = True
+
+    def _from_factors(self, dims_factors, fa, sizes) -> TensorShardingAttr:
+        return TensorShardingAttr(self.mesh_name, tuple(
+            DimSharding(_compose(fs, fa, sizes, self.mesh)) for fs in dims_factors))
+
+    def _single_device(self, op: Operation) -> int | None:
+        """The device of a single-device sharding (``<@m, []>`` on a mesh
+        ``<[], device_ids=[k]>``), else None.
+
+        Raises:
+            NotSupportedError: a sharding over another mesh with axes.
+        """
+        a = op.attributes.get(M.KEY)
+        if not isinstance(a, M.ShardingPerValueAttr):
+            return None
+        for s in a.shardings:
+            if isinstance(s.mesh, str) and s.mesh != self.mesh_name:
+                other = self.tables.get(s.mesh)
+                if other is None or other.axes or other.device_ids is None \
+                        or len(other.device_ids) != 1:
+                    raise NotSupportedError(f"ops sharded over another mesh '@{s.mesh}' "
+                                            "are not supported yet", op.loc)
+                return other.device_ids[0]
+        return None
+
+    def replicated(self, op: Operation) -> None:
+        ins = []
+        for v in op.operands:
+            rank = len(v.type.shape) if isinstance(v.type, T.TensorType) else 0
+            ins.append(self.get(v, _replicated(self.mesh_name, rank), op.name))
+        mapping = dict(zip(op.operands, ins))
+        new = op.clone(mapping)
+        new.attributes.pop(M.KEY, None)
+        self.b.insert(new)
+        for r, nr in zip(op.results, new.results):
+            rank = len(r.type.shape) if isinstance(r.type, T.TensorType) else 0
+            self.vals[r] = (nr, _replicated(self.mesh_name, rank))
+            self.complete.add(r)
+        self.report.op_shardings.append((op.name, "replicated"))
+
+    def manual(self, op: Operation) -> None:
+        manual = {a.name for a in op.attributes["manual_axes"].axes}  # type: ignore[attr-defined]
+        if manual != set(self.mesh.names):
+            raise NotSupportedError("sdy.manual_computation over some of the mesh axes is "
+                                    "not supported yet (all axes must be manual)", op.loc)
+        ins = op.attributes["in_shardings"].shardings  # type: ignore[attr-defined]
+        outs = op.attributes["out_shardings"].shardings  # type: ignore[attr-defined]
+        body = op.regions[0].blocks[0]
+        mapping: dict[Value, Value] = {}
+        for a, v, s in zip(body.args, op.operands, ins):
+            mapping[a] = self.get(v, s, "manual_computation")
+        for inner in list(body.ops):
+            if inner.name == "sdy.return":
+                for r, rv, s in zip(op.results, inner.operands, outs):
+                    self.vals[r] = (mapping.get(rv, rv), s)
+                break
+            c = inner.clone(mapping)
+            self.b.insert(c)
+            for ro, rn in zip(inner.results, c.results):
+                mapping[ro] = rn
+        self.report.op_shardings.append(("sdy.manual_computation", "manual"))
+
+
+def _same(a: TensorShardingAttr | None, b: TensorShardingAttr | None, rank: int) -> bool:
+    return all(_axes(a, d) == _axes(b, d) for d in range(rank))
+
+
+def _module_mesh(module: Module) -> tuple[str, MeshAttr] | None:
+    table = M.meshes(module)
+    used = {s.mesh for op in module.walk() for s in _shardings_of(op)}
+    used = {u for u in used if isinstance(u, str)}
+    multi = [n for n in used if table.get(n) is not None and table[n].num_devices > 1]
+    if not multi:
+        return None if not table else next(iter(table.items()))
+    if len(multi) > 1:
+        raise NotSupportedError("shardings over several meshes are not supported yet: "
+                                + ", ".join("@" + n for n in sorted(multi)))
+    return multi[0], table[multi[0]]
+
+
+def _shardings_of(op: Operation):
+    for a in op.attributes.values():
+        if isinstance(a, TensorShardingAttr):
+            yield a
+        elif hasattr(a, "shardings"):
+            yield from a.shardings
+        elif isinstance(a, A.ArrayAttr):
+            for d in a:
+                if isinstance(d, A.DictionaryAttr):
+                    for _, x in d.entries:
+                        if isinstance(x, TensorShardingAttr):
+                            yield x
+
+
+def partition(module: Module, propagate: bool = True) -> PartitionReport:
+    """Partitions ``module`` in place into its per-device program.
+
+    Args:
+        module: a module with ``sdy.mesh`` and shardings (run :class:`ImportShardings`
+            first for GSPMD strings).
+        propagate: run :class:`~oxla.sharding.ShardingPropagation` first.
+
+    Returns:
+        The :class:`PartitionReport` (shardings of arguments and results, collectives).
+
+    Raises:
+        NotSupportedError: uneven shards, several meshes, partial manual computations.
+    """
+    from oxla.passes import make_pass
+    from oxla.sharding.propagation import ShardingPropagation
+
+    report = PartitionReport()
+    found = _module_mesh(module)
+    if found is None:
+        return report
+    if any(op.name == "func.call" for op in module.walk()):
+        make_pass("inline").run(module)
+    if propagate:
+        ShardingPropagation().run(module)
+    name, mesh = found
+    report.mesh = mesh
+    channel = [0]
+    for f in list(module.functions):
+        if f.regions and f.regions[0].blocks:
+            _FuncPartitioner(f, mesh, name, report, channel, M.meshes(module)).run()
+    for op in list(module.body.ops):
+        if op.name == "sdy.mesh":
+            op.erase()
+    module.op.attributes["mhlo.num_partitions"] = A.IntegerAttr(mesh.num_devices,
+                                                                T.IntegerType(32))
+    module.op.attributes["mhlo.num_replicas"] = A.IntegerAttr(1, T.IntegerType(32))
+    return report
+
+
+@dataclass(frozen=True)
+class SpmdPartition:
+    """Rewrites a sharded module into its per-device SPMD program (local shapes,
+    collectives).
+
+    Assumes: ``sdy`` shardings (propagated or not: propagation runs first). Guarantees:
+    no ``sdy`` op or sharding is left; ``mhlo.num_partitions`` is the device count.
+    """
+
+    name: str = "spmd-partition"
+
+    def run(self, module: Module) -> Module:
+        partition(module)
+        return module
+
+
+__all__ = ["partition", "SpmdPartition", "PartitionReport", "Collective"]

@@ -1,0 +1,128 @@
+"""Running a partitioned program on one process: the in-process device grid.
+
+:func:`run_sharded` partitions a sharded module, gives each device its shard of the
+global inputs, runs the per-device program on a ``1 x N`` grid of the chosen backend
+(the interpreter's threads and rendezvous, or the cpu backend's ``run_parallel``) and
+assembles the global outputs from the per-device results.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from oxla.errors import OxlaError
+from oxla.ir.operation import Module
+from oxla.sharding import model as M
+from oxla.sharding.partition import PartitionReport, partition
+
+
+def _entry(module: Module) -> str:
+    from oxla.ir import func_name, func_visibility
+
+    pub = [f for f in module.functions if func_visibility(f) == "public"]
+    if not pub:
+        raise OxlaError("the module has no public function to run")
+    names = [func_name(f) for f in pub]
+    return "main" if "main" in names else names[0]
+
+
+def prepare(module: Module | str) -> tuple[Module, PartitionReport, str]:
+    """Parses (when text), imports GSPMD shardings, partitions; returns the per-device
+    module, the report and the entry function's name."""
+    from oxla.ir import parse_module
+    from oxla.sharding.importer import ImportShardings
+
+    m = parse_module(module) if isinstance(module, str) else module.clone()
+    ImportShardings().run(m)
+    report = partition(m)
+    return m, report, _entry(m)
+
+
+def shard_inputs(report: PartitionReport, name: str, args: Sequence[Any]) -> list[list]:
+    """Per device, its pieces of ``args`` (device-major)."""
+    mesh = report.mesh
+    n = mesh.num_devices if mesh is not None else 1
+    per = [M.shard_array(np.asarray(a), s, mesh) if mesh is not None else [np.asarray(a)]
+           for a, s in zip(args, report.in_shardings.get(name, [None] * len(args)))]
+    return [[p[d] for p in per] for d in range(n)]
+
+
+def gather_outputs(report: PartitionReport, name: str, results: list[list]) -> list:
+    """The global outputs from every device's results (``results[device]``)."""
+    mesh = report.mesh
+    if mesh is None:
+        return list(results[0])
+    _, gtypes = report.global_types[name]
+    outs = []
+    for i, (s, t) in enumerate(zip(report.out_shardings[name], gtypes)):
+        outs.append(M.unshard_array([r[i] for r in results], s, mesh, t.shape))
+    return outs
+
+
+def run_sharded(module: Module | str, args: Sequence[Any], backend: str = "interpreter"
+                ) -> tuple[list, PartitionReport]:
+    """Partitions ``module`` and runs it on an in-process grid of its mesh's devices.
+
+    Args:
+        module: a sharded module (``sdy`` or GSPMD form) or its text.
+        args: the global inputs of its public entry function.
+        backend: ``interpreter`` or a backend with ``run_parallel`` (``cpu``).
+
+    Returns:
+        (the global outputs, the :class:`PartitionReport`).
+
+    Raises:
+        NotSupportedError: what the partitioner cannot do yet; OxlaError from a device.
+    """
+    m, report, name = prepare(module)
+    n = report.mesh.num_devices if report.mesh is not None else 1
+    pieces = shard_inputs(report, name, args)
+    if backend == "interpreter":
+        results = _run_interpreter(m, name, pieces)
+    else:
+        from oxla.plugins import get_backend
+
+        be = get_backend(backend)
+        exe = be.compile(m)
+        if n == 1:
+            results = [list(exe(*pieces[0]))]
+        else:
+            flat, _ = be.run_parallel([[exe] * n], [a for p in pieces for a in p])
+            k = len(flat) // n
+            results = [list(flat[d * k:(d + 1) * k]) for d in range(n)]
+    return gather_outputs(report, name, results), report
+
+
+def _run_interpreter(m: Module, name: str, pieces: list[list]) -> list[list]:
+    from oxla.interpreter import Context, run_function
+    from oxla.interpreter.rules.collectives import ProcessGrid
+
+    n = len(pieces)
+    grid = ProcessGrid(1, n)
+    outs: list[Any] = [None] * n
+    errors: list[BaseException | None] = [None] * n
+
+    def work(d: int) -> None:
+        try:
+            ctx = Context(module=m, process=(0, d), grid=grid)
+            outs[d] = run_function(m, name, pieces[d], ctx)
+        except BaseException as e:  # noqa: BLE001 - re-raised below
+            errors[d] = e
+            grid.abort(e)
+
+    threads = [threading.Thread(target=work, args=(d,), daemon=True) for d in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    first = next((e for e in errors if e is not None), None)
+    if first is not None:
+        raise first
+    return [list(o) for o in outs]
+
+
+__all__ = ["run_sharded", "prepare", "shard_inputs", "gather_outputs"]
