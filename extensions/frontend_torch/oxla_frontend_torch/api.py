@@ -43,6 +43,62 @@ def load_program(path: str | os.PathLike[str]) -> ExportedProgram:
     return torch.export.load(name)
 
 
+BACKEND_PREFERENCE = ("cuda", "hip", "cpu", "interpreter")
+"""Backends tried, fastest first, when none is named; the interpreter is the last resort."""
+
+
+def default_backends() -> list[str]:
+    """The installed backends that are available here (device present, plugin loaded), in
+    :data:`BACKEND_PREFERENCE` order; ``["interpreter"]`` at least."""
+    from oxla import plugins
+    from oxla.errors import PluginError
+
+    usable = []
+    for name in BACKEND_PREFERENCE:
+        try:
+            plugins.get_backend(name)
+        except PluginError:
+            continue
+        usable.append(name)
+    return usable or ["interpreter"]
+
+
+def default_backend() -> str:
+    """The fastest available backend (``cpu`` when installed, never the interpreter
+    when a native one is available)."""
+    return default_backends()[0]
+
+
+def compile_module(module: Module, backend: str | None,
+                   options: CompileOptions | None = None) -> Executable:
+    """Compiles ``module`` on ``backend``, or, when it is None, on the fastest available
+    backend that covers it: a backend that raises ``LoweringError`` (an op it has no rule
+    for) is skipped with a ``UserWarning`` naming the op, and the next one is tried.
+
+    Raises:
+        LoweringError: the named backend (or every candidate) cannot compile the module.
+    """
+    import warnings
+
+    import oxla
+    from oxla.errors import LoweringError
+
+    if backend is not None:
+        return oxla.compile(module, backend=backend, options=options)
+    candidates = default_backends()
+    for i, name in enumerate(candidates):
+        try:
+            return oxla.compile(module.clone() if i + 1 < len(candidates) else module,
+                                backend=name, options=options)
+        except LoweringError as exc:
+            if i + 1 == len(candidates):
+                raise
+            first = str(exc).splitlines()[0]
+            warnings.warn(f"backend '{name}' cannot compile this graph ({first}); using "
+                          f"'{candidates[i + 1]}'", UserWarning, stacklevel=2)
+    raise AssertionError("unreachable")
+
+
 def _user_input_metas(ep: ExportedProgram) -> list[Any]:
     specs = {s.arg.name: s for s in ep.graph_signature.input_specs}
     return [n.meta["val"] for n in ep.graph.nodes
@@ -109,17 +165,17 @@ class TorchFunction:
 
     Attributes:
         program: the decomposed ExportedProgram.
-        backend: the oxla backend name.
+        backend: the oxla backend name (None given: :func:`default_backend`).
         executables: compiled executables by input shapes.
         modules: the compiled (static) modules by input shapes.
         dynamic_module: the ``?``-dim module of a dynamic program, or None.
         dynamic_error: why a dynamic program has no ``dynamic_module``, or None.
     """
 
-    def __init__(self, program: ExportedProgram, backend: str = "interpreter",
+    def __init__(self, program: ExportedProgram, backend: str | None = None,
                  options: CompileOptions | None = None):
         self.program = program
-        self.backend = backend
+        self.backend = backend or default_backend()
         self.options = options
         self._metas = _user_input_metas(program)
         self.dynamic = _is_dynamic(self._metas)
@@ -137,8 +193,6 @@ class TorchFunction:
             self._compile(key)
 
     def _compile(self, key: tuple[tuple[int, ...], ...]) -> Executable:
-        import oxla
-
         exe = self.executables.get(key)
         if exe is None:
             if self.dynamic_module is not None:
@@ -147,7 +201,7 @@ class TorchFunction:
                 module = import_program(self.program, decompose=False,
                                         arg_shapes=key if self.dynamic else None)
             self.modules[key] = module
-            exe = oxla.compile(module, backend=self.backend, options=self.options)
+            exe = compile_module(module, self.backend, self.options)
             self.executables[key] = exe
         return exe
 
@@ -233,7 +287,7 @@ class TorchFunction:
 def compile(  # noqa: A001 - mirrors oxla.compile
     model: Any,
     example_inputs: Sequence[Any] = (),
-    backend: str = "interpreter",
+    backend: str | None = None,
     *,
     example_kwargs: dict[str, Any] | None = None,
     dynamic_shapes: Any = None,
@@ -245,7 +299,8 @@ def compile(  # noqa: A001 - mirrors oxla.compile
         model: an ``nn.Module`` (exported with ``example_inputs``), an
             ``ExportedProgram``, or a path to a ``torch.export.save`` file.
         example_inputs: positional example inputs for export.
-        backend: an installed oxla backend (``interpreter``, ``cpu``).
+        backend: an installed oxla backend (``interpreter``, ``cpu``); None picks the
+            fastest available one (:func:`default_backend`).
         example_kwargs: keyword example inputs for export.
         dynamic_shapes: passed to ``torch.export.export`` (``torch.export.Dim``).
         options: oxla compile options.

@@ -318,6 +318,11 @@ def lower_graph(gm: torch.fx.GraphModule, arg_nodes: Sequence[torch.fx.Node],
             for i, s in enumerate(n.meta["val"].shape):
                 if isinstance(s, torch.SymInt) and s.node.expr.is_Symbol:
                     dim.sources.setdefault(s.node.expr, (a, i))
+    for n in gm.graph.nodes:  # size placeholders (dynamo's SymInts): rules read them
+        if n.op == "placeholder" and n not in values and n not in consts:
+            val = n.meta.get("val")
+            if isinstance(val, int | torch.SymInt | torch.SymFloat | torch.SymBool):
+                values[n] = val
     b = Builder(entry)
     for n, (label, tensor) in consts.items():
         b.loc = NameLoc(label)
@@ -328,7 +333,7 @@ def lower_graph(gm: torch.fx.GraphModule, arg_nodes: Sequence[torch.fx.Node],
         if node.op != "call_function":
             continue
         b.loc = node_location(node)
-        values[node] = _lower_node(node, values, LoweringContext(b, node, dim))
+        values[node] = _lower_node(node, values, LoweringContext(b, node, dim, _inliner(b, dim)))
 
     results = []
     for o, t in zip(outs, result_types):
@@ -340,6 +345,37 @@ def lower_graph(gm: torch.fx.GraphModule, arg_nodes: Sequence[torch.fx.Node],
     b.return_(*results)
     verify(module)
     return module
+
+
+def _inliner(b: Builder, dim: Any) -> Any:
+    """The ``LoweringContext.inline`` of rules: lowers a traced ATen graph (a
+    decomposition) at the builder's position and location, its placeholders bound to the
+    given values; ``get_attr`` tensors (constants the trace made) become constants."""
+
+    def inline(gm: torch.fx.GraphModule, inputs: Sequence[Value]) -> Any:
+        placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        if len(placeholders) != len(inputs):
+            raise LoweringError(f"decomposition takes {len(placeholders)} tensors, "
+                                f"got {len(inputs)}", loc=b.loc)
+        values: dict[torch.fx.Node, Any] = dict(zip(placeholders, inputs))
+        ctx0 = LoweringContext(b, placeholders[0] if placeholders else None, dim)
+        out: Any = None
+        for node in gm.graph.nodes:
+            if node.op == "get_attr":
+                t = getattr(gm, str(node.target)).detach()
+                values[node] = b.constant(_to_numpy(t), ctx0.tensor_type(t))
+            elif node.op == "call_function":
+                values[node] = _lower_node(node, values, LoweringContext(b, node, dim, inline))
+            elif node.op == "output":
+                out = node.args[0]
+
+        def pick(n: torch.fx.Node) -> Any:
+            v = values.get(n)
+            return None if v is _NO_RESULT else v
+
+        return torch.fx.node.map_arg(out, pick)
+
+    return inline
 
 
 def _has_dynamic_dims(node: torch.fx.Node, args: Any, kwargs: Any,
