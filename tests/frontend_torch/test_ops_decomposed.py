@@ -68,6 +68,10 @@ FORWARD = {
     "grid_sample": (lambda x: F.grid_sample(x, torch.tanh(x[:, :2].permute(0, 2, 3, 1)),
                                             align_corners=False), (X,)),
     "fold_col2im": (lambda x: F.fold(x, (4, 5), (2, 2)), (torch.randn(2, 16, 12, generator=_g),)),
+    "scatter_reduce": (lambda x: x.scatter_reduce(1, IDX, x[:2, :3] * 3, "amax",
+                                                  include_self=False)
+                       + x.scatter_reduce(0, IDX[:, :2], x[:2, :2], "prod")
+                       + x.scatter_reduce(1, IDX, x[:2, :3], "sum"), (M,)),
     # backward ops, as AOTAutograd's graphs call them
     "convolution_backward": (lambda g, x, w: aten.convolution_backward(
         g, x, w, [6], [2, 2], [1, 1], [1, 1], False, [0, 0], 2, [True, True, True]),

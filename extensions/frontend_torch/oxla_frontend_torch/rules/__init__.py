@@ -18,6 +18,7 @@ from oxla_frontend_torch.rules import (  # noqa: F401
     scatter,
     shape,
     sorting,
+    special,
 )
 
 _aten = torch.ops.aten
