@@ -18,16 +18,19 @@ from tests.frontend_torch.conftest import FnModule
 
 
 def core_overloads() -> list[torch._ops.OpOverload]:
-    """The overloads of ``torch.ops.aten`` tagged ``torch.Tag.core``."""
+    """The ATen overloads registered with the dispatcher and tagged ``torch.Tag.core``
+    (``dir(torch.ops.aten)`` lists only the packets loaded so far)."""
     out = []
-    for name in dir(torch.ops.aten):
-        packet = getattr(torch.ops.aten, name, None)
-        if not isinstance(packet, torch._ops.OpOverloadPacket):
+    for name in torch._C._dispatch_get_all_op_names():
+        if not name.startswith("aten::"):
             continue
-        for overload in packet.overloads():
-            op = getattr(packet, overload)
-            if torch.Tag.core in op.tags:
-                out.append(op)
+        base, _, overload = name[len("aten::"):].partition(".")
+        try:
+            op = getattr(getattr(torch.ops.aten, base), overload or "default")
+        except (AttributeError, RuntimeError):
+            continue
+        if torch.Tag.core in op.tags:
+            out.append(op)
     return out
 
 

@@ -22,7 +22,8 @@ class TorchFrontend:
         return True, ""
 
     def import_path(self, path: PathLike, **options: Any) -> Module:
-        """Imports a ``torch.export.save`` file.
+        """Imports a ``torch.export.save`` file, or a TorchScript archive (converted by
+        torch's ``TS2EPConverter`` with sample inputs of the ``arg_shapes``).
 
         Args:
             path: the file (any suffix).
@@ -34,7 +35,8 @@ class TorchFrontend:
 
         options = dict(options)
         shapes = options.pop("arg_shapes", None)
-        return import_program(load_program(path), arg_shapes=_shapes(shapes), **options)
+        return import_program(load_program(path, shapes), arg_shapes=_shapes(shapes),
+                              **options)
 
     def import_object(self, obj: Any, example_inputs: Sequence[Any], **options: Any) -> Module:
         """Imports an ``ExportedProgram``, or an ``nn.Module`` exported with

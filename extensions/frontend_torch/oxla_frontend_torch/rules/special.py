@@ -42,6 +42,9 @@ REFUSED: dict[Any, tuple[str, str]] = {
     aten.atan2.out: (
         "out= overloads do not occur in functional (exported) graphs",
         "call torch.atan2 without out="),
+    aten.resize_.default: (
+        "in-place resizing does not occur in functional (exported) graphs",
+        "build a new tensor of the wanted shape (torch.zeros, x.new_empty)"),
 }
 """ATen overload -> (why it is refused, what to do instead)."""
 
@@ -58,7 +61,8 @@ for _op, (_why, _instead) in REFUSED.items():
     lowering(_op)(_refuse(_why, _instead))
 
 
-@lowering(aten.sym_stride.int, aten.sym_storage_offset.default)
-def _size_query(ctx: LoweringContext, *args: Any) -> int:
-    """A stride or storage offset, as the trace recorded it (a Python int)."""
+@lowering(aten.sym_stride.int, aten.sym_storage_offset.default,
+          aten.sym_is_contiguous.default)
+def _size_query(ctx: LoweringContext, *args: Any, **kwargs: Any) -> int:
+    """A stride, storage offset or contiguity, as the trace recorded it (a Python int)."""
     return ctx.dim(ctx.node.meta["val"])
