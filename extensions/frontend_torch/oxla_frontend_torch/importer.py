@@ -93,9 +93,14 @@ def warn_dropped_mutations(ep: ExportedProgram) -> None:
 def node_location(node: torch.fx.Node) -> Location:
     """``NameLoc(aten op, FileLineColLoc(user file, line, col))`` from the stack trace.
 
-    The user's frame is the innermost one outside torch's own package.
+    The user's frame is the innermost one outside torch's own package; the name also says
+    which submodule the op came from (``aten.hardtanh.default in 'features.0.2' (ReLU6)``)
+    when that call is inside torch (an ``nn.Sequential`` of library modules).
     """
     name = f"{node.target}" if node.op == "call_function" else node.name
+    owner = _module_of_node(node)
+    if owner:
+        name = f"{name} in {owner}"
     trace = node.meta.get("stack_trace") or ""
     frames = [m for m in _FRAME.finditer(trace)]
     user = [m for m in frames if not m.group("file").startswith(_TORCH_DIR)]
@@ -109,6 +114,22 @@ def node_location(node: torch.fx.Node) -> Location:
     source = SourceFile(file, "".join(lines)) if lines else None
     length = max(1, len(text.strip()))
     return NameLoc(name, FileLineColLoc(file, line, col, length, source))
+
+
+_DYNAMO_ROOT = re.compile(r"^L\['[^']*'\]\.?|^L__self___?")
+
+
+def _module_of_node(node: torch.fx.Node) -> str:
+    """``'path.to.sub' (Class)`` of the innermost module whose forward made ``node``, from
+    ``nn_module_stack`` (export and dynamo graphs), or ``""`` for the root module."""
+    stack = node.meta.get("nn_module_stack") or {}
+    if not stack:
+        return ""
+    path, cls = next(reversed(stack.values()))[:2]
+    path = _DYNAMO_ROOT.sub("", str(path))
+    path = re.sub(r"\[(\d+)\]", r".\1", path).replace("._modules['", ".").replace("']", "")
+    cls = getattr(cls, "__name__", str(cls)).rpartition(".")[2].strip("'>")
+    return f"'{path}' ({cls})" if path else ""
 
 
 class Symbols:
