@@ -178,6 +178,95 @@ def var_mean(x: torch.Tensor, dim: Sequence[int] | None = None, *, correction: A
     return var, x.mean(dim=dim, keepdim=keepdim) if dim is not None else x.mean()
 
 
+def _probe(forward: Any, spatial: Sequence[int], d: int) -> np.ndarray:
+    """[out_d, in_d]: the matrix of a separable linear ``forward`` (N, C, *spatial) ->
+    (N, C, *out) along spatial dim ``d``, read by applying it eagerly (not traced) to the
+    unit basis along ``d`` (as the channels), constant along the other dims. Exact for
+    maps whose weights along each other dim sum to one (interpolation, replication
+    padding, adaptive averages)."""
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    n = spatial[d]
+    shape = [1, n, *spatial]
+    with _disable_current_modes():  # fake, proxy and functional modes: run for real
+        eye = torch.eye(n, dtype=torch.float64).reshape(
+            [1, n] + [n if i == d else 1 for i in range(len(spatial))])
+        out = forward(eye.expand(shape).contiguous())
+        idx = tuple(slice(None) if i == d else 0 for i in range(len(spatial)))
+        return out[(0, slice(None), *idx)].T.numpy().copy()
+
+
+def _separable_backward(grad: torch.Tensor, spatial: Sequence[int], forward: Any
+                        ) -> torch.Tensor:
+    """The gradient of a separable linear map: each dim's probed matrix, transposed."""
+    k = len(spatial)
+    y = grad
+    for i in range(k):
+        d = grad.dim() - k + i
+        m = torch.tensor(_probe(forward, spatial, i), dtype=grad.dtype)
+        y = torch.movedim(torch.tensordot(y, m, dims=([d], [0])), -1, d)
+    return y
+
+
+def upsample_nearest2d_backward(grad: torch.Tensor, output_size: Sequence[int],
+                                input_size: Sequence[int], scales_h: float | None = None,
+                                scales_w: float | None = None) -> torch.Tensor:
+    """Gradient of nearest upsampling (sums of the copies of each input cell)."""
+    return _separable_backward(grad, list(input_size[2:]), lambda x: aten.upsample_nearest2d(
+        x, output_size, scales_h, scales_w))
+
+
+def upsample_bilinear2d_backward(grad: torch.Tensor, output_size: Sequence[int],
+                                 input_size: Sequence[int], align_corners: bool,
+                                 scales_h: float | None = None,
+                                 scales_w: float | None = None) -> torch.Tensor:
+    """Gradient of bilinear upsampling: the interpolation matrices transposed."""
+    return _separable_backward(grad, list(input_size[2:]), lambda x: aten.upsample_bilinear2d(
+        x, output_size, align_corners, scales_h, scales_w))
+
+
+def _replication_pad_backward(op: Any):
+    def backward(grad: torch.Tensor, x: torch.Tensor, padding: Sequence[int]) -> torch.Tensor:
+        """Gradient of replication padding: border cells collect their copies."""
+        k = len(padding) // 2
+        return _separable_backward(grad, list(x.shape[-k:]), lambda t: op(t, padding))
+
+    return backward
+
+
+def adaptive_avg_pool3d_backward(grad: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """Gradient of 3-d adaptive average pooling."""
+    return _separable_backward(grad, list(x.shape[-3:]), lambda t: aten._adaptive_avg_pool3d(
+        t, list(grad.shape[-3:])))
+
+
+def cdist_backward(grad: torch.Tensor, x1: torch.Tensor, x2: torch.Tensor, p: float,
+                   dist: torch.Tensor) -> torch.Tensor:
+    """Gradient of ``cdist`` with respect to ``x1``: ``sum_j g_ij d(|x1_i - x2_j|_p)``;
+    zero where a distance is zero."""
+    diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
+    d = dist.unsqueeze(-1)
+    if p == 0:
+        return torch.zeros_like(x1)
+    if p == float("inf"):
+        part = torch.sign(diff) * (diff.abs() == d).to(diff.dtype)
+    elif p == 1:
+        part = torch.sign(diff)
+    else:
+        part = diff * diff.abs().pow(p - 2) / d.pow(p - 1)
+    part = torch.where(d == 0, torch.zeros_like(part), part)
+    return (grad.unsqueeze(-1) * part).sum(-2)
+
+
+def diagonal_scatter(x: torch.Tensor, src: torch.Tensor, offset: int = 0, dim1: int = 0,
+                     dim2: int = 1) -> torch.Tensor:
+    """``x`` with its diagonal (as ``torch.diagonal(x, offset, dim1, dim2)`` reads it)
+    replaced by ``src``: an ``index_put`` at the diagonal's row-major positions."""
+    pos = np.diagonal(np.arange(x.numel()).reshape(tuple(x.shape)), offset, dim1, dim2)
+    flat = x.reshape(-1).index_put((torch.tensor(pos.reshape(-1)),), src.reshape(-1))
+    return flat.reshape(x.shape)
+
+
 def max_dim(x: torch.Tensor, dim: int, keepdim: bool = False) -> tuple[Any, Any]:
     """``(amax, argmax)`` along ``dim``."""
     return aten.amax(x, [dim], keepdim), aten.argmax(x, dim, keepdim)
@@ -244,9 +333,17 @@ DECOMPOSITIONS: dict[Any, Any] = {
     aten.avg_pool2d_backward.default: avg_pool2d_backward,
     aten._adaptive_avg_pool2d_backward.default: adaptive_avg_pool2d_backward,
     aten._adaptive_avg_pool3d.default: adaptive_avg_pool,
+    aten._adaptive_avg_pool3d_backward.default: adaptive_avg_pool3d_backward,
+    aten.upsample_nearest2d_backward.default: upsample_nearest2d_backward,
+    aten.upsample_bilinear2d_backward.default: upsample_bilinear2d_backward,
+    aten.replication_pad1d_backward.default: _replication_pad_backward(aten.replication_pad1d),
+    aten.replication_pad2d_backward.default: _replication_pad_backward(aten.replication_pad2d),
+    aten.replication_pad3d_backward.default: _replication_pad_backward(aten.replication_pad3d),
+    aten._cdist_backward.default: cdist_backward,
     aten.adaptive_max_pool2d.default: adaptive_max_pool2d,
     aten.adaptive_max_pool2d_backward.default: adaptive_max_pool2d_backward,
     aten.var_mean.correction: var_mean,
+    aten.diagonal_scatter.default: diagonal_scatter,
     aten.max.dim: max_dim,
     aten.min.dim: min_dim,
     aten.as_strided.default: as_strided,

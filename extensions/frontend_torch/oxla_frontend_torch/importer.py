@@ -351,6 +351,12 @@ def lower_graph(gm: torch.fx.GraphModule, arg_nodes: Sequence[torch.fx.Node],
         values[n] = b.constant(_to_numpy(t), ctx0.tensor_type(t))
 
     for node in gm.graph.nodes:
+        if node.op == "get_attr":  # a tensor constant of the graph (dynamo, AOTAutograd)
+            t = _attr(gm, str(node.target))
+            if isinstance(t, torch.Tensor):
+                b.loc = NameLoc(str(node.target))
+                values[node] = b.constant(_to_numpy(t.detach()), ctx0.tensor_type(t))
+            continue
         if node.op != "call_function":
             continue
         b.loc = node_location(node)
@@ -383,7 +389,7 @@ def _inliner(b: Builder, dim: Any) -> Any:
         out: Any = None
         for node in gm.graph.nodes:
             if node.op == "get_attr":
-                t = getattr(gm, str(node.target)).detach()
+                t = _attr(gm, str(node.target)).detach()
                 values[node] = b.constant(_to_numpy(t), ctx0.tensor_type(t))
             elif node.op == "call_function":
                 values[node] = _lower_node(node, values, LoweringContext(b, node, dim, inline))
@@ -397,6 +403,14 @@ def _inliner(b: Builder, dim: Any) -> Any:
         return torch.fx.node.map_arg(out, pick)
 
     return inline
+
+
+def _attr(gm: torch.fx.GraphModule, target: str) -> Any:
+    """The object a ``get_attr`` node names (a dotted path from the graph module)."""
+    obj: Any = gm
+    for part in target.split("."):
+        obj = getattr(obj, part)
+    return obj
 
 
 def _has_dynamic_dims(node: torch.fx.Node, args: Any, kwargs: Any,
