@@ -30,8 +30,8 @@ class TorchFrontend:
             **options: ``arg_shapes`` (list of shapes or ``DIMS:TYPE`` strings, for
                 dynamic dims) and ``params_as_inputs``.
         """
-        from oxla_frontend_torch.api import load_program
         from oxla_frontend_torch.importer import import_program
+        from oxla_frontend_torch.loading import load_program
 
         options = dict(options)
         shapes = options.pop("arg_shapes", None)
