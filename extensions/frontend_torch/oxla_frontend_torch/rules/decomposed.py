@@ -51,6 +51,7 @@ TORCH_DECOMPOSED: tuple[Any, ...] = (
 )
 
 _CACHE: dict[Any, torch.fx.GraphModule] = {}
+_CACHE_SIZE = 512
 _TABLE: dict[Any, Any] = {}
 
 
@@ -83,6 +84,8 @@ def _trace(fn: Callable[..., Any], key: Any, leaves: list[Any], spec: Any,
 
     with unset_fake_temporarily():
         gm = make_fx(call, decomposition_table=_core_table(), tracing_mode="fake")(*examples)
+    if len(_CACHE) >= _CACHE_SIZE:  # many shapes in a long-lived process: start over
+        _CACHE.clear()
     _CACHE[key] = gm
     return gm
 
