@@ -45,6 +45,8 @@ FORWARD = {
     "adaptive_avg_3d": (lambda x: F.adaptive_avg_pool3d(x, (3, 2, 4)), (X,)),
     "as_strided": (lambda x: torch.as_strided(x.contiguous() + 1, (3, 2, 2), (4, 1, 7), 2),
                    (M,)),
+    "as_strided_scatter": (lambda x: torch.as_strided_scatter(x * 2, x[:2, :3] + 1, (2, 3),
+                                                              (6, 2), 1), (M,)),
     "slice_select_scatter": (lambda x: torch.slice_scatter(x, x[:, 1:4] * 2, 1, 1, 4)
                              + torch.select_scatter(x, x[2] * 3, 0, 2), (M,)),
     "index_put": (lambda x: torch.index_put(x, (torch.tensor([0, 3, 0]),),

@@ -277,17 +277,32 @@ def min_dim(x: torch.Tensor, dim: int, keepdim: bool = False) -> tuple[Any, Any]
     return aten.amin(x, [dim], keepdim), aten.argmin(x, dim, keepdim)
 
 
-def as_strided(x: torch.Tensor, size: Sequence[int], stride: Sequence[int],
-               storage_offset: int | None = None) -> torch.Tensor:
-    """A strided view of ``x``'s elements in row-major order (its storage, as a fresh
-    contiguous tensor has it): a gather at ``offset + sum_k i_k * stride_k``."""
+def _strided_positions(size: Sequence[int], stride: Sequence[int],
+                       storage_offset: int | None) -> torch.Tensor:
+    """The flat positions ``offset + sum_k i_k * stride_k`` of a strided view, row-major."""
     idx = np.full(tuple(size), storage_offset or 0, dtype=np.int64)
     for k, (n, s) in enumerate(zip(size, stride)):
         shape = [1] * len(size)
         shape[k] = n
         idx = idx + (np.arange(n, dtype=np.int64) * s).reshape(shape)
-    flat = x.reshape(-1)
-    return flat[torch.tensor(idx.reshape(-1))].reshape(list(size))
+    return torch.tensor(idx.reshape(-1))
+
+
+def as_strided(x: torch.Tensor, size: Sequence[int], stride: Sequence[int],
+               storage_offset: int | None = None) -> torch.Tensor:
+    """A strided view of ``x``'s elements in row-major order (its storage, as a fresh
+    contiguous tensor has it): a gather at the view's flat positions."""
+    pos = _strided_positions(size, stride, storage_offset)
+    return x.reshape(-1)[pos].reshape(list(size))
+
+
+def as_strided_scatter(x: torch.Tensor, src: torch.Tensor, size: Sequence[int],
+                       stride: Sequence[int], storage_offset: int | None = None
+                       ) -> torch.Tensor:
+    """``x`` with the elements of the strided view replaced by ``src`` (AOTAutograd's
+    backward of ``as_strided``): an ``index_put`` at the view's flat positions."""
+    pos = _strided_positions(size, stride, storage_offset)
+    return x.reshape(-1).index_put((pos,), src.reshape(-1)).reshape(x.shape)
 
 
 def masked_scatter(x: torch.Tensor, mask: torch.Tensor, source: torch.Tensor) -> torch.Tensor:
@@ -347,6 +362,7 @@ DECOMPOSITIONS: dict[Any, Any] = {
     aten.max.dim: max_dim,
     aten.min.dim: min_dim,
     aten.as_strided.default: as_strided,
+    aten.as_strided_scatter.default: as_strided_scatter,
     aten.masked_scatter.default: masked_scatter,
     aten._cdist_forward.default: cdist_forward,
     aten._pdist_forward.default: pdist_forward,
