@@ -125,3 +125,28 @@ def test_train_batch_norm_running_stats_match_eager(assert_close) -> None:
             assert torch.equal(got, want), name
         else:
             assert_close(got, want), name
+
+
+def test_default_backend_skips_one_that_cannot_compile(monkeypatch, assert_close) -> None:
+    """A backend raising LoweringError for a graph is skipped, with a warning naming it."""
+    import oxla_frontend_torch.api as api
+
+    import oxla
+    from oxla.errors import NotSupportedError
+
+    real = oxla.compile
+
+    def picky(module, backend="interpreter", **kw):
+        if backend == "fast":
+            raise NotSupportedError("'stablehlo.tanh' is not supported by this backend")
+        return real(module, backend=backend, **kw)
+
+    monkeypatch.setattr(oxla, "compile", picky)
+    monkeypatch.setattr(api, "default_backends", lambda: ["fast", "interpreter"])
+    model = _Flatten().eval()
+    x = torch.randn(2, 8)
+    with pytest.warns(UserWarning, match=r"backend 'fast' cannot compile .*tanh.*'interpreter'"):
+        f = api.compile(model, (x,))
+    assert f.executable.backend == "interpreter"
+    with torch.no_grad():
+        assert_close(f(x), model(x))

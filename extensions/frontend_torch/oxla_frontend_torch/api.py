@@ -142,7 +142,8 @@ class TorchFunction:
 
     Attributes:
         program: the decomposed ExportedProgram.
-        backend: the oxla backend name (None given: :func:`default_backend`).
+        backend: the oxla backend name, or None: the fastest available one that compiles
+            the program (:func:`compile_module`; ``executable.backend`` says which).
         executables: compiled executables by input shapes.
         modules: the compiled (static) modules by input shapes.
         dynamic_module: the ``?``-dim module of a dynamic program, or None.
@@ -152,7 +153,7 @@ class TorchFunction:
     def __init__(self, program: ExportedProgram, backend: str | None = None,
                  options: CompileOptions | None = None):
         self.program = program
-        self.backend = backend or default_backend()
+        self.backend = backend
         self.options = options
         self._metas = _user_input_metas(program)
         self.dynamic = _is_dynamic(self._metas)
