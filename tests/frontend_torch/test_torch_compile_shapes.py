@@ -88,6 +88,11 @@ def test_dynamic_shapes_make_one_graph(how: str, graphs, assert_close) -> None:
             assert_close(compiled(x), model(x))
     assert len(graphs) == 1  # one symbolic graph served both sizes
     assert len(graphs[0].executables) == 2
+    # lowered once with a `?` batch, refined per size
+    assert graphs[0].dynamic_error is None, graphs[0].dynamic_error
+    assert "tensor<?x8xf32>" in str(graphs[0].dynamic_module)
+    for b, module in zip((4, 7), graphs[0].modules.values()):
+        assert (b, 8) in [a.type.shape for a in module.main.regions[0].blocks[0].args]
 
 
 def test_two_models_in_one_process(graphs, assert_close) -> None:

@@ -76,6 +76,26 @@ def compile_module(module: Module, backend: str | None,
     raise AssertionError("unreachable")
 
 
+def refine_module(module: Module, shapes: Sequence[Sequence[int]]) -> Module:
+    """A copy of a ``?``-dim module with its arguments given ``shapes`` and every other
+    type refined from them (``stablehlo-refine-shapes``).
+
+    Raises:
+        PassError: a shape the program's constraints reject.
+    """
+    from oxla.passes.refine_shapes import RefineShapes
+
+    module = module.clone()
+    args = module.main.regions[0].blocks[0].args
+    types = []
+    for a, shape in zip(args, shapes):
+        t = a.type
+        assert isinstance(t, TensorType)
+        types.append(str(TensorType(tuple(shape), t.element_type)))
+    RefineShapes(arg_shapes=";".join(types)).run(module)
+    return module
+
+
 def _user_input_metas(ep: ExportedProgram) -> list[Any]:
     specs = {s.arg.name: s for s in ep.graph_signature.input_specs}
     return [n.meta["val"] for n in ep.graph.nodes
@@ -185,18 +205,8 @@ class TorchFunction:
 
     def _refined(self, key: tuple[tuple[int, ...], ...]) -> Module:
         """A copy of ``dynamic_module`` refined to the input shapes ``key``."""
-        from oxla.passes.refine_shapes import RefineShapes
-
         assert self.dynamic_module is not None
-        module = self.dynamic_module.clone()
-        args = module.main.regions[0].blocks[0].args
-        types = []
-        for a, shape in zip(args, key):
-            t = a.type
-            assert isinstance(t, TensorType)
-            types.append(str(TensorType(tuple(shape), t.element_type)))
-        RefineShapes(arg_shapes=";".join(types)).run(module)
-        return module
+        return refine_module(self.dynamic_module, key)
 
     @property
     def module(self) -> Module:
