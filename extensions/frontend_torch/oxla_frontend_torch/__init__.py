@@ -18,7 +18,8 @@ from typing import Any
 _EXPORTS = {
     "compile": "oxla_frontend_torch.api",
     "TorchFunction": "oxla_frontend_torch.api",
-    "load_program": "oxla_frontend_torch.api",
+    "load_program": "oxla_frontend_torch.loading",
+    "default_backend": "oxla_frontend_torch.api",
     "import_program": "oxla_frontend_torch.importer",
     "export_module": "oxla_frontend_torch.importer",
     "decomposition_table": "oxla_frontend_torch.importer",

@@ -1,5 +1,6 @@
 """The Python API: :func:`compile` a torch model or ExportedProgram into a callable that
-takes and returns torch tensors, :func:`load_program` a ``torch.export.save`` file."""
+takes and returns torch tensors, on the :func:`default_backend` unless one is named
+(:func:`~oxla_frontend_torch.loading.load_program` reads files)."""
 
 from __future__ import annotations
 
@@ -16,31 +17,83 @@ from oxla.errors import NotSupportedError, OxlaError, RuntimeInputError
 from oxla.ir import Module
 from oxla.ir.types import TensorType
 from oxla.protocols import CompileOptions, Executable
-from oxla_frontend_torch.detect import classify
 from oxla_frontend_torch.importer import decompose_program, export_module, import_program
+from oxla_frontend_torch.loading import load_program
+
+BACKEND_PREFERENCE = ("cuda", "hip", "cpu", "interpreter")
+"""Backends tried, fastest first, when none is named; the interpreter is the last resort."""
 
 
-def load_program(path: str | os.PathLike[str]) -> ExportedProgram:
-    """Reads a file written by ``torch.export.save`` (any suffix).
+def default_backends() -> list[str]:
+    """The installed backends that are available here (device present, plugin loaded), in
+    :data:`BACKEND_PREFERENCE` order; ``["interpreter"]`` at least."""
+    from oxla import plugins
+    from oxla.errors import PluginError
+
+    usable = []
+    for name in BACKEND_PREFERENCE:
+        try:
+            plugins.get_backend(name)
+        except PluginError:
+            continue
+        usable.append(name)
+    return usable or ["interpreter"]
+
+
+def default_backend() -> str:
+    """The fastest available backend (``cpu`` when installed, never the interpreter
+    when a native one is available)."""
+    return default_backends()[0]
+
+
+def compile_module(module: Module, backend: str | None,
+                   options: CompileOptions | None = None) -> Executable:
+    """Compiles ``module`` on ``backend``, or, when it is None, on the fastest available
+    backend that covers it: a backend that raises ``LoweringError`` (an op it has no rule
+    for) is skipped with a ``UserWarning`` naming the op, and the next one is tried.
 
     Raises:
-        OxlaError: the file is a TorchScript archive, a ``torch.save`` file (state dict
-            or pickled module) or not a torch file at all; the message says what to do.
+        LoweringError: the named backend (or every candidate) cannot compile the module.
     """
-    name = os.fspath(path)
-    kind = classify(name)
-    if kind == "torchscript":
-        raise OxlaError(f"'{name}' is a TorchScript archive, not a torch.export program; "
-                        "re-export the model with torch.export.export(model, args) and "
-                        "torch.export.save(ep, 'model.pt2')")
-    if kind == "state_dict":
-        raise OxlaError(f"'{name}' is a torch.save file (a state dict or pickled module), "
-                        "not a torch.export program; load the weights into the model, then "
-                        "torch.export.save(torch.export.export(model, args), 'model.pt2')")
-    if kind != "export":
-        raise OxlaError(f"'{name}' is not a torch.export archive (a zip written by "
-                        "torch.export.save)")
-    return torch.export.load(name)
+    import warnings
+
+    import oxla
+    from oxla.errors import LoweringError
+
+    if backend is not None:
+        return oxla.compile(module, backend=backend, options=options)
+    candidates = default_backends()
+    for i, name in enumerate(candidates):
+        try:
+            return oxla.compile(module.clone() if i + 1 < len(candidates) else module,
+                                backend=name, options=options)
+        except LoweringError as exc:
+            if i + 1 == len(candidates):
+                raise
+            first = str(exc).splitlines()[0]
+            warnings.warn(f"backend '{name}' cannot compile this graph ({first}); using "
+                          f"'{candidates[i + 1]}'", UserWarning, stacklevel=2)
+    raise AssertionError("unreachable")
+
+
+def refine_module(module: Module, shapes: Sequence[Sequence[int]]) -> Module:
+    """A copy of a ``?``-dim module with its arguments given ``shapes`` and every other
+    type refined from them (``stablehlo-refine-shapes``).
+
+    Raises:
+        PassError: a shape the program's constraints reject.
+    """
+    from oxla.passes.refine_shapes import RefineShapes
+
+    module = module.clone()
+    args = module.main.regions[0].blocks[0].args
+    types = []
+    for a, shape in zip(args, shapes):
+        t = a.type
+        assert isinstance(t, TensorType)
+        types.append(str(TensorType(tuple(shape), t.element_type)))
+    RefineShapes(arg_shapes=";".join(types)).run(module)
+    return module
 
 
 def _user_input_metas(ep: ExportedProgram) -> list[Any]:
@@ -109,14 +162,15 @@ class TorchFunction:
 
     Attributes:
         program: the decomposed ExportedProgram.
-        backend: the oxla backend name.
+        backend: the oxla backend name, or None: the fastest available one that compiles
+            the program (:func:`compile_module`; ``executable.backend`` says which).
         executables: compiled executables by input shapes.
         modules: the compiled (static) modules by input shapes.
         dynamic_module: the ``?``-dim module of a dynamic program, or None.
         dynamic_error: why a dynamic program has no ``dynamic_module``, or None.
     """
 
-    def __init__(self, program: ExportedProgram, backend: str = "interpreter",
+    def __init__(self, program: ExportedProgram, backend: str | None = None,
                  options: CompileOptions | None = None):
         self.program = program
         self.backend = backend
@@ -137,8 +191,6 @@ class TorchFunction:
             self._compile(key)
 
     def _compile(self, key: tuple[tuple[int, ...], ...]) -> Executable:
-        import oxla
-
         exe = self.executables.get(key)
         if exe is None:
             if self.dynamic_module is not None:
@@ -147,24 +199,14 @@ class TorchFunction:
                 module = import_program(self.program, decompose=False,
                                         arg_shapes=key if self.dynamic else None)
             self.modules[key] = module
-            exe = oxla.compile(module, backend=self.backend, options=self.options)
+            exe = compile_module(module, self.backend, self.options)
             self.executables[key] = exe
         return exe
 
     def _refined(self, key: tuple[tuple[int, ...], ...]) -> Module:
         """A copy of ``dynamic_module`` refined to the input shapes ``key``."""
-        from oxla.passes.refine_shapes import RefineShapes
-
         assert self.dynamic_module is not None
-        module = self.dynamic_module.clone()
-        args = module.main.regions[0].blocks[0].args
-        types = []
-        for a, shape in zip(args, key):
-            t = a.type
-            assert isinstance(t, TensorType)
-            types.append(str(TensorType(tuple(shape), t.element_type)))
-        RefineShapes(arg_shapes=";".join(types)).run(module)
-        return module
+        return refine_module(self.dynamic_module, key)
 
     @property
     def module(self) -> Module:
@@ -233,7 +275,7 @@ class TorchFunction:
 def compile(  # noqa: A001 - mirrors oxla.compile
     model: Any,
     example_inputs: Sequence[Any] = (),
-    backend: str = "interpreter",
+    backend: str | None = None,
     *,
     example_kwargs: dict[str, Any] | None = None,
     dynamic_shapes: Any = None,
@@ -245,7 +287,8 @@ def compile(  # noqa: A001 - mirrors oxla.compile
         model: an ``nn.Module`` (exported with ``example_inputs``), an
             ``ExportedProgram``, or a path to a ``torch.export.save`` file.
         example_inputs: positional example inputs for export.
-        backend: an installed oxla backend (``interpreter``, ``cpu``).
+        backend: an installed oxla backend (``interpreter``, ``cpu``); None picks the
+            fastest available one (:func:`default_backend`).
         example_kwargs: keyword example inputs for export.
         dynamic_shapes: passed to ``torch.export.export`` (``torch.export.Dim``).
         options: oxla compile options.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import zipfile
 
 SUFFIXES = (".pt2",)
@@ -54,3 +55,22 @@ def looks_like_torch_export(path: str | os.PathLike[str]) -> bool:
     kind = classify(name)
     return kind == "export" or (kind in ("torchscript", "state_dict")
                                 and name.endswith((".pt", ".pth", ".ts")))
+
+
+_TYPE_FIELD = re.compile(r'\\?"type\\?": \\?"([A-Za-z_][\w.]*\.[A-Za-z_]\w*)')
+
+
+def pytree_type_names(path: str | os.PathLike[str]) -> list[str]:
+    """The dotted pytree type names (``transformers.modeling_outputs.CausalLMOutput``) the
+    tree specs of a ``torch.export.save`` archive name, read from its ``models/*.json``
+    members as text (nothing is executed); ``[]`` when the file is not such an archive."""
+    found: list[str] = []
+    try:
+        with zipfile.ZipFile(path) as zf:
+            for n in zf.namelist():
+                if "/models/" in f"/{n}" and n.endswith(".json"):
+                    text = zf.read(n).decode("utf-8", "replace")
+                    found += [m for m in _TYPE_FIELD.findall(text) if m not in found]
+    except (OSError, zipfile.BadZipFile):
+        return []
+    return found

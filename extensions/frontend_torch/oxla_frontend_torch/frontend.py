@@ -22,19 +22,21 @@ class TorchFrontend:
         return True, ""
 
     def import_path(self, path: PathLike, **options: Any) -> Module:
-        """Imports a ``torch.export.save`` file.
+        """Imports a ``torch.export.save`` file, or a TorchScript archive (converted by
+        torch's ``TS2EPConverter`` with sample inputs of the ``arg_shapes``).
 
         Args:
             path: the file (any suffix).
             **options: ``arg_shapes`` (list of shapes or ``DIMS:TYPE`` strings, for
                 dynamic dims) and ``params_as_inputs``.
         """
-        from oxla_frontend_torch.api import load_program
         from oxla_frontend_torch.importer import import_program
+        from oxla_frontend_torch.loading import load_program
 
         options = dict(options)
         shapes = options.pop("arg_shapes", None)
-        return import_program(load_program(path), arg_shapes=_shapes(shapes), **options)
+        return import_program(load_program(path, shapes), arg_shapes=_shapes(shapes),
+                              **options)
 
     def import_object(self, obj: Any, example_inputs: Sequence[Any], **options: Any) -> Module:
         """Imports an ``ExportedProgram``, or an ``nn.Module`` exported with

@@ -93,9 +93,14 @@ def warn_dropped_mutations(ep: ExportedProgram) -> None:
 def node_location(node: torch.fx.Node) -> Location:
     """``NameLoc(aten op, FileLineColLoc(user file, line, col))`` from the stack trace.
 
-    The user's frame is the innermost one outside torch's own package.
+    The user's frame is the innermost one outside torch's own package; the name also says
+    which submodule the op came from (``aten.hardtanh.default in 'features.0.2' (ReLU6)``)
+    when that call is inside torch (an ``nn.Sequential`` of library modules).
     """
     name = f"{node.target}" if node.op == "call_function" else node.name
+    owner = _module_of_node(node)
+    if owner:
+        name = f"{name} in {owner}"
     trace = node.meta.get("stack_trace") or ""
     frames = [m for m in _FRAME.finditer(trace)]
     user = [m for m in frames if not m.group("file").startswith(_TORCH_DIR)]
@@ -109,6 +114,22 @@ def node_location(node: torch.fx.Node) -> Location:
     source = SourceFile(file, "".join(lines)) if lines else None
     length = max(1, len(text.strip()))
     return NameLoc(name, FileLineColLoc(file, line, col, length, source))
+
+
+_DYNAMO_ROOT = re.compile(r"^L\['[^']*'\]\.?|^L__self___?")
+
+
+def _module_of_node(node: torch.fx.Node) -> str:
+    """``'path.to.sub' (Class)`` of the innermost module whose forward made ``node``, from
+    ``nn_module_stack`` (export and dynamo graphs), or ``""`` for the root module."""
+    stack = node.meta.get("nn_module_stack") or {}
+    if not stack:
+        return ""
+    path, cls = next(reversed(stack.values()))[:2]
+    path = _DYNAMO_ROOT.sub("", str(path))
+    path = re.sub(r"\[(\d+)\]", r".\1", path).replace("._modules['", ".").replace("']", "")
+    cls = getattr(cls, "__name__", str(cls)).rpartition(".")[2].strip("'>")
+    return f"'{path}' ({cls})" if path else ""
 
 
 class Symbols:
@@ -318,6 +339,11 @@ def lower_graph(gm: torch.fx.GraphModule, arg_nodes: Sequence[torch.fx.Node],
             for i, s in enumerate(n.meta["val"].shape):
                 if isinstance(s, torch.SymInt) and s.node.expr.is_Symbol:
                     dim.sources.setdefault(s.node.expr, (a, i))
+    for n in gm.graph.nodes:  # size placeholders (dynamo's SymInts): rules read them
+        if n.op == "placeholder" and n not in values and n not in consts:
+            val = n.meta.get("val")
+            if isinstance(val, int | torch.SymInt | torch.SymFloat | torch.SymBool):
+                values[n] = val
     b = Builder(entry)
     for n, (label, tensor) in consts.items():
         b.loc = NameLoc(label)
@@ -325,10 +351,16 @@ def lower_graph(gm: torch.fx.GraphModule, arg_nodes: Sequence[torch.fx.Node],
         values[n] = b.constant(_to_numpy(t), ctx0.tensor_type(t))
 
     for node in gm.graph.nodes:
+        if node.op == "get_attr":  # a tensor constant of the graph (dynamo, AOTAutograd)
+            t = _attr(gm, str(node.target))
+            if isinstance(t, torch.Tensor):
+                b.loc = NameLoc(str(node.target))
+                values[node] = b.constant(_to_numpy(t.detach()), ctx0.tensor_type(t))
+            continue
         if node.op != "call_function":
             continue
         b.loc = node_location(node)
-        values[node] = _lower_node(node, values, LoweringContext(b, node, dim))
+        values[node] = _lower_node(node, values, LoweringContext(b, node, dim, _inliner(b, dim)))
 
     results = []
     for o, t in zip(outs, result_types):
@@ -340,6 +372,45 @@ def lower_graph(gm: torch.fx.GraphModule, arg_nodes: Sequence[torch.fx.Node],
     b.return_(*results)
     verify(module)
     return module
+
+
+def _inliner(b: Builder, dim: Any) -> Any:
+    """The ``LoweringContext.inline`` of rules: lowers a traced ATen graph (a
+    decomposition) at the builder's position and location, its placeholders bound to the
+    given values; ``get_attr`` tensors (constants the trace made) become constants."""
+
+    def inline(gm: torch.fx.GraphModule, inputs: Sequence[Value]) -> Any:
+        placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        if len(placeholders) != len(inputs):
+            raise LoweringError(f"decomposition takes {len(placeholders)} tensors, "
+                                f"got {len(inputs)}", loc=b.loc)
+        values: dict[torch.fx.Node, Any] = dict(zip(placeholders, inputs))
+        ctx0 = LoweringContext(b, placeholders[0] if placeholders else None, dim)
+        out: Any = None
+        for node in gm.graph.nodes:
+            if node.op == "get_attr":
+                t = _attr(gm, str(node.target)).detach()
+                values[node] = b.constant(_to_numpy(t), ctx0.tensor_type(t))
+            elif node.op == "call_function":
+                values[node] = _lower_node(node, values, LoweringContext(b, node, dim, inline))
+            elif node.op == "output":
+                out = node.args[0]
+
+        def pick(n: torch.fx.Node) -> Any:
+            v = values.get(n)
+            return None if v is _NO_RESULT else v
+
+        return torch.fx.node.map_arg(out, pick)
+
+    return inline
+
+
+def _attr(gm: torch.fx.GraphModule, target: str) -> Any:
+    """The object a ``get_attr`` node names (a dotted path from the graph module)."""
+    obj: Any = gm
+    for part in target.split("."):
+        obj = getattr(obj, part)
+    return obj
 
 
 def _has_dynamic_dims(node: torch.fx.Node, args: Any, kwargs: Any,

@@ -61,6 +61,18 @@ def dynamic_safe(*targets: Any) -> None:
     DYNAMIC_SAFE.update(targets)
 
 
+def torch_dtype(et: ElementType) -> torch.dtype:
+    """The torch dtype of an oxla element type (the inverse of :func:`element_type`).
+
+    Raises:
+        LoweringError: a type torch has no dtype for here.
+    """
+    for dt, e in _DTYPES.items():
+        if e == et:
+            return dt
+    raise LoweringError(f"element type {et} has no torch dtype")
+
+
 def element_type(dtype: torch.dtype) -> ElementType:
     """The oxla element type of a torch dtype.
 
@@ -80,12 +92,17 @@ class LoweringContext:
         b: the builder; ops it creates carry the node's location.
         node: the FX node being lowered.
         dim: maps a possibly symbolic torch size to an int (see ``import_program``).
+        inline: lowers an ATen FX graph (a decomposition traced by a rule) in place:
+            ``inline(gm, inputs)`` binds its tensor placeholders to ``inputs`` and returns
+            the lowered outputs in the graph's output structure; set by the importer.
     """
 
-    def __init__(self, b: Builder, node: torch.fx.Node, dim: Callable[[Any], int]):
+    def __init__(self, b: Builder, node: torch.fx.Node, dim: Callable[[Any], int],
+                 inline: Callable[[torch.fx.GraphModule, Sequence[Value]], Any] | None = None):
         self.b = b
         self.node = node
         self.dim = dim
+        self.inline = inline
 
     # -- types ------------------------------------------------------------------------
     def tensor_type(self, val: Any) -> TensorType:

@@ -9,13 +9,16 @@ import torch
 
 from oxla_frontend_torch.registry import dynamic_safe
 from oxla_frontend_torch.rules import (  # noqa: F401
+    decomposed,
     elementwise,
+    math,
     nn,
     reduce,
     resample,
     scatter,
     shape,
     sorting,
+    special,
 )
 
 _aten = torch.ops.aten

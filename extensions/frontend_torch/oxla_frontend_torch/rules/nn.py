@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -13,6 +14,7 @@ from oxla.errors import NotSupportedError
 from oxla.ir import Value
 from oxla.ir import attributes as A
 from oxla.ir.types import IntegerType, TensorType, is_float
+from oxla_frontend_torch.decompositions import adaptive_avg_pool
 from oxla_frontend_torch.registry import (
     LoweringContext,
     Unavailable,
@@ -21,6 +23,7 @@ from oxla_frontend_torch.registry import (
     norm_dim,
     shape_of,
 )
+from oxla_frontend_torch.rules.decomposed import decomposed
 
 aten = torch.ops.aten
 
@@ -162,9 +165,34 @@ def _bn(ctx: LoweringContext, x: Value, weight: Value | None, bias: Value | None
     et = etype(x)
     invstd = ctx.b.rsqrt(ctx.b.add(var, ctx.broadcast_to(ctx.const(eps, et), shape_of(var))))
     rest: list[Any] = [mean, invstd]
-    types = ctx.out_types()
-    rest += [Unavailable("updated running statistics of batch norm")] * (len(types) - 3)
+    if len(ctx.out_types()) == 5:  # the functional form also returns the new running stats
+        if running_mean is None or running_var is None:
+            rest += [Unavailable("updated running statistics of batch norm")] * 2
+        else:
+            rest += _running_stats(ctx, x, running_mean, running_var, mean, var, momentum)
     return [y, *rest]
+
+
+def _running_stats(ctx: LoweringContext, x: Value, running_mean: Value, running_var: Value,
+                   mean: Value, var: Value, momentum: float) -> list[Value]:
+    """``(1 - momentum) * running + momentum * batch`` for the mean and for the unbiased
+    variance (``var * n / (n - 1)``, ``n`` elements per channel), as eager updates them."""
+    shape = shape_of(x)
+    if None in shape:
+        raise NotSupportedError("train-mode batch norm running statistics on dynamic ('?') "
+                                "dimensions", loc=ctx.b.loc)
+    n = int(np.prod([s for d, s in enumerate(shape) if d != 1]))
+    et = etype(running_mean)
+    c = shape_of(running_mean)
+
+    def blend(run: Value, batch: Value) -> Value:
+        keep = ctx.b.multiply(run, ctx.broadcast_to(ctx.const(1 - momentum, et), c))
+        return ctx.b.add(keep, ctx.b.multiply(ctx.convert(batch, et),
+                                              ctx.broadcast_to(ctx.const(momentum, et), c)))
+
+    unbiased = ctx.b.multiply(var, ctx.broadcast_to(ctx.const(n / max(n - 1, 1), etype(var)),
+                                                    shape_of(var)))
+    return [blend(running_mean, mean), blend(running_var, unbiased)]
 
 
 def _empty(ctx: LoweringContext, t: TensorType | None) -> Any:
@@ -291,9 +319,18 @@ def _repeat_heads(ctx: LoweringContext, t: Value, rep: int) -> Value:
 def _max_pool(ctx: LoweringContext, x: Value, kernel: Sequence[int],
               stride: Sequence[int] = (), padding: Sequence[int] = 0,
               dilation: Sequence[int] = 1, ceil_mode: bool = False) -> list[Any]:
+    """Max pooling: the values by ``reduce_window``; when the indices are used (by the
+    backward graph), values and indices by torch's decomposition (2-d, 3-d)."""
+    from torch._decomp import decomposition_table
+
+    wants_indices = any(u.target is operator.getitem and u.args[1] == 1
+                        for u in ctx.node.users)
+    if wants_indices and ctx.node.target in decomposition_table:
+        return decomposed(decomposition_table[ctx.node.target])(
+            ctx, x, kernel, stride, padding, dilation, ceil_mode)
     out = ctx.out_type(0)
     y = _pool(ctx, x, kernel, stride, padding, -np.inf, "maximum", out.shape, dilation)
-    return [y, Unavailable("the indices of max pooling (only the values are lowered)")]
+    return [y, Unavailable("the indices of 1-d max pooling (only the values are lowered)")]
 
 
 def _pool(ctx: LoweringContext, x: Value, kernel: Sequence[int], stride: Sequence[int],
@@ -362,7 +399,8 @@ def _avg_pool(ctx: LoweringContext, x: Value, kernel: Sequence[int], stride: Seq
           aten._adaptive_avg_pool1d.default if hasattr(aten, "_adaptive_avg_pool1d")
           else aten.adaptive_avg_pool1d.default)
 def _adaptive_avg_pool(ctx: LoweringContext, x: Value, output_size: Sequence[int]) -> Value:
-    """Adaptive average pooling when each output cell averages an equal window."""
+    """Adaptive average pooling: a sum pool when every output cell averages an equal
+    window, else :func:`~oxla_frontend_torch.decompositions.adaptive_avg_pool`."""
     out = ctx.out_type()
     shape = shape_of(x)
     n = len(output_size)
@@ -372,10 +410,8 @@ def _adaptive_avg_pool(ctx: LoweringContext, x: Value, output_size: Sequence[int
         raise NotSupportedError(f"'{ctx.node.target}' over a dynamic ('?') spatial dimension",
                                 loc=ctx.b.loc,
                                 notes=["import for concrete shapes (arg_shapes=[...])"])
-    if any(i % o for i, o in zip(ins, outs)):
-        raise NotSupportedError(f"adaptive_avg_pool from {ins} to {outs} with unequal windows",
-                                loc=ctx.b.loc, notes=["use input sizes divisible by the "
-                                                      "output size"])
+    if any(i % o for i, o in zip(ins, outs)):  # uneven windows: averaging matrices
+        return decomposed(adaptive_avg_pool)(ctx, x, output_size)
     k = [i // o for i, o in zip(ins, outs)]
     total = _pool(ctx, x, k, k, 0, 0, "add", out.shape)
     return ctx.b.divide(total, ctx.broadcast_to(ctx.const(int(np.prod(k)), etype(x)),

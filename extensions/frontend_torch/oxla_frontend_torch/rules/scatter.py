@@ -6,12 +6,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import torch
 
+from oxla.errors import NotSupportedError
 from oxla.ir import Block, Builder, Region, Value
 from oxla.ir import attributes as A
-from oxla.ir.types import IntegerType, TensorType
-from oxla_frontend_torch.registry import LoweringContext, etype, lowering, norm_dim, shape_of
+from oxla.ir.types import IntegerType, TensorType, is_float
+from oxla_frontend_torch.registry import (
+    LoweringContext,
+    _int_max,
+    _int_min,
+    etype,
+    lowering,
+    norm_dim,
+    shape_of,
+)
 from oxla_frontend_torch.rules.shape import _wrap_negative, index_plan
 
 aten = torch.ops.aten
@@ -19,14 +29,16 @@ aten = torch.ops.aten
 
 def _scatter(ctx: LoweringContext, x: Value, coords: Value, updates: Value,
              window: Sequence[int], inserted: Sequence[int], to_operand: Sequence[int],
-             index_vector_dim: int, accumulate: bool) -> Value:
-    """``stablehlo.scatter`` (spec 4.x scatter) that adds or overwrites."""
+             index_vector_dim: int, accumulate: bool | str) -> Value:
+    """``stablehlo.scatter`` (spec 4.x scatter) that adds (``accumulate`` True), combines
+    with the binary op ``stablehlo.<accumulate>`` (a str), or overwrites."""
     et = etype(x)
     scalar = TensorType((), et)
     body = Block([scalar, scalar])
     bb = Builder(body, loc=ctx.b.loc)
     if accumulate:
-        r = bb.create("stablehlo.add", [body.args[0], body.args[1]]).results[0]
+        kind = accumulate if isinstance(accumulate, str) else "add"
+        r = bb.create(f"stablehlo.{kind}", [body.args[0], body.args[1]]).results[0]
     else:
         r = body.args[1]
     bb.create("stablehlo.return", [r], result_types=[])
@@ -86,8 +98,6 @@ def _scatter_dim(accumulate: bool):
     def rule(ctx: LoweringContext, x: Value, dim: int, index: Value, src: Any,
              reduce: str | None = None) -> Value:
         if reduce is not None and reduce not in ("add", "sum"):
-            from oxla.errors import NotSupportedError
-
             raise NotSupportedError(f"'{ctx.node.target}' with reduce='{reduce}'",
                                     loc=ctx.b.loc, notes=["use reduce='add' or scatter_add"])
         r = len(shape_of(x))
@@ -114,3 +124,39 @@ def _scatter_dim(accumulate: bool):
 lowering(aten.scatter.value, aten.scatter.src)(_scatter_dim(False))
 lowering(aten.scatter_add.default)(_scatter_dim(True))
 lowering(aten.scatter.reduce, aten.scatter.value_reduce)(_scatter_dim(False))
+
+
+_SCATTER_REDUCE = {"sum": ("add", 0.0), "prod": ("multiply", 1.0),
+                   "amax": ("maximum", -np.inf), "amin": ("minimum", np.inf)}
+
+
+@lowering(aten.scatter_reduce.two)
+def _scatter_reduce(ctx: LoweringContext, x: Value, dim: int, index: Value, src: Value,
+                    reduce: str, *, include_self: bool = True) -> Value:
+    """``x`` with ``src`` combined in along ``dim`` at ``index`` by ``reduce`` (sum, prod,
+    amax, amin); without ``include_self`` the targeted elements of ``x`` are first set to
+    the reduction's identity.
+
+    Raises:
+        NotSupportedError: ``reduce="mean"``, or ``?`` dims.
+    """
+    if reduce not in _SCATTER_REDUCE:
+        raise NotSupportedError(f"'{ctx.node.target}' with reduce='{reduce}'", loc=ctx.b.loc,
+                                notes=[f"supported: {', '.join(_SCATTER_REDUCE)}"])
+    if None in shape_of(x) or None in shape_of(index):
+        raise NotSupportedError(f"'{ctx.node.target}' on dynamic ('?') dimensions",
+                                loc=ctx.b.loc)
+    kind, identity = _SCATTER_REDUCE[reduce]
+    et = etype(x)
+    if not is_float(et):
+        identity = {"add": 0, "multiply": 1, "maximum": _int_min(et),
+                    "minimum": _int_max(et)}[kind]
+    r = len(shape_of(x))
+    dim = norm_dim(dim, r)
+    ishape = shape_of(index)
+    upd = ctx.b.slice(src, [0] * r, list(ishape)) if shape_of(src) != ishape else src
+    coords = _full_coords(ctx, x, dim, index)
+    every = list(range(r))
+    if not include_self:
+        x = _scatter(ctx, x, coords, ctx.splat(identity, et, index), [], every, every, r, False)
+    return _scatter(ctx, x, coords, upd, [], every, every, r, kind)
