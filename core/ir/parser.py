@@ -10,6 +10,7 @@ None and consume nothing when the construct is absent.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import numpy as np
 
@@ -437,9 +438,8 @@ class Parser(TypeAttrParserMixin):
                 continue
             self.parse_operation(loose)
         if module is None:
+            # an input of only comments (or nothing) is an empty module, as in mlir-opt
             module = Module()
-            if not loose.ops:
-                raise self.error("empty input: expected a module or a function")
             for op in list(loose.ops):
                 module.body.append(op)  # moves it out of `loose`
         elif loose.ops:
@@ -545,7 +545,16 @@ def parse_module(text: str, filename: str = "<string>", line_offset: int = 0) ->
     """
     with gc_paused():
         p = Parser(text, filename, line_offset)
-        return p.parse_top_level()
+        return _guarded(p, p.parse_top_level)
+
+
+def _guarded(p: Parser, parse: Any) -> Any:
+    """Runs ``parse()``; nesting deeper than Python's stack (a tuple type 3,000 deep)
+    becomes a :class:`ParseError` at the token reached, not a ``RecursionError``."""
+    try:
+        return parse()
+    except RecursionError:
+        raise p.error("input nested too deeply (types, attributes or regions)") from None
 
 
 def parse_file(path: str, split: bool = False) -> list[Module]:
@@ -565,7 +574,7 @@ def _has_code(chunk: str) -> bool:
 def parse_type(text: str) -> T.Type:
     """Parses a single type, e.g. ``tensor<2x3xf32>``."""
     p = Parser(text)
-    t = p.parse_type()
+    t = _guarded(p, p.parse_type)
     if p.tok.kind != "eof":
         raise p.error(f"unexpected '{p.tok.text}' after type")
     return t
@@ -574,7 +583,7 @@ def parse_type(text: str) -> T.Type:
 def parse_attribute(text: str) -> A.Attribute:
     """Parses a single attribute, e.g. ``dense<1.0> : tensor<f32>``."""
     p = Parser(text)
-    a = p.parse_attribute()
+    a = _guarded(p, p.parse_attribute)
     if p.tok.kind != "eof":
         raise p.error(f"unexpected '{p.tok.text}' after attribute")
     return a
