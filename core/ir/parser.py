@@ -580,6 +580,32 @@ def parse_type(text: str) -> T.Type:
     return t
 
 
+_MAIN_HEADER_RE = re.compile(r"^\s*func\.func\s+(?:public\s+)?(?=@main\s*\()", re.MULTILINE)
+
+
+def parse_main_signature(text: str, filename: str = "<string>") -> T.FunctionType:
+    """The type of the entry function of module text, read from its header alone when
+    it is written ``func.func [public] @main(...)`` (a large module is not parsed), else
+    from the whole module.
+
+    Raises:
+        ParseError: malformed text. VerifyError: no entry function.
+    """
+    m = _MAIN_HEADER_RE.search(text)
+    if m is None:
+        from oxla.ir.operation import func_type
+
+        return func_type(parse_module(text, filename).main)
+    from oxla.ir.syntax_ops import Func
+
+    p = Parser(text, filename)
+    p.reset_to(m.end())
+    st, _ = _guarded(p, lambda: Func().parse_header(p))
+    ft = st.attributes["function_type"].type  # type: ignore[attr-defined]
+    assert isinstance(ft, T.FunctionType)
+    return ft
+
+
 def parse_attribute(text: str) -> A.Attribute:
     """Parses a single attribute, e.g. ``dense<1.0> : tensor<f32>``."""
     p = Parser(text)
