@@ -164,9 +164,20 @@ def check_container(zf: zipfile.ZipFile, path: str) -> dict[str, zipfile.ZipInfo
 
 
 def _read(zf: zipfile.ZipFile, path: str, name: str) -> bytes:
-    """One member's bytes (at most its checked declared size)."""
+    """One member's bytes: its declared size, inflated in bounded steps (``ZipFile.read``
+    inflates up to 2 GiB in one step whatever the header declares)."""
     try:
-        return zf.read(name)
+        size = zf.getinfo(name).file_size
+        parts = []
+        with zf.open(name) as fh:
+            left = size
+            while left > 0:
+                part = fh.read(min(left, 1 << 24))
+                if not part:
+                    raise EOFError(f"member '{name}' ended {left} bytes early")
+                parts.append(part)
+                left -= len(part)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
     except KeyError as exc:
         raise OxlaError(f"artifact '{path}' has no member '{name}'") from exc
     except zlib.error as exc:
@@ -213,6 +224,8 @@ def _check_manifest(p: str, manifest: Any, infos: dict[str, zipfile.ZipInfo]) ->
                 raise OxlaError(f"'{p}' is corrupt: size and checksum mismatch in member "
                                 f"'{name}' ({info.file_size} bytes, the manifest says "
                                 f"{str(n)[:40]})")
+    if "constants" in manifest:  # what a backend allocates by: checked for all
+        manifest_int(p, manifest, "constants")
     for name in infos:
         if name not in (MANIFEST, SIGNATURE) and name not in sums:
             raise _corrupt(p, f"member '{name}' has no checksum in the manifest")
@@ -360,8 +373,13 @@ def verify_signature(path: str | os.PathLike[str], key: bytes) -> None:
             h = hashlib.sha256()
             try:
                 with zf.open(name) as fh:
-                    for chunk in iter(lambda fh=fh: fh.read(1 << 20), b""):
+                    left = infos[name].file_size
+                    while left > 0:
+                        chunk = fh.read(min(left, 1 << 20))
+                        if not chunk:
+                            raise EOFError("ended early")
                         h.update(chunk)
+                        left -= len(chunk)
             except (zlib.error, zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
                 raise OxlaError(f"'{p}' is corrupt: member '{name}': {exc}") from exc
             if h.hexdigest() != sums.get(name):
