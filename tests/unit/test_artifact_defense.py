@@ -121,9 +121,7 @@ def crafted(d, good, backend):
                          ("negative", -1)):
         p = d / f"{backend}-count-{label}.oxla"
         rewrite(good, p, manifest_edit=lambda m, v=value: m.update(constants=v))
-        cases[f"count-{label}"] = (p, "constants" if backend == "cpu" else "")
-    with zipfile.ZipFile(good) as z:
-        mlir = z.read("module.mlir")
+        cases[f"count-{label}"] = (p, "'constants'")
     p = d / f"{backend}-deflate.oxla"
     rewrite(good, p)
     with zipfile.ZipFile(p) as z:
