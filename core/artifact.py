@@ -138,6 +138,8 @@ def check_container(zf: zipfile.ZipFile, path: str) -> dict[str, zipfile.ZipInfo
         name = info.filename
         if name in out:
             raise _corrupt(path, f"member '{name}' appears twice")
+        if info.flag_bits & 0x1:
+            raise _corrupt(path, f"member '{name}' is encrypted")
         if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
             raise _corrupt(path, f"member '{name}' uses compression {info.compress_type}")
         if info.header_offset + info.compress_size > file_size:

@@ -355,7 +355,12 @@ def load_artifact(path: str | os.PathLike[str],
                             *(["runtime.o"] if "runtime.o" in sums else []),
                             *(f"constants/{j}.npy" for j in range(n_const) if j not in reuse)],
                         manifest)
-    signature = _checked_signature(p, manifest, data["module.mlir"])
+    try:
+        module_text, llvm_text = data["module.mlir"].decode(), data["program.ll"].decode()
+    except UnicodeDecodeError as exc:
+        raise OxlaError(f"'{p}' is corrupt: a text member is not UTF-8 ({exc.reason} "
+                        f"at byte {exc.start})") from None
+    signature = _checked_signature(p, manifest, module_text)
     check_object(data["program.o"], host.triple, f"'{p}' member program.o", need=("entry",))
     if "runtime.o" in data:
         check_object(data["runtime.o"], host.triple, f"'{p}' member runtime.o")
@@ -365,7 +370,7 @@ def load_artifact(path: str | os.PathLike[str],
                          host.features)
     try:
         jit = load_object(data["program.o"], host, blas_symbols(),
-                          data["program.ll"].decode(), data.get("runtime.o", b""))
+                          llvm_text, data.get("runtime.o", b""))
     except OxlaError as exc:
         raise OxlaError(f"'{p}' is corrupt: {exc}") from exc
     stats = manifest.get("stats", {})
@@ -383,8 +388,11 @@ def load_artifact(path: str | os.PathLike[str],
         if sizes is not None and c.nbytes != sizes[j]:
             raise OxlaError(f"'{p}' is corrupt: constant {j} holds {c.nbytes} bytes, the "
                             f"manifest says {sizes[j]}")
-    return CPUExecutable(data["module.mlir"].decode(), jit.ir_text, jit, host, stats,
-                         list(manifest.get("stages", [])), signature, constants)
+    stages = manifest.get("stages", [])
+    if not isinstance(stages, list) or not all(isinstance(x, str) for x in stages):
+        raise OxlaError(f"'{p}' is corrupt: 'stages' in the manifest is not a list of lines")
+    return CPUExecutable(module_text, jit.ir_text, jit, host, stats, stages, signature,
+                         constants)
 
 
 def _npy_bytes(array: np.ndarray) -> bytes:
@@ -441,7 +449,7 @@ def _manifest_signature(p: str, manifest: dict[str, Any]) -> Signature:
         raise OxlaError(f"'{p}' is corrupt: bad signature in the manifest ({why})") from None
 
 
-def _checked_signature(p: str, manifest: dict[str, Any], module: bytes) -> Signature:
+def _checked_signature(p: str, manifest: dict[str, Any], module: str) -> Signature:
     """The manifest's signature, checked against the module's own entry function, whose
     buffers the object code reads and writes (a smaller output in the manifest would let
     the code write past an array).
@@ -455,8 +463,8 @@ def _checked_signature(p: str, manifest: dict[str, Any], module: bytes) -> Signa
 
     signature = _manifest_signature(p, manifest)
     try:
-        ft = parse_main_signature(module.decode("utf-8"), f"{p}:module.mlir")
-    except (OxlaError, UnicodeDecodeError) as exc:
+        ft = parse_main_signature(module, f"{p}:module.mlir")
+    except OxlaError as exc:
         raise OxlaError(f"'{p}' is corrupt: its module.mlir has no readable entry "
                         f"function ({str(exc).splitlines()[0][:200]})") from None
     if (tuple(ft.inputs), tuple(ft.results)) != (signature.inputs, signature.outputs):

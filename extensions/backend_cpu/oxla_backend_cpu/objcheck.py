@@ -18,14 +18,23 @@ _MACHINES = {"x86_64": 62, "aarch64": 183, "arm64": 183}
 _SHT_SYMTAB, _SHT_STRTAB, _SHT_RELA, _SHT_NOBITS, _SHT_REL = 2, 3, 4, 8, 9
 _SHF_EXECINSTR = 0x4
 _STT_FUNC = 2
+# what LLVM emits for the cpu backend's code: anything else is refused (LLVM's own
+# reader asserts on, or misreads, e.g. a TLS or common symbol with alignment 0)
+_SECTION_TYPES = frozenset({0, 1, 2, 3, 4, 8, 9, 14, 15, 17,
+                            0x70000000, 0x70000001, 0x70000003, 0x6FFF4C03})
+_SECTION_FLAGS = 0x1 | 0x2 | 0x4 | 0x10 | 0x20 | 0x40 | 0x200 | 0x10000000
+_SYMBOL_TYPES = frozenset({0, 1, 2, 3, 4})  # notype, object, func, section, file
+_SHN_ABS = 0xFFF1
 _MAX_SECTIONS = 1 << 16
 _MAX_NAME = 4096
-# relocation types the cpu backend's code uses (ELF psABI numbers)
+# relocation types of the large code model the cpu backend compiles for (ELF psABI
+# numbers); LLVM's linker asserts, not errs, when a 32-bit one does not fit
 _RELOCS = {
-    62: frozenset({1, 2, 4, 9, 10, 11, 24, 26, 41, 42}),  # 64 PC32 PLT32 GOTPCREL 32 32S PC64 GOTPC64 GOTPCRELX REX_GOTPCRELX
-    183: frozenset({257, 258, 260, 261, 263, 274, 275, 277, 278, 279, 282, 283, 284, 285, 286,
-                    299, 300, 311, 312}),
+    62: frozenset({1, 24, 25, 28, 29, 31}),  # 64 PC64 GOTOFF64 GOTPCREL64 GOTPC64 PLTOFF64
+    183: frozenset({257, 258, 260, 261, 263, 264, 265, 266, 267, 268, 269, 270, 274, 275,
+                    277, 278, 279, 282, 283, 284, 285, 286, 299, 300, 311, 312}),
 }
+_WIDE = frozenset({1, 24, 25, 28, 29, 31, 257})
 
 
 def _fail(what: str, why: str) -> OxlaError:
@@ -55,7 +64,11 @@ def check_object(data: bytes, triple: str, what: str = "program.o",
         raise _fail(what, "no ELF header")
     if data[4] != 2 or data[5] != 1:
         raise _fail(what, "not a 64-bit little-endian ELF file")
-    e_type, e_machine = struct.unpack_from("<HH", data, 16)
+    e_type, e_machine, e_version = struct.unpack_from("<HHI", data, 16)
+    phoff, = struct.unpack_from("<Q", data, 32)
+    ehsize, _, phnum = struct.unpack_from("<HHH", data, 52)
+    if e_version != 1 or ehsize != 64 or phoff or phnum:
+        raise _fail(what, "unexpected ELF header fields for a relocatable object")
     machine = _MACHINES.get(triple.split("-", 1)[0])
     if e_type != 1:
         raise _fail(what, f"ELF type {e_type}, expected a relocatable object (1)")
@@ -66,7 +79,13 @@ def check_object(data: bytes, triple: str, what: str = "program.o",
     if shentsize != 64 or not 0 < shnum <= _MAX_SECTIONS or shoff + shnum * 64 > n:
         raise _fail(what, "section header table out of bounds")
     sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + 64 * i) for i in range(shnum)]
-    for i, (_, typ, _, _, off, size, link, _info, _, entsize) in enumerate(sections):
+    if sections[0][1] != 0:
+        raise _fail(what, "section 0 is not the null section")
+    for i, (_, typ, flags, _, off, size, link, _info, align, entsize) in enumerate(sections):
+        if typ not in _SECTION_TYPES or flags & ~_SECTION_FLAGS:
+            raise _fail(what, f"section {i} has type {typ:#x} and flags {flags:#x}")
+        if i and not (0 < align <= 1 << 16 and align & (align - 1) == 0):
+            raise _fail(what, f"section {i} has alignment {align}")  # LLVM asserts on it
         if typ != _SHT_NOBITS and off + size > n:
             raise _fail(what, f"section {i} extends past the end of the file")
         if link >= shnum:
@@ -98,6 +117,9 @@ def check_object(data: bytes, triple: str, what: str = "program.o",
         st_name, st_info, _, shndx, value, size = struct.unpack_from("<IBBHQQ", data,
                                                                      st[4] + 24 * k)
         name = name_at(st[6], st_name) if st_name else ""
+        if st_info & 0xF not in _SYMBOL_TYPES or st_info >> 4 > 2 or (
+                shndx >= 0xFF00 and shndx != _SHN_ABS):
+            raise _fail(what, f"symbol '{name}' has info {st_info:#x} and section {shndx:#x}")
         if 0 < shndx < 0xFF00:
             if shndx >= shnum:
                 raise _fail(what, f"symbol '{name}' in section {shndx} of {shnum}")
@@ -116,7 +138,7 @@ def check_object(data: bytes, triple: str, what: str = "program.o",
         for r in range(size // entsize):
             r_offset, r_info = struct.unpack_from("<QQ", data, off + entsize * r)
             sym, rtype = r_info >> 32, r_info & 0xFFFFFFFF
-            width = 8 if rtype in (1, 24, 26, 257) else 4
+            width = 8 if rtype in _WIDE else 4
             if sym >= nsyms or r_offset + width > target_size or rtype not in allowed:
                 raise _fail(what, f"relocation {r} of section {i} is out of bounds or of "
                                   f"unknown type {rtype}")
