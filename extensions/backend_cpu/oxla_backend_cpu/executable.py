@@ -23,6 +23,7 @@ import ctypes
 import hashlib
 import json
 import os
+import re
 import threading
 import weakref
 from typing import Any
@@ -365,6 +366,9 @@ def load_artifact(path: str | os.PathLike[str],
     if "runtime.o" in data:
         check_object(data["runtime.o"], host.triple, f"'{p}' member runtime.o")
     t0 = time.perf_counter()
+    cpu = manifest.get("cpu", "")
+    if not isinstance(cpu, str) or not re.fullmatch(r"[A-Za-z0-9_.+-]{0,64}", cpu):
+        raise OxlaError(f"'{p}' is corrupt: 'cpu' in the manifest is not a CPU name")
     if manifest.get("cpu", "") != host.cpu:
         host = CPUTarget(manifest["target_triple"], str(manifest.get("cpu", "")),
                          host.features)
