@@ -369,6 +369,9 @@ class Parser(TypeAttrParserMixin):
         """``region ::= `{` entry-block? block* `}```; ``entry_args`` are names given by
         the op's pretty syntax (e.g. ``while``'s iteration arguments)."""
         self.expect("{")
+        if self.at("}") and entry_args is None:  # `{}`: a region without blocks, as MLIR
+            self.advance()
+            return Region()
         self.push_scope(isolated)
         region = Region()
         block = Block()
@@ -472,7 +475,7 @@ class Parser(TypeAttrParserMixin):
         if self.tok.kind == "ident" and self.tok.text == "attributes":
             self.advance()
             attrs.update(self.parse_attr_dict())
-        region = self.parse_region(isolated=True)
+        region = self.parse_region(entry_args=[], isolated=True)  # always one block
         op = Operation.create("builtin.module", attributes=attrs, regions=[region],
                               loc=self.loc_of(mtok))
         loc = self.parse_optional_location()

@@ -90,9 +90,9 @@ def check_object(data: bytes, triple: str, what: str = "program.o",
             raise _fail(what, f"section {i} extends past the end of the file")
         if link >= shnum:
             raise _fail(what, f"section {i} links to section {link} of {shnum}")
-        if typ in (_SHT_RELA, _SHT_REL, _SHT_SYMTAB) and entsize != (
-                24 if typ != _SHT_REL else 16):
-            raise _fail(what, f"section {i} has entries of {entsize} bytes")
+        if typ in (_SHT_RELA, _SHT_REL, _SHT_SYMTAB) and (
+                entsize != (24 if typ != _SHT_REL else 16) or size % entsize):
+            raise _fail(what, f"section {i} of {size} bytes has entries of {entsize} bytes")
     if shstrndx >= shnum or sections[shstrndx][1] != _SHT_STRTAB:
         raise _fail(what, "no section name table")
 
