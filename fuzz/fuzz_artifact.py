@@ -45,8 +45,8 @@ PROGRAM = """func.func @main(%a: tensor<4xf32>, %b: tensor<2x2xi32>) -> (tensor<
   return %0, %1 : tensor<4xf32>, tensor<2x2xi32>
 }
 """
-_DIR = tempfile.mkdtemp(prefix="oxla-fuzz-artifact-", dir="/dev/shm" if os.path.isdir(
-    "/dev/shm") else None)
+_DIR = tempfile.mkdtemp(prefix="oxla-fuzz-artifact-", dir=os.environ.get(
+    "OXLA_FUZZ_SCRATCH") or ("/dev/shm" if os.path.isdir("/dev/shm") else None))
 _PATH = os.path.join(_DIR, "input.oxla")
 
 

@@ -6,7 +6,8 @@ any exception other than an :class:`oxla.errors.OxlaError` (a crash, a hang bein
 caught by libFuzzer's ``-timeout``). With ``OXLA_FUZZ_FINDINGS=DIR`` a bug is written to
 ``DIR/<kind>-<digest>.{bin,txt}`` (the input, the traceback) and the run goes on, so
 a long run counts every distinct bug; without it the first bug stops the run, as
-libFuzzer does.
+libFuzzer does. Scratch files (libFuzzer's new inputs, the artifact seeds) go under
+``OXLA_FUZZ_SCRATCH`` when it is set, else the system's temporary directory.
 """
 
 from __future__ import annotations
@@ -96,7 +97,9 @@ def run(one_input: Callable[[bytes], None], corpus_name: str, argv: list[str]) -
         # the seeds in the repository stay as they are
         import tempfile
 
-        args += [tempfile.mkdtemp(prefix=f"oxla-fuzz-{corpus_name}-"), str(seeds)]
+        scratch = tempfile.mkdtemp(prefix=f"oxla-fuzz-{corpus_name}-",
+                                   dir=os.environ.get("OXLA_FUZZ_SCRATCH"))
+        args += [scratch, str(seeds)]
     atheris.Setup(args, one_input)
     atheris.Fuzz()
     return 0

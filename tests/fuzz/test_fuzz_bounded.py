@@ -31,7 +31,7 @@ def _engine() -> dict[str, str]:
 
 @pytest.mark.parametrize("harness,runs", [("fuzz_parser.py", 20000), ("fuzz_artifact.py", 3000)])
 def test_harness_bounded_run_finds_nothing(harness, runs, tmp_path):
-    env = {**os.environ, **_engine()}
+    env = {**os.environ, **_engine(), "OXLA_FUZZ_SCRATCH": str(tmp_path)}
     env.pop("OXLA_FUZZ_FINDINGS", None)
     res = subprocess.run([sys.executable, str(FUZZ / harness), f"-runs={runs}", "-seed=1",
                           "-timeout=30", f"-artifact_prefix={tmp_path}/"],

@@ -154,6 +154,7 @@ CHILD = textwrap.dedent("""
     import json, resource, sys, time
     import oxla
     from oxla.errors import OxlaError
+    oxla.plugins.backends()  # plugin discovery (once per process) is not the loader's time
     out = {}
     for name, path in json.loads(sys.argv[1]).items():
         t0 = time.perf_counter()
