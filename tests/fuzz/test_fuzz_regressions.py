@@ -140,6 +140,18 @@ def test_cpu_manifest_entries_of_the_wrong_kind(cpu_artifact, tmp_path, edit, ma
 
 
 @needs_cpu
+def test_recipe_with_a_non_string_source(cpu_artifact, tmp_path):
+    """``constant_recipes`` naming a dict as its source: was a TypeError (unhashable)."""
+    from oxla_backend_cpu.executable import load_artifact
+
+    _rewrite(cpu_artifact, tmp_path / "b.oxla",
+             edit=lambda m: m.update(constant_recipes={"0": {"source": {"x": 1}}}))
+    exe = load_artifact(tmp_path / "b.oxla", {"a" * 64: np.zeros(1, np.float32)})
+    x = np.ones(4, np.float32)
+    np.testing.assert_allclose(exe(x)[0], np.exp(x), rtol=1e-6)
+
+
+@needs_cpu
 def test_cpu_artifact_with_non_utf8_llvm_ir(cpu_artifact, tmp_path):
     _rewrite(cpu_artifact, tmp_path / "b.oxla", {"program.ll": b"; \xbc\xff"})
     with pytest.raises(OxlaError, match="not UTF-8"):

@@ -336,7 +336,8 @@ def load_artifact(path: str | os.PathLike[str],
     reuse = {j: known[d] for j, d in enumerate(recorded) if isinstance(d, str) and d in known}
     recipes = manifest.get("constant_recipes") or {}
     for j, r in (recipes.items() if isinstance(recipes, dict) else ()):
-        src = known.get(r.get("source")) if isinstance(r, dict) else None
+        src = known.get(r["source"]) if isinstance(r, dict) and isinstance(
+            r.get("source"), str) else None
         if src is not None:
             from oxla_backend_cpu.packed_gemm import rebuild
 
