@@ -191,6 +191,15 @@ def _mutations(obj: bytes) -> dict[str, bytes]:
     struct.pack_into("<Q", b, shoff + 64 * ri + 32, secs[ri][5] - 14)  # partial entry
     out["relocation size"] = bytes(b)
     b = bytearray(obj)
+    for k in range(1, st[5] // 24):  # a section symbol of no section
+        at = st[4] + 24 * k
+        if b[at + 4] & 0xF == 3:
+            struct.pack_into("<H", b, at + 6, 0)
+            break
+    else:
+        raise AssertionError("no section symbol in the object")
+    out["section symbol of section 0"] = bytes(b)
+    b = bytearray(obj)
     struct.pack_into("<H", b, 56, 25)  # e_phnum in a relocatable object
     out["program headers"] = bytes(b)
     b = bytearray(obj)

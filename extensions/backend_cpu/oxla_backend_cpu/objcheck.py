@@ -120,6 +120,8 @@ def check_object(data: bytes, triple: str, what: str = "program.o",
         if st_info & 0xF not in _SYMBOL_TYPES or st_info >> 4 > 2 or (
                 shndx >= 0xFF00 and shndx != _SHN_ABS):
             raise _fail(what, f"symbol '{name}' has info {st_info:#x} and section {shndx:#x}")
+        if st_info & 0xF == 3 and not 0 < shndx < shnum:  # LLVM names it by its section
+            raise _fail(what, f"section symbol {k} names section {shndx:#x}")
         if 0 < shndx < 0xFF00:
             if shndx >= shnum:
                 raise _fail(what, f"symbol '{name}' in section {shndx} of {shnum}")
