@@ -154,7 +154,8 @@ CHILD = textwrap.dedent("""
     import json, resource, sys, time
     import oxla
     from oxla.errors import OxlaError
-    oxla.plugins.backends()  # plugin discovery (once per process) is not the loader's time
+    for name in oxla.plugins.backends():  # importing a backend (once per process: 1-3 s
+        oxla.plugins.get_backend(name)     # for llvmlite) is not the loader's time
     out = {}
     for name, path in json.loads(sys.argv[1]).items():
         t0 = time.perf_counter()
