@@ -145,7 +145,13 @@ class OxlaGroup(click.Group):
         with _debug_environment(bool(ctx.params.get("debug"))):
             try:
                 return super().invoke(ctx)
-            except (click.exceptions.ClickException, click.exceptions.Exit, click.Abort,
+            except click.exceptions.ClickException as exc:  # bad arguments: one line too
+                lines = [x.strip() for x in exc.format_message().splitlines() if x.strip()]
+                sub = getattr(exc, "ctx", None)
+                hint = f" (see '{sub.command_path} --help')" if sub is not None else ""
+                click.echo(f"error: {'; '.join(lines)}{hint}", err=True)
+                ctx.exit(exc.exit_code)
+            except (click.exceptions.Exit, click.Abort,
                     BrokenPipeError):  # a closed pipe (`oxla plugins | head`): click
                 raise  # silences the output and exits 1, like other CLIs; no "internal error"
             except Exception as exc:

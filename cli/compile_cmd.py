@@ -86,10 +86,13 @@ def resolve_frontend(path: str, name: str | None) -> str:
               help="print each op's sharding and each inserted collective with its bytes")
 @click.option("--link-gbps", type=float, default=100.0, show_default=True,
               help="link bandwidth for --explain-sharding's communication estimate")
+@click.option("--sign-key-file", type=click.Path(dir_okay=False), default=None,
+              help="sign the artifact with HMAC-SHA256 using the key in this file "
+                   "(default: the key in $OXLA_SIGN_KEY, when set)")
 def compile_command(input_path: str, frontend: str | None, backend: str, output: str | None,
                     emit: str, input_specs: tuple[str, ...], params_as_inputs: bool,
                     mesh: str | None, shards: tuple[str, ...], explain_sharding: bool,
-                    link_gbps: float) -> None:
+                    link_gbps: float, sign_key_file: str | None) -> None:
     """Compile a model file or directory (IN) into a .oxla artifact.
 
     The frontend is detected from IN when --frontend is omitted: .mlir files are
@@ -99,8 +102,13 @@ def compile_command(input_path: str, frontend: str | None, backend: str, output:
     models (--input-spec per graph input, in order, for symbolic dims).
     """
     import oxla
+    from oxla.artifact import key_from_env, load_key, sign_artifact
     from oxla.ir import print_module
 
+    if output is not None:
+        refuse_overwriting_input(input_path, output)
+    key = load_key(sign_key_file, "signing key") if sign_key_file else \
+        key_from_env("OXLA_SIGN_KEY")
     name = resolve_frontend(input_path, frontend)
     options: dict[str, object] = {"arg_shapes": list(input_specs)} if input_specs else {}
     if params_as_inputs:
@@ -127,6 +135,7 @@ def compile_command(input_path: str, frontend: str | None, backend: str, output:
         return
     if output is None:
         output = os.path.splitext(input_path.rstrip("/" + os.sep) or input_path)[0] + ".oxla"
+    refuse_overwriting_input(input_path, output)
     exe = oxla.compile(module, backend=backend)
     if report is not None:
         from oxla.sharding.cost import summary
@@ -138,6 +147,8 @@ def compile_command(input_path: str, frontend: str | None, backend: str, output:
         from oxla.sharding.run import _entry
 
         write_sidecar(output, report, _entry(module))
+    if key is not None:
+        sign_artifact(output, key)
     compile_s = exe.stats.get("compile_seconds", 0.0)
     sharded = ""
     if report is not None and report.mesh is not None:
@@ -145,4 +156,18 @@ def compile_command(input_path: str, frontend: str | None, backend: str, output:
         sharded = f", per-device program for {report.mesh.num_devices} devices " \
                   f"(collectives: {counts})"
     click.echo(f"wrote {output}: frontend {name}, backend {exe.backend}, "
-               f"import {import_s:.3f}s, compile {compile_s:.3f}s{sharded}")
+               f"import {import_s:.3f}s, compile {compile_s:.3f}s{sharded}"
+               + (", signed" if key is not None else ""))
+
+
+def refuse_overwriting_input(input_path: str, output: str) -> None:
+    """Raises :class:`OxlaError` when ``output`` is ``input_path`` (or inside it, for a
+    SavedModel directory): writing there would destroy the source.
+    """
+    from oxla.errors import OxlaError
+
+    src, dst = os.path.realpath(input_path), os.path.realpath(output)
+    if dst == src or (os.path.isdir(src) and dst.startswith(src.rstrip(os.sep) + os.sep)) \
+            or (os.path.exists(dst) and os.path.samefile(src, dst)):
+        raise OxlaError(f"-o {output} would overwrite the input {input_path}; "
+                        "choose another output path")

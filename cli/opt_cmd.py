@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -67,6 +68,11 @@ def opt_command(
     from oxla.ir import parse_module, print_module
     from oxla.passes import PassManager
 
+    if output is not None and input_path != "-" and os.path.exists(output) \
+            and os.path.samefile(output, input_path):
+        from oxla.errors import OxlaError
+
+        raise OxlaError(f"-o {output} would overwrite the input; choose another path")
     if input_path == "-":
         text, name = sys.stdin.read(), "<stdin>"
     else:

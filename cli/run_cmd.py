@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import zipfile
 from typing import Any
 
 import click
@@ -22,7 +23,14 @@ HELP_EPILOG = (
 
 def _load_input(path: str) -> np.ndarray:
     try:
-        return np.load(path, allow_pickle=False)
+        array = np.load(path, allow_pickle=False)
+        if not isinstance(array, np.ndarray):  # an .npz archive
+            names = list(array.files)
+            array.close()
+            raise OxlaError(f"'{path}' is an .npz archive (arrays: "
+                            f"{', '.join(names[:8]) or 'none'}); --input takes one .npy "
+                            "file per argument")
+        return array
     except FileNotFoundError as exc:
         raise OxlaError(f"no such file: {path}") from exc
     except ValueError as exc:
@@ -34,8 +42,11 @@ def _load_input(path: str) -> np.ndarray:
             raise OxlaError(f"'{path}' is not a .npy file (no .npy header; write it "
                             "with numpy.save)") from exc
         raise OxlaError(f"'{path}' is not a .npy array file: {exc}") from exc
-    except (OSError, EOFError) as exc:
-        raise OxlaError(f"'{path}' is not a .npy file: {exc}") from exc
+    except (OSError, EOFError, SyntaxError, TypeError, MemoryError,
+            zipfile.BadZipFile) as exc:  # a damaged header, archive or huge shape
+        raise OxlaError(f"'{path}' is not a readable .npy file: "
+                        f"{str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__}"
+                        ) from exc
 
 
 def _has_npy_header(path: str) -> bool:
@@ -114,11 +125,28 @@ def write_results(path: str, outs: list[np.ndarray]) -> None:
               help="write the results to exactly this path: an .npz archive (result0, "
                    "result1, ...), or a plain .npy when the program has one result (a "
                    ".npy path for several results is an error)")
-def run_command(artifact: str, inputs: tuple[str, ...], output: str | None) -> None:
-    """Run a compiled artifact on .npy inputs; print each output's shape and dtype."""
-    import oxla
+@click.option("--require-signature-key-file", "key_file", type=click.Path(dir_okay=False),
+              default=None,
+              help="refuse the artifact unless it is signed with the key in this file "
+                   "(default: the key in $OXLA_REQUIRE_SIGNATURE_KEY, when set)")
+def run_command(artifact: str, inputs: tuple[str, ...], output: str | None,
+                key_file: str | None) -> None:
+    """Run a compiled artifact on .npy inputs; print each output's shape and dtype.
 
-    exe = oxla.load(artifact)
+    An artifact is native code: run only artifacts you trust, as you would a shared
+    library, or require a signature.
+    """
+    import os
+
+    import oxla
+    from oxla.artifact import key_from_env, load_key
+
+    if output is not None and any(os.path.realpath(output) == os.path.realpath(p)
+                                  for p in (artifact, *inputs)):
+        raise OxlaError(f"--output {output} would overwrite an input; choose another path")
+    key = load_key(key_file, "signature key") if key_file else \
+        key_from_env("OXLA_REQUIRE_SIGNATURE_KEY")
+    exe = oxla.load(artifact, require_signature=key)
     signature = getattr(exe, "signature", None)
     if output is not None and signature is not None:  # before the run, not after it
         check_output_path(output, len(signature.outputs))

@@ -96,12 +96,29 @@ def _framework_frontend(program: Any) -> str | None:
     return None
 
 
-def load(path: str | os.PathLike[str]) -> Executable:
+def load(path: str | os.PathLike[str], *, require_signature: bytes | str | None = None
+         ) -> Executable:
     """Loads a ``.oxla`` artifact written by ``Executable.save``.
 
+    An artifact holds native code: load only artifacts you trust, as you would a shared
+    library. The container and the manifest are checked before anything is
+    decompressed or run (see :mod:`oxla.artifact`).
+
+    Args:
+        path: the artifact.
+        require_signature: a key (``bytes``), or a path to a file holding one: the
+            artifact must carry an HMAC-SHA256 signature made with it
+            (``oxla compile --sign-key-file``), checked with every member before the
+            backend reads anything.
+
     Raises:
-        OxlaError: not an oxla artifact.
+        OxlaError: not an oxla artifact, damaged or crafted, or (with
+            ``require_signature``) unsigned or signed with another key.
         PluginError: the backend named in its manifest is not installed or unusable here.
     """
+    from oxla.artifact import load_key, verify_signature
+
     manifest = read_manifest(path)
+    if require_signature is not None:
+        verify_signature(path, load_key(require_signature))
     return plugins.get_backend(manifest["backend"]).load(path)

@@ -140,6 +140,11 @@ class InterpreterBackend:
 
     def load(self, path):
         from oxla.artifact import read_member
+        from oxla.errors import OxlaError
 
-        text = read_member(path, "module.mlir").decode()
-        return self.compile(parse_module(text, str(path)))
+        try:
+            text = read_member(path, "module.mlir").decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise OxlaError(f"'{path}' is corrupt: its module.mlir is not UTF-8 text "
+                            f"({exc.reason} at byte {exc.start})") from None
+        return self.compile(parse_module(text, f"{path}:module.mlir"))

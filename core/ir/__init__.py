@@ -41,6 +41,7 @@ from oxla.ir.parser import (
     parse_attribute,
     parse_file,
     parse_input_spec,
+    parse_main_signature,
     parse_module,
     parse_type,
 )
@@ -62,6 +63,7 @@ def verify(module_or_op) -> None:
 __all__ = [
     "attributes",
     "types",
+    "parse_main_signature",
     "parse_module",
     "parse_file",
     "parse_type",

@@ -106,7 +106,10 @@ def _tokenize(body: str) -> tuple[list, tuple[int, ...]]:
 
     # Fast path: a flat or nested list of scalars is flattened without recursion depth
     # issues for typical sizes.
-    tree = parse_elem()
+    try:
+        tree = parse_elem()
+    except IndexError:  # an unclosed '[' or '(' at the end of the literal
+        raise DenseLiteralError("dense literal ends early (unclosed '[' or '(')") from None
     if pos != len(toks):
         raise DenseLiteralError(f"unexpected '{toks[pos]}' after dense literal")
     shape: list[int] = []

@@ -14,8 +14,10 @@ from oxla.errors import ParseError
 from oxla.ir.location import FileLineColLoc, SourceFile
 
 # Leading whitespace and ``//`` comments are consumed by the same match as the token
-# (one regex call per token: the lexer is the parser's hot path).
-_WS_RE = re.compile(r"(?:\s|//[^\n]*)*")
+# (one regex call per token: the lexer is the parser's hot path). The skip is possessive
+# (``*+``): a backtracking one would, at the end of the input, give back the tail of a
+# last-line comment and lex ``// end }`` as the token ``}``.
+_WS_RE = re.compile(r"(?:\s|//[^\n]*+)*+")
 _TOKEN_RE = re.compile(
     r"""
     (?:\s|//[^\n]*+)*+

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from oxla.errors import VerifyError
 from oxla.ir.attributes import Attribute
 from oxla.ir.location import UNKNOWN, Location
 from oxla.ir.oplist import OpList
@@ -491,7 +492,8 @@ class Module:
         """The entry function: ``main``, else the only public function.
 
         Raises:
-            KeyError: when there is no unique entry.
+            NoEntryError: when there is no unique entry (a ``VerifyError`` and a
+                ``KeyError``).
         """
         f = self.lookup("main")
         if f is not None:
@@ -499,7 +501,11 @@ class Module:
         public = [f for f in self.functions if func_visibility(f) == "public"]
         if len(public) == 1:
             return public[0]
-        raise KeyError("module has no 'main' function and no single public function")
+        names = [getattr(f.attributes.get("sym_name"), "value", None) for f in self.functions]
+        raise NoEntryError(
+            "module has no 'main' function and no single public function",
+            notes=[f"functions: {', '.join('@' + n for n in names if n) or 'none'}; name the "
+                   "entry function @main"])
 
     def walk(self) -> Iterator[Operation]:
         return self.op.walk()
@@ -513,6 +519,17 @@ class Module:
         from oxla.ir.printer import print_module
 
         return print_module(self)
+
+
+class NoEntryError(VerifyError, KeyError):
+    """A module without an entry function (no ``@main``, not one public function).
+
+    A :class:`VerifyError` (the user's module is at fault: exit 2 on the CLI) that is
+    also a ``KeyError``, which :attr:`Module.main` raised before.
+    """
+
+    def __str__(self) -> str:
+        return self.render()
 
 
 def func_visibility(func: Operation) -> str:

@@ -442,12 +442,15 @@ class TypeAttrParserMixin:
         text = self.lex.text
         body_start = self.tok.end
         # Find the matching '>' (dense bodies hold no '<'; strings hold no '>').
+        q0 = -1
         if text.startswith('"', body_start) or text[body_start:body_start + 64].lstrip().startswith('"'):
-            q0 = text.index('"', body_start)
-            q1 = text.index('"', q0 + 1)
-            body_end = text.index(">", q1)
+            q0 = text.find('"', body_start)
+            q1 = text.find('"', q0 + 1)
+            body_end = text.find(">", q1) if q1 >= 0 else -1
         else:
-            body_end = text.index(">", body_start)
+            body_end = text.find(">", body_start)
+        if body_end < 0:
+            raise self.error("unterminated dense literal: expected '>'", start_tok)
         body = text[body_start:body_end].strip()
         self.reset_to(body_end + 1)
         self.expect(":", "and a type after dense literal")
@@ -477,8 +480,8 @@ class TypeAttrParserMixin:
         self.expect(">")
         self.expect(":")
         ty = self.parse_type()
-        if not isinstance(ty, T.TensorType):
-            raise self.error("dense_resource needs a tensor type", start_tok)
+        if not isinstance(ty, T.TensorType) or not ty.is_static:
+            raise self.error(f"dense_resource needs a static tensor type, got {ty}", start_tok)
         attr = A.DenseElementsAttr(ty, np.zeros(ty.shape, dtype=ty.element_type.dtype))
         self._pending_resources.append((attr, name_tok.text, start_tok))
         return attr

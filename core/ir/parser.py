@@ -10,6 +10,7 @@ None and consume nothing when the construct is absent.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import numpy as np
 
@@ -368,6 +369,9 @@ class Parser(TypeAttrParserMixin):
         """``region ::= `{` entry-block? block* `}```; ``entry_args`` are names given by
         the op's pretty syntax (e.g. ``while``'s iteration arguments)."""
         self.expect("{")
+        if self.at("}") and entry_args is None:  # `{}`: a region without blocks, as MLIR
+            self.advance()
+            return Region()
         self.push_scope(isolated)
         region = Region()
         block = Block()
@@ -437,9 +441,8 @@ class Parser(TypeAttrParserMixin):
                 continue
             self.parse_operation(loose)
         if module is None:
+            # an input of only comments (or nothing) is an empty module, as in mlir-opt
             module = Module()
-            if not loose.ops:
-                raise self.error("empty input: expected a module or a function")
             for op in list(loose.ops):
                 module.body.append(op)  # moves it out of `loose`
         elif loose.ops:
@@ -472,7 +475,7 @@ class Parser(TypeAttrParserMixin):
         if self.tok.kind == "ident" and self.tok.text == "attributes":
             self.advance()
             attrs.update(self.parse_attr_dict())
-        region = self.parse_region(isolated=True)
+        region = self.parse_region(entry_args=[], isolated=True)  # always one block
         op = Operation.create("builtin.module", attributes=attrs, regions=[region],
                               loc=self.loc_of(mtok))
         loc = self.parse_optional_location()
@@ -545,7 +548,16 @@ def parse_module(text: str, filename: str = "<string>", line_offset: int = 0) ->
     """
     with gc_paused():
         p = Parser(text, filename, line_offset)
-        return p.parse_top_level()
+        return _guarded(p, p.parse_top_level)
+
+
+def _guarded(p: Parser, parse: Any) -> Any:
+    """Runs ``parse()``; nesting deeper than Python's stack (a tuple type 3,000 deep)
+    becomes a :class:`ParseError` at the token reached, not a ``RecursionError``."""
+    try:
+        return parse()
+    except RecursionError:
+        raise p.error("input nested too deeply (types, attributes or regions)") from None
 
 
 def parse_file(path: str, split: bool = False) -> list[Module]:
@@ -565,16 +577,42 @@ def _has_code(chunk: str) -> bool:
 def parse_type(text: str) -> T.Type:
     """Parses a single type, e.g. ``tensor<2x3xf32>``."""
     p = Parser(text)
-    t = p.parse_type()
+    t = _guarded(p, p.parse_type)
     if p.tok.kind != "eof":
         raise p.error(f"unexpected '{p.tok.text}' after type")
     return t
 
 
+_MAIN_HEADER_RE = re.compile(r"^\s*func\.func\s+(?:public\s+)?(?=@main\s*\()", re.MULTILINE)
+
+
+def parse_main_signature(text: str, filename: str = "<string>") -> T.FunctionType:
+    """The type of the entry function of module text, read from its header alone when
+    it is written ``func.func [public] @main(...)`` (a large module is not parsed), else
+    from the whole module.
+
+    Raises:
+        ParseError: malformed text. VerifyError: no entry function.
+    """
+    m = _MAIN_HEADER_RE.search(text)
+    if m is None:
+        from oxla.ir.operation import func_type
+
+        return func_type(parse_module(text, filename).main)
+    from oxla.ir.syntax_ops import Func
+
+    p = Parser(text, filename)
+    p.reset_to(m.end())
+    st, _ = _guarded(p, lambda: Func().parse_header(p))
+    ft = st.attributes["function_type"].type  # type: ignore[attr-defined]
+    assert isinstance(ft, T.FunctionType)
+    return ft
+
+
 def parse_attribute(text: str) -> A.Attribute:
     """Parses a single attribute, e.g. ``dense<1.0> : tensor<f32>``."""
     p = Parser(text)
-    a = p.parse_attribute()
+    a = _guarded(p, p.parse_attribute)
     if p.tok.kind != "eof":
         raise p.error(f"unexpected '{p.tok.text}' after attribute")
     return a

@@ -353,8 +353,11 @@ class Compare(Syntax):
 
     def print(self, pr: Printer, op: Operation) -> None:
         d = op.attributes["comparison_direction"]
-        s = f"{op.name}  {d.value}, {pr.operands(op.operands)}"  # type: ignore[attr-defined]
         ct = op.attributes.get("compare_type")
+        if not all(isinstance(a, A.EnumAttr | A.StringAttr) for a in (d, ct) if a is not None):
+            pr.print_generic(op)  # an opaque enum has no pretty spelling
+            return
+        s = f"{op.name}  {d.value}, {pr.operands(op.operands)}"  # type: ignore[attr-defined]
         if ct is not None:
             s += f",  {ct.value}"  # type: ignore[attr-defined]
         pr.emit(s + _attr_dict_text(op, {"comparison_direction", "compare_type"}))

@@ -460,6 +460,19 @@ class Func(Syntax):
     { body }`` (a declaration has no body)."""
 
     def parse(self, p: Parser, name: str) -> OpState:
+        st, args = self.parse_header(p)
+        if p.at("{"):
+            st.regions = [p.parse_region(entry_args=args, isolated=True)]
+        else:
+            from oxla.ir.operation import Region
+
+            st.regions = [Region()]
+        st.result_types = []
+        return st
+
+    def parse_header(self, p: Parser) -> tuple[OpState, list[tuple[str, T.Type, Token]]]:
+        """Everything before the body: returns the op's state (no regions) and the
+        entry block's ``(name, type, token)`` arguments."""
         st = _state()
         if p.tok.kind == "ident" and p.tok.text in ("private", "public", "nested"):
             st.attributes["sym_visibility"] = A.StringAttr(p.advance().text)
@@ -510,14 +523,7 @@ class Func(Syntax):
         if any(res_attrs):
             st.attributes["res_attrs"] = A.ArrayAttr(
                 tuple(A.DictionaryAttr(tuple(d.items())) for d in res_attrs))
-        if p.at("{"):
-            st.regions = [p.parse_region(entry_args=args, isolated=True)]
-        else:
-            from oxla.ir.operation import Region
-
-            st.regions = [Region()]
-        st.result_types = []
-        return st
+        return st, args
 
     def print(self, pr: Printer, op: Operation) -> None:
         a = op.attributes

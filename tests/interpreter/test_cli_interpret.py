@@ -118,9 +118,11 @@ def test_interpret_failing_file_shows_the_difference(files):
 
 
 def test_interpret_parse_error_is_reported(files):
+    """Nothing of the file parses: a user error (exit 2, one line with the location),
+    not a failed test (exit 1); issue #20."""
     r = CliRunner().invoke(cli, ["interpret", str(files["broken"])])
-    assert r.exit_code == 1
-    assert "ERROR" in r.output and "broken.mlir:4" in r.output
+    assert r.exit_code == 2
+    assert "broken.mlir:4" in r.stderr and r.stderr.count("error:") == 1
 
 
 def test_interpret_runs_main_of_jax_style_files(files):

@@ -175,6 +175,13 @@ def _probe(ctx, op, args):
     return [args[0]]
 
 
+@interpreter_rule("interpreter.print")
+def _print(ctx, op, args):
+    """Prints the operand to stdout (a debugging aid) and returns it unchanged."""
+    print(f"{op.operands[0].type}: {np.asarray(args[0])}", flush=True)
+    return [args[0]]
+
+
 @interpreter_rule("check.expect_serialized_eq")
 def _expect_serialized_eq(ctx, op, args):
     pid = attr(op, "probe_id")

@@ -66,6 +66,8 @@ register(
           attributes=(AttrDef("probe_id", "string"),), traits=TEST,
           spec="interpreter-check-ops",
           syntax=OperandsKeywords((KW("probe_id", "probe_id", "string"),), types="operand")),
+    OpDef("interpreter.print", operands=operands("operand"), traits=TEST,
+          spec="interpreter-check-ops", syntax=OperandsKeywords((), types="operand")),
     OpDef("interpreter.run_parallel", operands=(OperandDef("inputs", **_V),),
           results=(ResultDef("results", **_V),),
           attributes=(AttrDef("programs", "array"), AttrDef("infeed", "array", optional=True)),

@@ -307,13 +307,33 @@ def verify_all_to_all(op: Operation) -> None:
     _replica_groups(op, cid="C5")
 
 
-@register_verifier("stablehlo.collective_broadcast", "stablehlo.cross-replica-sum")
-def verify_collective_broadcast(op: Operation) -> None:
-    """``collective_broadcast`` (C1) unique replica groups, (C3) same type."""
+@register_verifier("stablehlo.cross-replica-sum")
+def verify_cross_replica_sum(op: Operation) -> None:
+    """``cross-replica-sum``: unique replica groups, result of the operand's type."""
     _replica_groups(op, cid="C1")
     if op.results and not types_ok(op.operands[0].type, op.results[0].type):
         fail(op, "C3", f"result has type {op.results[0].type}; expected "
                        f"{op.operands[0].type}")
+
+
+@register_verifier("stablehlo.collective_broadcast")
+def verify_collective_broadcast(op: Operation) -> None:
+    """``collective_broadcast`` (C1) unique replica groups, (C3-C5) one result per data
+    operand, of its type; with ``has_dynamic_root`` the last operand is the roots."""
+    _replica_groups(op, cid="C1")
+    dynamic = getattr(op.attributes.get("has_dynamic_root"), "value", False) is True
+    data = op.operands[:-1] if dynamic else op.operands
+    if not data:
+        fail(op, "C4" if dynamic else "C3", "expected at least one data operand")
+    if len(op.results) != len(data):
+        fail(op, "C5", f"{len(op.results)} results for {len(data)} data operands")
+    if dynamic:
+        t = op.operands[-1].type
+        if shape(t) != (len(data),) or str(elem(t)) != "i32":
+            fail(op, "C4", f"roots operand has type {t}; expected tensor<{len(data)}xi32>")
+    for i, (v, r) in enumerate(zip(data, op.results)):
+        if not types_ok(v.type, r.type):
+            fail(op, "C3", f"result #{i} has type {r.type}; expected {v.type}")
 
 
 @register_verifier("stablehlo.collective_permute")

@@ -96,6 +96,9 @@ def verify_same_type_elementwise(op: Operation) -> None:
     if short in ("abs", "real", "imag"):
         _same_shapes(op, "C1")
         _verify_to_real(op, short)
+        if short == "abs":
+            _operand_kinds(op, "C1", _signed_float_or_complex,
+                           "signed integers, floats or complex numbers")
         return
     if not _all_same_type(op):
         _same_shapes(op, "C1")
@@ -104,9 +107,17 @@ def verify_same_type_elementwise(op: Operation) -> None:
         _operand_kinds(op, "C1", lambda e: is_int(e) or is_bool(e), "integers or booleans")
     elif short in _INT_ONLY:
         _operand_kinds(op, "C1", is_int, "integers")
+    elif short == "sign":  # spec (I1): no unsigned integers, no booleans
+        _operand_kinds(op, "C1", _signed_float_or_complex,
+                       "signed integers, floats or complex numbers")
     elif short in _FLOAT_OR_COMPLEX:
         _operand_kinds(op, "C1", lambda e: is_float(e) or is_complex(e),
                        "floats or complex numbers")
+
+
+def _signed_float_or_complex(e: ElementType) -> bool:
+    return is_float(e) or is_complex(e) or (
+        isinstance(e, IntegerType) and e.width > 1 and not e.unsigned)
 
 
 def _verify_to_real(op: Operation, short: str) -> None:

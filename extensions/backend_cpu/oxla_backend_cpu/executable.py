@@ -23,9 +23,9 @@ import ctypes
 import hashlib
 import json
 import os
+import re
 import threading
 import weakref
-import zipfile
 from typing import Any
 
 import numpy as np
@@ -40,6 +40,7 @@ from oxla_backend_cpu.blas import blas_symbols
 from oxla_backend_cpu.collectives_runtime import install
 from oxla_backend_cpu.custom_call import bind_custom_calls
 from oxla_backend_cpu.digests import digests
+from oxla_backend_cpu.objcheck import check_object
 from oxla_backend_cpu.outalloc import OutputPool
 from oxla_backend_cpu.packed_gemm import rebuild
 from oxla_backend_cpu.parallel import num_threads
@@ -218,6 +219,7 @@ class CPUExecutable:
             "stats": {k: v for k, v in self.stats.items() if k not in ("compile_seconds", "cache")},
             "stages": self.stages,
             "constants": len(self.constants),
+            "constant_bytes": [int(c.nbytes) for c in self.constants],
             # raw bytes' SHA-256: a cache hit takes equal constants from the module
             "constant_digests": digests,
             "constants_omitted": omitted,
@@ -281,7 +283,7 @@ def load_artifact(path: str | os.PathLike[str],
     from oxla_codegen_llvm import CPUTarget
     from oxla_codegen_llvm.jit import load_object
 
-    from oxla.artifact import read_manifest
+    from oxla.artifact import manifest_int, read_manifest, read_members
 
     p = os.fspath(path)
     manifest = read_manifest(p)
@@ -290,58 +292,87 @@ def load_artifact(path: str | os.PathLike[str],
                         f"expected '{BACKEND}'")
     host = CPUTarget.host()
     if manifest.get("target_triple") != host.triple:
-        raise OxlaError(f"'{p}' targets {manifest.get('target_triple')}, "
+        raise OxlaError(f"'{p}' targets {str(manifest.get('target_triple'))[:80]}, "
                         f"but this machine is {host.triple}")
-    missing = sorted(set(manifest.get("cpu_features", [])) - host.feature_set())
+    features = manifest.get("cpu_features", [])
+    if not isinstance(features, list) or not all(isinstance(f, str) for f in features):
+        raise OxlaError(f"'{p}' is corrupt: 'cpu_features' is not a list of names")
+    missing = sorted(set(features) - host.feature_set())
     if missing:
         raise OxlaError(f"'{p}' needs CPU features this machine lacks: {', '.join(missing)}",
                         notes=["recompile the module on this machine"])
     sums = manifest.get("sha256")
     if not isinstance(sums, dict):
         raise OxlaError(f"'{p}' is not a valid cpu artifact: manifest has no checksums")
-    data: dict[str, bytes] = {}
-    n_const = int(manifest.get("constants", 0))
+    n_const = manifest_int(p, manifest, "constants")
     known = known_constants or {}
     recorded = manifest.get("constant_digests") or [None] * n_const
+    if not isinstance(recorded, list) or len(recorded) != n_const:
+        raise OxlaError(f"'{p}' is corrupt: {n_const} constants but "
+                        f"{len(recorded) if isinstance(recorded, list) else 'no'} digests")
     reuse = {j: known[d] for j, d in enumerate(recorded) if isinstance(d, str) and d in known}
     recipes = manifest.get("constant_recipes") or {}
     for j, r in (recipes.items() if isinstance(recipes, dict) else ()):
-        src = known.get(r.get("source")) if isinstance(r, dict) else None
+        src = known.get(r["source"]) if isinstance(r, dict) and isinstance(
+            r.get("source"), str) else None
         if src is not None:
             try:
                 reuse[int(j)] = rebuild(r, np.asarray(src)).reshape(-1).view(np.uint8)
             except (ValueError, KeyError, TypeError) as exc:
                 raise OxlaError(f"'{p}' is corrupt: constant {j}: {exc}") from exc
-    missing = [j for j in manifest.get("constants_omitted", []) if j not in reuse]
+    omitted = manifest.get("constants_omitted", [])
+    if not isinstance(omitted, list) or not all(type(j) is int for j in omitted):
+        raise OxlaError(f"'{p}' is corrupt: 'constants_omitted' is not a list of indices")
+    missing = [j for j in omitted if j not in reuse]
     if missing:
-        raise OxlaError(f"'{p}' records constants {missing} by digest only (a compile-cache "
-                        "entry): it loads only when compiling the module it was made from")
+        raise OxlaError(f"'{p}' records constants {missing[:8]} by digest only (a "
+                        "compile-cache entry): it loads only when compiling the module it "
+                        "was made from")
+    data = read_members(p, ["module.mlir", "program.ll", "program.o",
+                            *(["runtime.o"] if "runtime.o" in sums else []),
+                            *(f"constants/{j}.npy" for j in range(n_const) if j not in reuse)],
+                        manifest)
     try:
-        with zipfile.ZipFile(p) as zf:
-            for name in ("module.mlir", "program.ll", "program.o",
-                         *(["runtime.o"] if "runtime.o" in sums else []),
-                         *(f"constants/{j}.npy" for j in range(n_const) if j not in reuse)):
-                data[name] = zf.read(name)
-    except (KeyError, zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
-        raise OxlaError(f"'{p}' is corrupt: {exc}") from exc
-    for name, blob in data.items():
-        if hashlib.sha256(blob).hexdigest() != sums.get(name):
-            raise OxlaError(f"'{p}' is corrupt: checksum mismatch in member '{name}'")
+        module_text, llvm_text = data["module.mlir"].decode(), data["program.ll"].decode()
+    except UnicodeDecodeError as exc:
+        raise OxlaError(f"'{p}' is corrupt: a text member is not UTF-8 ({exc.reason} "
+                        f"at byte {exc.start})") from None
+    signature = _checked_signature(p, manifest, module_text)
+    check_object(data["program.o"], host.triple, f"'{p}' member program.o", need=("entry",))
+    if "runtime.o" in data:
+        check_object(data["runtime.o"], host.triple, f"'{p}' member runtime.o")
     t0 = time.perf_counter()
+    cpu = manifest.get("cpu", "")
+    if not isinstance(cpu, str) or not re.fullmatch(r"[A-Za-z0-9_.+-]{0,64}", cpu):
+        raise OxlaError(f"'{p}' is corrupt: 'cpu' in the manifest is not a CPU name")
     if manifest.get("cpu", "") != host.cpu:
-        host = CPUTarget(manifest["target_triple"], manifest.get("cpu", ""), host.features)
-    signature = _manifest_signature(p, manifest)
+        host = CPUTarget(manifest["target_triple"], str(manifest.get("cpu", "")),
+                         host.features)
     try:
         jit = load_object(data["program.o"], host, blas_symbols(),
-                          data["program.ll"].decode(), data.get("runtime.o", b""))
+                          llvm_text, data.get("runtime.o", b""))
     except OxlaError as exc:
         raise OxlaError(f"'{p}' is corrupt: {exc}") from exc
-    stats = dict(manifest.get("stats", {}))
+    stats = manifest.get("stats", {})
+    if not isinstance(stats, dict):
+        raise OxlaError(f"'{p}' is corrupt: 'stats' in the manifest is not a map")
+    stats = dict(stats, temp_bytes=manifest_int(p, stats, "temp_bytes", 0, 1 << 40))
     stats["compile_seconds"] = time.perf_counter() - t0
-    constants = [reuse[j] if j in reuse else _npy_array(p, data[f"constants/{j}.npy"])
+    sizes = manifest.get("constant_bytes")
+    if sizes is not None and (not isinstance(sizes, list) or len(sizes) != n_const):
+        raise OxlaError(f"'{p}' is corrupt: 'constant_bytes' does not list {n_const} sizes")
+    constants = [reuse[j] if j in reuse else
+                 _npy_array(p, data.pop(f"constants/{j}.npy"), sizes[j] if sizes else None)
                  for j in range(n_const)]
-    return CPUExecutable(data["module.mlir"].decode(), jit.ir_text, jit, host, stats,
-                         list(manifest.get("stages", [])), signature, constants)
+    for j, c in enumerate(constants):
+        if sizes is not None and c.nbytes != sizes[j]:
+            raise OxlaError(f"'{p}' is corrupt: constant {j} holds {c.nbytes} bytes, the "
+                            f"manifest says {sizes[j]}")
+    stages = manifest.get("stages", [])
+    if not isinstance(stages, list) or not all(isinstance(x, str) for x in stages):
+        raise OxlaError(f"'{p}' is corrupt: 'stages' in the manifest is not a list of lines")
+    return CPUExecutable(module_text, jit.ir_text, jit, host, stats, stages, signature,
+                         constants)
 
 
 def _npy_bytes(array: np.ndarray) -> bytes:
@@ -352,23 +383,37 @@ def _npy_bytes(array: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
-def _npy_array(path: str, blob: bytes) -> np.ndarray:
-    """A constant member (``.npy``, never unpickled).
+def _npy_array(path: str, blob: bytes, want: Any = None) -> np.ndarray:
+    """A constant member (``.npy``, never unpickled), its header checked against its
+    size before any array is made; ``want``: the byte size the manifest records.
 
     Raises:
-        OxlaError: the member is not a valid .npy array.
+        OxlaError: the member is not a valid .npy array of a plain dtype, or its size
+            differs from its header's or from ``want``.
     """
     import io
 
+    fh = io.BytesIO(blob)
     try:
-        return np.load(io.BytesIO(blob), allow_pickle=False)
-    except (ValueError, OSError, EOFError) as exc:
-        raise OxlaError(f"'{path}' is corrupt: bad constant member: {exc}") from exc
+        version = np.lib.format.read_magic(fh)
+        if version == (1, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(fh)
+        else:
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(fh)
+    except (ValueError, OSError, EOFError, SyntaxError, TypeError) as exc:
+        raise OxlaError(f"'{path}' is corrupt: bad constant member: {exc}") from None
+    if dtype.hasobject or fortran or any(d < 0 for d in shape):
+        raise OxlaError(f"'{path}' is corrupt: bad constant member (dtype {dtype})")
+    nbytes = int(np.prod(shape, dtype=object)) * dtype.itemsize
+    if nbytes != len(blob) - fh.tell() or (want is not None and want != nbytes):
+        raise OxlaError(f"'{path}' is corrupt: a constant of shape {tuple(shape)[:8]} and "
+                        f"dtype {dtype} in {len(blob) - fh.tell()} bytes"
+                        + (f" (the manifest says {want})" if want is not None else ""))
+    return np.frombuffer(blob, dtype, offset=fh.tell()).reshape(shape)
 
 
 def _manifest_signature(p: str, manifest: dict[str, Any]) -> Signature:
-    """The signature recorded in the manifest (types as text), so that loading never
-    parses the module.
+    """The signature recorded in the manifest (types as text).
 
     Raises:
         OxlaError: the manifest has no signature or a type does not parse.
@@ -379,8 +424,42 @@ def _manifest_signature(p: str, manifest: dict[str, Any]) -> Signature:
     try:
         return Signature(tuple(parse_type(t) for t in sig["inputs"]),
                          tuple(parse_type(t) for t in sig["outputs"]))
-    except (TypeError, KeyError, OxlaError) as exc:
-        raise OxlaError(f"'{p}' is corrupt: bad signature in the manifest ({exc})") from exc
+    except (TypeError, KeyError, AttributeError, OxlaError) as exc:
+        why = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        raise OxlaError(f"'{p}' is corrupt: bad signature in the manifest ({why})") from None
+
+
+def _checked_signature(p: str, manifest: dict[str, Any], module: str) -> Signature:
+    """The manifest's signature, checked against the module's own entry function, whose
+    buffers the object code reads and writes (a smaller output in the manifest would let
+    the code write past an array).
+
+    Raises:
+        OxlaError: the two differ, the module does not parse, or a type is not a static
+            tensor or a token.
+    """
+    from oxla.ir import parse_main_signature
+    from oxla.ir.types import TokenType
+
+    signature = _manifest_signature(p, manifest)
+    try:
+        ft = parse_main_signature(module, f"{p}:module.mlir")
+    except OxlaError as exc:
+        raise OxlaError(f"'{p}' is corrupt: its module.mlir has no readable entry "
+                        f"function ({str(exc).splitlines()[0][:200]})") from None
+    if (tuple(ft.inputs), tuple(ft.results)) != (signature.inputs, signature.outputs):
+        raise OxlaError(f"'{p}' is corrupt: the manifest's signature "
+                        f"{_fmt(signature.inputs)} -> {_fmt(signature.outputs)} differs from "
+                        f"the module's {_fmt(ft.inputs)} -> {_fmt(ft.results)}")
+    for t in (*signature.inputs, *signature.outputs):
+        if not (isinstance(t, TensorType) and t.is_static or isinstance(t, TokenType)):
+            raise OxlaError(f"'{p}' is corrupt: the signature holds {t}, expected static "
+                            "tensors and tokens")
+    return signature
+
+
+def _fmt(types: Any) -> str:
+    return "(" + ", ".join(str(t) for t in types)[:300] + ")"
 
 
 def describe_manifest(path: str | os.PathLike[str]) -> str:
