@@ -218,16 +218,9 @@ def _call(exe, args: list, grid: MpiGrid, rank: int) -> list:
 
         ctx = Context(module=exe.module, process=(0, rank), grid=grid)
         return list(run_function(exe.module, exe.entry, args, ctx))
-    if exe.backend == "cpu":
-        # the cpu backend's collective runtime runs the caller as the process its
-        # thread-local member names (what its run_parallel sets per thread)
-        from oxla_backend_cpu import collectives_runtime as rt
-
-        rt._local.member = (grid, (0, rank))
-        try:
-            return list(exe(*args))
-        finally:
-            rt._local.member = None
+    call_as = getattr(exe, "call_as_process", None)  # a backend that runs collectives
+    if call_as is not None:
+        return list(call_as(grid, (0, rank), *args))
     raise OxlaError(f"backend '{exe.backend}' cannot run under MPI yet (interpreter, cpu)")
 
 

@@ -473,6 +473,22 @@ def install(exe: Any, jit: Any) -> None:
     exe._entry = rt.run
 
 
+def call_as_process(exe: Any, grid: Any, process: tuple[int, int], args: list) -> Any:
+    """Calls ``exe(*args)`` on this thread as ``process`` (replica, partition) of ``grid``,
+    whose collectives then exchange with the grid's other members (an in-process grid,
+    or one rank of an MPI grid: any object with the grid interface ``run_parallel``'s
+    threads use).
+
+    Returns:
+        What ``exe`` returns.
+    """
+    _local.member = (grid, process)
+    try:
+        return exe(*args)
+    finally:
+        _local.member = None
+
+
 def run_parallel(programs: Sequence[Sequence[Any]], args: Sequence[Any],
                  infeed: Callable[[], Sequence] | Sequence[Sequence] | None = None,
                  outfeed: Callable[[ProcessId, list], None] | None = None,

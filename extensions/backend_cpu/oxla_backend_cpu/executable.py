@@ -37,7 +37,7 @@ from oxla.ir import func_type, parse_module
 from oxla.ir.types import TensorType
 from oxla.protocols import Signature
 from oxla_backend_cpu.blas import blas_symbols
-from oxla_backend_cpu.collectives_runtime import install
+from oxla_backend_cpu.collectives_runtime import call_as_process, install
 from oxla_backend_cpu.custom_call import bind_custom_calls
 from oxla_backend_cpu.digests import digests
 from oxla_backend_cpu.objcheck import check_object
@@ -165,6 +165,11 @@ class CPUExecutable:
         if self._custom_calls is not None:
             self._custom_calls.raise_pending()
         return outs
+
+    def call_as_process(self, grid: Any, process: tuple[int, int], *args: Any) -> list:
+        """Runs one call as ``process`` of a collective ``grid`` (one rank of an MPI
+        job, see ``oxla.sharding.mpi``); otherwise like ``__call__``."""
+        return call_as_process(self, grid, process, list(args))
 
     @property
     def probes(self) -> dict[str, list[np.ndarray]]:
