@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -33,8 +34,12 @@ def _engine() -> dict[str, str]:
 def test_harness_bounded_run_finds_nothing(harness, runs, tmp_path):
     env = {**os.environ, **_engine(), "OXLA_FUZZ_SCRATCH": str(tmp_path)}
     env.pop("OXLA_FUZZ_FINDINGS", None)
+    # libFuzzer's rss is ru_maxrss, which a child inherits from this (large) test process
+    # across fork and exec: bound the harness's own growth at 2 GiB above that
+    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024 + 2048
     res = subprocess.run([sys.executable, str(FUZZ / harness), f"-runs={runs}", "-seed=1",
-                          "-timeout=30", f"-artifact_prefix={tmp_path}/"],
+                          "-timeout=30", f"-rss_limit_mb={rss_mb}",
+                          f"-artifact_prefix={tmp_path}/"],
                          capture_output=True, text=True, timeout=280, env=env, cwd=tmp_path)
     tail = "\n".join(res.stderr.splitlines()[-30:])
     assert res.returncode == 0, tail

@@ -91,7 +91,6 @@ def compile(model: Any, backend: str = "interpreter", *,  # noqa: A001
         OxlaError: invalid model; NotSupportedError: an op without a rule.
     """
     import oxla
-    from oxla_frontend_onnx.frontend import _specs
     from oxla_frontend_onnx.importer import import_model, input_names, result_names
 
     fields = {f.name for f in dataclasses.fields(CompileOptions)}
@@ -100,7 +99,18 @@ def compile(model: Any, backend: str = "interpreter", *,  # noqa: A001
         raise TypeError(f"unknown option(s) {', '.join(bad)}")
     if options is None:
         options = CompileOptions(**option_fields)
-    specs = input_specs or _specs(example_inputs or ())
+    specs = input_specs or example_specs(example_inputs or ())
     module = import_model(model, input_specs=specs, params_as_inputs=params_as_inputs)
     exe = oxla.compile(module, backend=backend, options=options)
     return OnnxFunction(exe, input_names(module), result_names(module), module)
+
+
+def example_specs(example_inputs: Sequence[Any]) -> list[Any] | None:
+    """Input specs from example inputs: each a spec string as given, or an array's
+    shape; None when there are none."""
+    if not example_inputs:
+        return None
+    out = []
+    for x in example_inputs:
+        out.append(x if isinstance(x, str) else tuple(getattr(x, "shape", x)))
+    return out

@@ -41,10 +41,11 @@ class OnnxFrontend:
     def import_object(self, obj: Any, example_inputs: Sequence[Any], **options: Any) -> Module:
         """Imports a ``ModelProto`` (or bytes); ``example_inputs`` (arrays or specs), when
         given, fix the input shapes."""
+        from oxla_frontend_onnx.api import example_specs
         from oxla_frontend_onnx.importer import import_model
 
         options = dict(options)
-        specs = options.pop("arg_shapes", None) or _specs(example_inputs)
+        specs = options.pop("arg_shapes", None) or example_specs(example_inputs)
         return import_model(obj, input_specs=specs, **options)
 
     def compile_object(self, obj: Any, example_inputs: Sequence[Any], backend: str,
@@ -55,12 +56,3 @@ class OnnxFrontend:
 
         return compile_onnx(obj, backend, example_inputs=example_inputs or None,
                             options=options, **kw)
-
-
-def _specs(example_inputs: Sequence[Any]) -> list[Any] | None:
-    if not example_inputs:
-        return None
-    out = []
-    for x in example_inputs:
-        out.append(x if isinstance(x, str) else tuple(getattr(x, "shape", x)))
-    return out

@@ -22,7 +22,7 @@ from oxla.ir import Builder, Module, NameLoc, Value, verify
 from oxla.ir import attributes as A
 from oxla.ir.types import ElementType, FunctionType, TensorType
 from oxla_frontend_onnx import rules  # noqa: F401  (fills RULES)
-from oxla_frontend_onnx.registry import NodeContext, element_type, lookup, np_dtype
+from oxla_frontend_onnx.registry import NodeContext, element_type, lookup, np_dtype, value_type
 
 MIN_OPSET = 7
 """Older models are upgraded to this opset with ``onnx.version_converter``."""
@@ -161,19 +161,6 @@ def _spec_shape(spec: Any) -> tuple[int, ...]:
     return tuple(int(d) for d in spec)
 
 
-def value_type(vi: Any) -> tuple[ElementType, tuple[int | None, ...]] | None:
-    """``(element type, shape)`` of a ``ValueInfoProto`` (None dims are symbolic), or
-    None when it is not a tensor with a known rank."""
-    t = vi.type
-    if not t.HasField("tensor_type"):
-        return None
-    tt = t.tensor_type
-    if not tt.HasField("shape"):
-        return None
-    shape = tuple(d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim)
-    return element_type(tt.elem_type), shape
-
-
 class GraphImporter:
     """Lowers one ONNX graph (the model's, or a subgraph of If/Loop/Scan) into a block.
 
@@ -194,6 +181,13 @@ class GraphImporter:
         self.consts: dict[str, np.ndarray] = {}
         self.seqs: dict[str, list[Value]] = {}
         self._materialized: dict[tuple[str, int], Value] = {}
+
+    def subgraph(self, graph: Any) -> GraphImporter:
+        """An importer for ``graph`` (a body of If/Loop/Scan) nested in this one, its
+        initializers added."""
+        gi = GraphImporter(self.opsets, graph, self.infos, parent=self)
+        gi.add_initializers()
+        return gi
 
     # -- values -----------------------------------------------------------------------
     def value(self, name: str, b: Builder) -> Value:

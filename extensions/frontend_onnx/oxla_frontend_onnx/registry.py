@@ -27,8 +27,6 @@ from oxla.ir.types import ElementType, IntegerType, TensorType, element_type_fro
 if TYPE_CHECKING:
     import onnx
 
-    from oxla_frontend_onnx.importer import GraphImporter
-
 Rule = Callable[["NodeContext"], Sequence[Value | None]]
 
 RULES: dict[tuple[str, str], dict[int, Rule]] = {}
@@ -151,7 +149,7 @@ class NodeContext:
     node: onnx.NodeProto
     opset: int
     b: Builder
-    graph: GraphImporter
+    graph: Any  # the GraphImporter lowering this node's graph
     index: int
 
     # -- inputs ---------------------------------------------------------------------
@@ -262,3 +260,16 @@ class NodeContext:
         arr = np.asarray(value).astype(t.element_type.dtype)
         attr = A.splat(arr.item() if arr.ndim == 0 else arr, t)
         return self.b.create("stablehlo.constant", [], {"value": attr}, [t]).results[0]
+
+
+def value_type(vi: Any) -> tuple[ElementType, tuple[int | None, ...]] | None:
+    """``(element type, shape)`` of a ``ValueInfoProto`` (None dims are symbolic), or
+    None when it is not a tensor with a known rank."""
+    t = vi.type
+    if not t.HasField("tensor_type"):
+        return None
+    tt = t.tensor_type
+    if not tt.HasField("shape"):
+        return None
+    shape = tuple(d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim)
+    return element_type(tt.elem_type), shape

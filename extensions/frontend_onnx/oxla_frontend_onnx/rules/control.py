@@ -14,15 +14,11 @@ from oxla.ir import Block, Builder, NameLoc, Region, Value
 from oxla.ir import attributes as A
 from oxla.ir.types import TensorType, i1, i64
 from oxla_frontend_onnx.emit import norm_axis, shape_of, splat
-from oxla_frontend_onnx.registry import NodeContext, rule
+from oxla_frontend_onnx.registry import NodeContext, rule, value_type
 
 
 def _sub_importer(ctx: NodeContext, graph: Any):
-    from oxla_frontend_onnx.importer import GraphImporter
-
-    gi = GraphImporter(ctx.graph.opsets, graph, ctx.graph.infos, parent=ctx.graph)
-    gi.add_initializers()
-    return gi
+    return ctx.graph.subgraph(graph)
 
 
 def _lower_graph(ctx: NodeContext, graph: Any, block: Block,
@@ -98,8 +94,6 @@ def _while(ctx: NodeContext, init: list[Value], cond_fn, body_fn) -> list[Value]
 
 
 def _elem_type(ctx: NodeContext, name: str, what: str) -> TensorType:
-    from oxla_frontend_onnx.importer import value_type
-
     vi = ctx.graph.infos.get(name)
     vt = value_type(vi) if vi is not None else None
     if vt is None or None in vt[1]:
