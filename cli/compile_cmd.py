@@ -65,7 +65,8 @@ def resolve_frontend(path: str, name: str | None) -> str:
 @click.command("compile")
 @click.argument("input_path", metavar="IN", type=InputPath())
 @frontend_option()
-@backend_option()
+@backend_option(default=None, help="backend to compile for (see `oxla plugins`; default: the "
+                "fastest available one that compiles the program: cpu, else the interpreter)")
 @click.option("-o", "--output", "output", type=click.Path(), default=None,
               help="the .oxla artifact to write (with --emit stablehlo: the .mlir file; "
                    "default: stdout)")

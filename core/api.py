@@ -16,7 +16,7 @@ FRAMEWORK_FRONTENDS = {"torch": "torch", "transformers": "torch", "onnx": "onnx"
 
 def compile(  # noqa: A001 - the public name mirrors jax.jit(...).lower().compile()
     program: Any,
-    backend: str = "interpreter",
+    backend: str | None = None,
     *,
     options: CompileOptions | None = None,
     filename: str = "<string>",
@@ -31,7 +31,12 @@ def compile(  # noqa: A001 - the public name mirrors jax.jit(...).lower().compil
             ``onnx.ModelProto`` or a ``.onnx`` path),
             which is handed to its frontend's ``compile_object`` with ``example_inputs``;
             the result then takes and returns that framework's tensors.
-        backend: an installed backend name (``oxla plugins`` lists them).
+        backend: an installed backend name (``oxla plugins`` lists them); None (the
+            default) picks the fastest available backend that compiles the program
+            (:data:`oxla.plugins.BACKEND_PREFERENCE`: cuda, hip, cpu, then the
+            interpreter): one that raises ``LoweringError`` (an op without a rule, a
+            dynamic shape a native backend needs static) is passed over with a
+            ``PluginWarning`` naming the reason.
         options: compile options; ``option_fields`` (``pipeline=``, ``fast_math=``,
             ``cache=``, ``dump_dir=``, ``extra=``) build one when it is not given.
         filename: the name used in diagnostics when ``program`` is text.
@@ -57,7 +62,6 @@ def compile(  # noqa: A001 - the public name mirrors jax.jit(...).lower().compil
     from oxla.errors import OxlaError
     from oxla.ir import Module, parse_module
 
-    target = plugins.get_backend(backend)
     if isinstance(program, str) and _looks_like_path(program):
         program = Path(program)
     if isinstance(program, os.PathLike):
@@ -72,7 +76,36 @@ def compile(  # noqa: A001 - the public name mirrors jax.jit(...).lower().compil
         raise OxlaError(
             f"oxla.compile takes MLIR text, a path, an oxla.ir.Module or a model object of "
             f"an installed frontend, got {type(program).__name__}")
-    return target.compile(program, options)
+    if backend is not None:
+        return plugins.get_backend(backend).compile(program, options)
+    return _compile_on_best(program, options)
+
+
+def _compile_on_best(module: Any, options: CompileOptions) -> Any:
+    """Compiles ``module`` on the first available backend that can (see :func:`compile`).
+
+    Raises:
+        LoweringError: the last candidate (the interpreter, when installed) cannot.
+        PluginError: no backend is usable.
+    """
+    import warnings
+
+    from oxla.errors import LoweringError
+
+    candidates = plugins.available_backends() or [plugins.best_backend()]
+    for i, name in enumerate(candidates):
+        last = i + 1 == len(candidates)
+        try:
+            return plugins.get_backend(name).compile(module if last else module.clone(),
+                                                     options)
+        except LoweringError as exc:
+            if last:
+                raise
+            reason = str(exc).splitlines()[0].removeprefix("error: ")
+            warnings.warn(f"backend '{name}' cannot compile this program ({reason}); "
+                          f"using '{candidates[i + 1]}' (pass a backend to choose)",
+                          plugins.PluginWarning, stacklevel=3)
+    raise AssertionError("unreachable: the last candidate returns or raises")
 
 
 def _looks_like_path(text: str) -> bool:

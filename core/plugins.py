@@ -581,7 +581,25 @@ def plugin_records() -> list[PluginRecord]:
     return get_registry().records()
 
 
-def best_backend(preference: Iterable[str] = ("cuda", "hip", "cpu", "interpreter")) -> str:
+BACKEND_PREFERENCE = ("cuda", "hip", "cpu", "interpreter")
+"""Backends by speed, fastest first: the order a compile without a named backend tries."""
+
+
+def available_backends(preference: Iterable[str] = BACKEND_PREFERENCE) -> list[str]:
+    """The backends of ``preference`` that are installed and available here (plugin
+    loaded, device present), in that order; possibly empty."""
+    registry = get_registry()
+    usable = []
+    for name in preference:
+        try:
+            registry.get_backend(name)
+        except PluginError:
+            continue
+        usable.append(name)
+    return usable
+
+
+def best_backend(preference: Iterable[str] = BACKEND_PREFERENCE) -> str:
     """Returns the first installed and available backend in ``preference``.
 
     Raises:

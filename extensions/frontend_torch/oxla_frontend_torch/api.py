@@ -20,24 +20,14 @@ from oxla.protocols import CompileOptions, Executable
 from oxla_frontend_torch.importer import decompose_program, export_module, import_program
 from oxla_frontend_torch.loading import load_program
 
-BACKEND_PREFERENCE = ("cuda", "hip", "cpu", "interpreter")
-"""Backends tried, fastest first, when none is named; the interpreter is the last resort."""
-
 
 def default_backends() -> list[str]:
-    """The installed backends that are available here (device present, plugin loaded), in
-    :data:`BACKEND_PREFERENCE` order; ``["interpreter"]`` at least."""
+    """The installed backends that are available here (device present, plugin loaded),
+    fastest first (:data:`oxla.plugins.BACKEND_PREFERENCE`, the order ``oxla.compile``
+    and ``oxla compile`` try too); ``["interpreter"]`` at least."""
     from oxla import plugins
-    from oxla.errors import PluginError
 
-    usable = []
-    for name in BACKEND_PREFERENCE:
-        try:
-            plugins.get_backend(name)
-        except PluginError:
-            continue
-        usable.append(name)
-    return usable or ["interpreter"]
+    return plugins.available_backends() or ["interpreter"]
 
 
 def default_backend() -> str:
