@@ -279,6 +279,10 @@ def _concatenate(f: FusedEmitter, op: Operation, idx: list) -> ir.Value:
         if n:
             parts.append((x, start, n))
         start += n
+    if not parts:
+        # an empty result: no element is ever computed, but the (dead) code needs a
+        # value of the element's type: operand 0's, read where it would start
+        return f.value_at(op.operands[0], [_i64(0)] * len(idx))
     out = None
     for x, st, n in reversed(parts):
         sidx = list(idx)
