@@ -253,3 +253,20 @@ def test_empty_concatenate_fused_into_reduce_matches_interpreter():
     (got,) = oxla.compile(m, backend="cpu", cache=False)(z, z)
     (want,) = oxla.compile(m, backend="interpreter")(z, z)
     np.testing.assert_array_equal(got, want)
+
+
+@needs_cpu
+def test_power_one_half_is_ieee_pow_on_both_backends():
+    """pow(-inf, 0.5) is +inf and pow(-0, 0.5) is +0 (IEEE-754 pow, spec "power"); the
+    interpreter took numpy's sqrt shortcut (nan, -0); found by fuzz/progen.py."""
+    m = """func.func @main(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.power %a, %b : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}"""
+    a = np.array([-np.inf, -0.0, 4.0, -np.inf], np.float32)
+    b = np.array([0.5, 0.5, 0.5, 2.0], np.float32)
+    want = np.array([np.inf, 0.0, 2.0, np.inf], np.float32)
+    for backend in ("interpreter", "cpu"):
+        (got,) = oxla.compile(m, backend=backend, cache=False)(a, b)
+        np.testing.assert_array_equal(got, want)
+        assert not np.signbit(got).any(), backend

@@ -430,7 +430,18 @@ _register("subtract", _arith(np.subtract, np.subtract, None, "subtract"))
 _register("multiply", _arith(np.multiply, np.multiply, np.logical_and, "multiply"))
 _register("divide", _typed(_sdiv, _float_fn(np.divide), None, "divide"))
 _register("remainder", _typed(_srem, _float_fn(_fmod, _complex_rem), None, "remainder"))
-_register("power", _typed(_ipow, _float_fn(np.power), None, "power"))
+def _ieee_pow(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """IEEE-754 ``pow`` (spec "power"; complex values: numpy's complex power). numpy
+    computes ``x ** 0.5`` as ``sqrt(x)``, which differs from ``pow`` at -inf (``pow``
+    gives +inf) and at -0 (+0)."""
+    r = np.power(x, y)
+    if np.isrealobj(r):
+        fix = (np.asarray(y) == 0.5) & (np.isneginf(x) | (x == 0))
+        r = np.where(fix, np.abs(x), r)
+    return r
+
+
+_register("power", _typed(_ipow, _float_fn(_ieee_pow, np.power), None, "power"))
 _register("negate", _arith(np.negative, np.negative, None, "negate"))
 _register("abs", _abs_kernel)
 _register("sign", _typed(_int_fn(np.sign), _float_fn(_float_sign), None, "sign"))
