@@ -78,26 +78,28 @@ def compile(  # noqa: A001 - the public name mirrors jax.jit(...).lower().compil
             f"an installed frontend, got {type(program).__name__}")
     if backend is not None:
         return plugins.get_backend(backend).compile(program, options)
-    return _compile_on_best(program, options)
+    return compile_first(program, plugins.available_backends() or [plugins.best_backend()],
+                         options)
 
 
-def _compile_on_best(module: Any, options: CompileOptions) -> Any:
-    """Compiles ``module`` on the first available backend that can (see :func:`compile`).
+def compile_first(module: Any, candidates: list[str], options: CompileOptions | None) -> Any:
+    """Compiles ``module`` on the first of ``candidates`` (backend names) that can: one
+    raising ``LoweringError`` is passed over with a ``PluginWarning`` naming the reason
+    (the default of :func:`compile`, and of the torch frontend's).
 
     Raises:
-        LoweringError: the last candidate (the interpreter, when installed) cannot.
-        PluginError: no backend is usable.
+        LoweringError: the last candidate cannot compile it either.
     """
     import warnings
 
+    import oxla
     from oxla.errors import LoweringError
 
-    candidates = plugins.available_backends() or [plugins.best_backend()]
     for i, name in enumerate(candidates):
         last = i + 1 == len(candidates)
         try:
-            return plugins.get_backend(name).compile(module if last else module.clone(),
-                                                     options)
+            return oxla.compile(module if last else module.clone(), backend=name,
+                                options=options)
         except LoweringError as exc:
             if last:
                 raise

@@ -17,7 +17,6 @@ from __future__ import annotations
 import fnmatch
 
 from oxla.errors import OxlaError
-from oxla.ir import attributes as A
 from oxla.ir import types as T
 from oxla.ir.location import NameLoc
 from oxla.ir.operation import Module, Operation
@@ -90,14 +89,7 @@ def annotate(module: Module, mesh: MeshAttr, shards: list[str]) -> int:
     Raises:
         OxlaError: a malformed item, an unknown axis, or a pattern that matches nothing.
     """
-    if "mesh" not in M.meshes(module):
-        op = Operation.create("sdy.mesh", attributes={"sym_name": A.StringAttr("mesh"),
-                                                      "mesh": mesh})
-        first = module.body.ops[0] if module.body.ops else None
-        if first is None:
-            module.body.append(op)
-        else:
-            module.body.insert_before(first, op)
+    M.ensure_mesh(module, mesh)
     f = _entry(module)
     ft = f.attributes["function_type"].type  # type: ignore[attr-defined]
     count = 0

@@ -65,14 +65,7 @@ class ImportShardings:
                                     + ", ".join(map(str, sorted(counts))))
         ndev = counts.pop() if counts else (n.value if isinstance(n, A.IntegerAttr) else 1)
         mesh = mesh_for(ndev)
-        if "mesh" not in M.meshes(module):
-            op = Operation.create("sdy.mesh", attributes={"sym_name": A.StringAttr("mesh"),
-                                                          "mesh": mesh})
-            first = module.body.ops[0] if module.body.ops else None
-            if first is None:
-                module.body.append(op)
-            else:
-                module.body.insert_before(first, op)
+        M.ensure_mesh(module, mesh)
         for f in list(module.functions):
             self._func(module, f, mesh)
         return module

@@ -31,6 +31,20 @@ def meshes(module: Module) -> dict[str, MeshAttr]:
             for op in module.body.ops if op.name == "sdy.mesh"}
 
 
+
+def ensure_mesh(module: Module, mesh: MeshAttr, name: str = "mesh") -> None:
+    """Declares ``sdy.mesh @name = mesh`` first in ``module`` unless a mesh of that name
+    exists already."""
+    if name in meshes(module):
+        return
+    op = Operation.create("sdy.mesh", attributes={"sym_name": A.StringAttr(name),
+                                                  "mesh": mesh})
+    first = module.body.ops[0] if module.body.ops else None
+    if first is None:
+        module.body.append(op)
+    else:
+        module.body.insert_before(first, op)
+
 def mesh_of(sh: TensorShardingAttr, table: dict[str, MeshAttr]) -> MeshAttr:
     """The mesh a sharding refers to.
 

@@ -39,31 +39,18 @@ def default_backend() -> str:
 def compile_module(module: Module, backend: str | None,
                    options: CompileOptions | None = None) -> Executable:
     """Compiles ``module`` on ``backend``, or, when it is None, on the fastest available
-    backend that covers it: a backend that raises ``LoweringError`` (an op it has no rule
-    for) is skipped with a ``UserWarning`` naming the op, and the next one is tried.
+    backend that covers it (:func:`oxla.api.compile_first` over :func:`default_backends`:
+    one that raises ``LoweringError`` is passed over with a warning naming the op).
 
     Raises:
         LoweringError: the named backend (or every candidate) cannot compile the module.
     """
-    import warnings
-
     import oxla
-    from oxla.errors import LoweringError
+    from oxla.api import compile_first
 
     if backend is not None:
         return oxla.compile(module, backend=backend, options=options)
-    candidates = default_backends()
-    for i, name in enumerate(candidates):
-        try:
-            return oxla.compile(module.clone() if i + 1 < len(candidates) else module,
-                                backend=name, options=options)
-        except LoweringError as exc:
-            if i + 1 == len(candidates):
-                raise
-            first = str(exc).splitlines()[0]
-            warnings.warn(f"backend '{name}' cannot compile this graph ({first}); using "
-                          f"'{candidates[i + 1]}'", UserWarning, stacklevel=2)
-    raise AssertionError("unreachable")
+    return compile_first(module, default_backends(), options)
 
 
 def refine_module(module: Module, shapes: Sequence[Sequence[int]]) -> Module:
