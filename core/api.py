@@ -103,11 +103,24 @@ def compile_first(module: Any, candidates: list[str], options: CompileOptions | 
         except LoweringError as exc:
             if last:
                 raise
-            reason = str(exc).splitlines()[0].removeprefix("error: ")
-            warnings.warn(f"backend '{name}' cannot compile this program ({reason}); "
+            reason = _reason(exc)
+            warnings.warn(f"backend '{name}' cannot compile this program: {reason}; "
                           f"using '{candidates[i + 1]}' (pass a backend to choose)",
                           plugins.PluginWarning, stacklevel=3)
     raise AssertionError("unreachable: the last candidate returns or raises")
+
+
+def _reason(exc: Exception) -> str:
+    """One line for a warning from a diagnostic: ``f.mlir:1:1: error: msg`` -> ``msg (at
+    f.mlir:1:1)``; no ``error:`` inside a ``warning:`` line."""
+    import re
+
+    first = (str(exc).splitlines() or [""])[0]
+    m = re.match(r"^(?:(.*?): )?error: (.*)$", first)
+    if m is None:
+        return first
+    where, msg = m.groups()
+    return f"{msg} (at {where})" if where else msg
 
 
 def _looks_like_path(text: str) -> bool:

@@ -78,6 +78,29 @@ def test_unsupported_op_names_op_domain_opset_node_index_and_route():
     text = info.value.render()
     assert "Unique node 'uniq' (#1, ai.onnx opset 18)" in text
     assert "oxla_onnx_rules" in text and "custom_call" in text
+    assert "output shape depends on the input values (the number of distinct values)" in text
+
+
+def test_data_dependent_op_on_a_constant_is_folded():
+    c = np.array([0, 1, 0, 2, 3], np.float32)
+    m = model([helper.make_node("NonZero", ["c"], ["nz"]),
+               helper.make_node("Add", ["nz", "x"], ["y"])],
+              [("x", TensorProto.INT64, [1, 3])], [("y", TensorProto.INT64, [1, 3])],
+              {"c": c})
+    x = np.array([[10, 20, 30]], np.int64)
+    out = onnx_compile(m, "interpreter")(x)[0]
+    np.testing.assert_array_equal(out, np.nonzero(c)[0][None] + x)
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("2x8:i64", "input 'x' has element type f32, the spec '2x8:i64' gives i64"),
+    ("2x9:f32", "input 'x' has dimension 1 of size 8, the spec '2x9:f32' gives 9"),
+    ("2x8x1", "input 'x' has rank 2, the spec '2x8x1' gives rank 3"),
+    ("2xq", "invalid input spec '2xq'"),
+])
+def test_input_spec_that_does_not_fit_the_model_is_refused(spec, message):
+    with pytest.raises(OxlaError, match=message.replace("(", "\\(")):
+        import_model(mlp(), input_specs=[spec])
 
 
 def test_invalid_model_gets_the_checker_message():

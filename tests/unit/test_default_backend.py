@@ -67,3 +67,15 @@ def test_cli_compile_defaults_to_cpu(tmp_path):
     assert res.exit_code == 0, res.output
     assert "backend cpu" in res.output
     assert oxla.load(tmp_path / "m.oxla").backend == "cpu"
+
+
+@needs_cpu
+def test_cli_fallback_prints_one_warning_line_and_no_error(tmp_path):
+    src = tmp_path / "d.mlir"
+    src.write_text(DYNAMIC)
+    res = CliRunner().invoke(cli, ["compile", str(src), "-o", str(tmp_path / "d.oxla")])
+    assert res.exit_code == 0, res.output
+    warn = [line for line in res.output.splitlines() if line.startswith("warning:")]
+    assert len(warn) == 1 and "error" not in warn[0], res.output
+    assert "dynamic shape" in warn[0] and "(at " in warn[0], res.output
+    assert "backend interpreter" in res.output

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from oxla.errors import LoweringError, NotSupportedError, OxlaError
-from oxla.ir import Builder, Module, NameLoc, Value, verify
+from oxla.ir import Builder, Module, NameLoc, Value, parse_input_spec, verify
 from oxla.ir import attributes as A
 from oxla.ir.types import ElementType, FunctionType, TensorType
 from oxla_frontend_onnx import rules  # noqa: F401  (fills RULES)
@@ -32,6 +32,13 @@ FOLD_LIMIT = 1 << 16
 
 NO_FOLD = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
            "Multinomial", "Bernoulli", "If", "Loop", "Scan", "Dropout"}
+DATA_DEPENDENT_SHAPES = {
+    "NonZero": "the number of nonzero elements",
+    "Unique": "the number of distinct values",
+    "Compress": "how many conditions are true",
+}
+"""Ops whose output shape depends on input values: folded at import whenever their inputs
+are constants (any element type, any size), refused with this reason otherwise."""
 SHAPE_OPS = {"Shape", "Size", "Constant", "ConstantOfShape", "Range", "Squeeze", "Unsqueeze",
              "Concat", "Gather", "Slice", "Cast", "Reshape", "Identity", "Expand", "Transpose",
              "Flatten", "Split"}
@@ -138,11 +145,19 @@ def _with_input_shapes(model: Any, specs: Sequence[Any]) -> Any:
         raise OxlaError(f"{len(specs)} input specs given, the model has {len(inputs)} "
                         f"inputs ({', '.join(i.name for i in inputs)})")
     for inp, spec in zip(inputs, specs):
-        shape = _spec_shape(spec)
+        shape, elem = _spec_shape(spec)
         tt = inp.type.tensor_type
         if tt.HasField("shape") and len(tt.shape.dim) != len(shape):
             raise OxlaError(f"input '{inp.name}' has rank {len(tt.shape.dim)}, the spec "
                             f"'{spec}' gives rank {len(shape)}")
+        if elem is not None and tt.elem_type and elem != element_type(tt.elem_type):
+            raise OxlaError(f"input '{inp.name}' has element type "
+                            f"{element_type(tt.elem_type)}, the spec '{spec}' gives {elem}")
+        fixed = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
+        clash = [i for i, (d, s) in enumerate(zip(fixed, shape)) if d is not None and d != s]
+        if tt.HasField("shape") and clash:
+            raise OxlaError(f"input '{inp.name}' has dimension {clash[0]} of size "
+                            f"{fixed[clash[0]]}, the spec '{spec}' gives {shape[clash[0]]}")
         tt.ClearField("shape")
         tt.shape.SetInParent()
         for d in shape:
@@ -150,15 +165,24 @@ def _with_input_shapes(model: Any, specs: Sequence[Any]) -> Any:
     return model
 
 
-def _spec_shape(spec: Any) -> tuple[int, ...]:
+def _data_dependent(op_type: str, domain: str) -> str | None:
+    """Why ``op_type`` cannot be compiled, when its output shape depends on the data."""
+    what = DATA_DEPENDENT_SHAPES.get(op_type) if domain in ("", "ai.onnx") else None
+    if what is None:
+        return None
+    return (f"its output shape depends on the input values ({what}), and oxla compiles "
+            "for static shapes; it works when its input is a constant (folded at import)")
+
+
+def _spec_shape(spec: Any) -> tuple[tuple[int, ...], ElementType | None]:
+    """``(shape, element type or None)`` of one input spec (``2x3`` / ``2x3:f32`` / ints).
+
+    Raises:
+        RuntimeInputError: a malformed spec string.
+    """
     if isinstance(spec, str):
-        dims = spec.split(":")[0].strip()
-        try:
-            return tuple(int(d) for d in dims.split("x")) if dims else ()
-        except ValueError:
-            raise OxlaError(f"bad input spec '{spec}': expected DIMS:TYPE such as "
-                            "4x8:f32") from None
-    return tuple(int(d) for d in spec)
+        return parse_input_spec(spec)
+    return tuple(int(d) for d in spec), None
 
 
 class GraphImporter:
@@ -282,7 +306,8 @@ class GraphImporter:
         if fn is None:
             known = lookup(domain, node.op_type, 10_000)
             why = (f"no rule for opset {opset} (rules exist for later opsets)" if known
-                   else "this op is not supported by oxla's ONNX frontend")
+                   else _data_dependent(node.op_type, domain)
+                   or "this op is not supported by oxla's ONNX frontend")
             raise NotSupportedError(ctx.where(why), notes=[CUSTOM_ROUTE])
         outs = list(fn(ctx))
         for i, out_name in enumerate(node.output):
@@ -320,7 +345,8 @@ class GraphImporter:
             if v is None:
                 return False
             ins.append(v)
-        if node.op_type not in SHAPE_OPS and (node.op_type not in INT_FOLD or any(
+        if node.op_type not in SHAPE_OPS and node.op_type not in DATA_DEPENDENT_SHAPES and (
+                node.op_type not in INT_FOLD or any(
                 v is not None and v.dtype.kind not in "biu" for v in ins) or sum(
                 int(v.size) for v in ins if v is not None) > FOLD_LIMIT):
             return False
