@@ -80,6 +80,8 @@ FORWARD = {
                                                   include_self=False)
                        + x.scatter_reduce(0, IDX[:, :2], x[:2, :2], "prod")
                        + x.scatter_reduce(1, IDX, x[:2, :3], "sum"), (M,)),
+    "conv_transpose": (lambda x: F.conv_transpose2d(x, W[:4], stride=2, padding=1,
+                                                    output_padding=1, groups=2), (X,)),
     # backward ops, as AOTAutograd's graphs call them
     "convolution_backward": (lambda g, x, w: aten.convolution_backward(
         g, x, w, [6], [2, 2], [1, 1], [1, 1], False, [0, 0], 2, [True, True, True]),
@@ -90,6 +92,16 @@ FORWARD = {
     "conv_backward_depthwise": (lambda g, x, w: aten.convolution_backward(
         g, x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 4, [True, True, False])[:2],
         (torch.randn(2, 4, 7, 6, generator=_g), X, torch.randn(4, 1, 3, 3, generator=_g))),
+    "conv_transpose_backward": (lambda g, x, w: aten.convolution_backward(
+        g, x, w, [6], [2, 2], [1, 0], [1, 1], True, [1, 0], 2, [True, True, True]),
+        (torch.randn(2, 6, 10, 12, generator=_g), torch.randn(2, 4, 5, 6, generator=_g),
+         torch.randn(4, 3, 3, 2, generator=_g))),
+    "conv_transpose_backward_1d_dilated": (lambda g, x, w: aten.convolution_backward(
+        g, x, w, None, [3], [1], [2], True, [2], 1, [True, True, False])[:2],
+        (torch.randn(2, 2, 29, generator=_g), S, torch.randn(3, 2, 3, generator=_g))),
+    "pdist_backward": (lambda g, x: tuple(aten._pdist_backward(
+        g, x, p, aten._pdist_forward(x, p)) for p in (2.0, 1.0, 3.0, 0.5, float("inf"))),
+        (torch.randn(15, generator=_g), torch.cat([M, M[:1]]))),
     "avg_pool2d_backward": (lambda g, x: aten.avg_pool2d_backward(
         g, x, [3, 3], [2, 2], [1, 1], False, False, None), (torch.randn(2, 4, 4, 3), X)),
     "adaptive_avg_pool2d_backward": (lambda g, x: aten._adaptive_avg_pool2d_backward(g, x),
@@ -121,10 +133,7 @@ def test_decomposed_op_matches_eager(name: str, assert_close) -> None:
         assert_close(gv, wv.to(gv.dtype) if wv.dtype == torch.bool else wv)
 
 
-NO_GRAD = {
-    "grid_sample": "grid_sampler_2d_backward has no rule yet",
-    "cdist_pdist": "_pdist_backward has no rule yet (cdist's backward is tested)",
-}
+NO_GRAD: dict[str, str] = {}
 GRAD = sorted(n for n, (_, args) in FORWARD.items()
               if len(args) == 1 and args[0].is_floating_point() and n not in NO_GRAD)
 

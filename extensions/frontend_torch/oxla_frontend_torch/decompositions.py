@@ -38,12 +38,24 @@ def convolution_backward(grad: torch.Tensor, x: torch.Tensor, w: torch.Tensor,
     batch as channels, groups kept apart, strides and dilations swapped; ``grad_bias`` sums
     ``grad`` over all dims but 1.
 
-    Raises:
-        NotSupportedError: a transposed convolution's backward.
+    A transposed convolution's gradients come from the same identities seen from the other
+    side: ``y = conv_transpose(x, w)`` is the adjoint of ``conv(., w)``, so ``grad_input``
+    is the plain convolution of ``grad`` with ``w``, and ``grad_weight`` is the plain
+    convolution's weight gradient with ``grad`` as its input and ``x`` as its output
+    gradient (``w`` [G*Cg, Og, *k] in the transposed layout).
     """
-    if transposed:
-        raise NotSupportedError("convolution_backward of a transposed convolution")
     n = x.dim() - 2
+    if transposed:
+        gi = gw = gb = None
+        if output_mask[0]:
+            gi = aten.convolution(grad, w, None, stride, padding, dilation, False, [0] * n,
+                                  groups)
+        if output_mask[1]:
+            gw = convolution_backward(x, grad, w, None, stride, padding, dilation, False,
+                                      [0] * n, groups, [False, True, False])[1]
+        if output_mask[2]:
+            gb = grad.sum([d for d in range(grad.dim()) if d != 1])
+        return gi, gw, gb
     stride, padding = _per_dim(stride, n), _per_dim(padding, n)
     dilation = _per_dim(dilation, n)
     k = list(w.shape[2:])
@@ -343,6 +355,48 @@ def pdist_forward(x: torch.Tensor, p: float = 2.0) -> torch.Tensor:
     return _pnorm(x[torch.tensor(i)] - x[torch.tensor(j)], p, -1)
 
 
+def pdist_backward(grad: torch.Tensor, x: torch.Tensor, p: float,
+                   pdist: torch.Tensor) -> torch.Tensor:
+    """Gradient [N, M] of :func:`pdist_forward` for ``x`` [N, M] from ``grad`` and the
+    forward's ``pdist`` [N*(N-1)/2], as torch's kernel defines it where the norm has no
+    derivative: 0 for a pair at distance 0 (and, for ``p < 1``, for a zero difference);
+    for ``p = inf`` every coordinate attaining the maximum gets the gradient."""
+    i, j = (torch.tensor(v) for v in np.triu_indices(x.shape[0], 1))
+    diff = x[i] - x[j]
+    dist, g = pdist.unsqueeze(-1), grad.unsqueeze(-1)
+    zero = torch.zeros_like(diff)
+    if p == 0:
+        per = zero
+    elif p == 1:
+        per = diff.sign() * g
+    elif p == float("inf"):
+        per = diff.sign() * (diff.abs() == dist).to(diff.dtype) * g
+    else:
+        safe = torch.where(dist == 0, torch.ones_like(dist), dist)
+        per = diff / safe if p == 2 else (
+            diff.sign() * diff.abs().pow(p - 1) / safe.pow(p - 1))
+        per = torch.where(dist == 0, zero, per) * g
+        if p < 1:
+            per = torch.where(diff == 0, zero, per)
+    return torch.zeros_like(x).index_add(0, i, per).index_add(0, j, -per)
+
+
+def grid_sampler_2d_backward(grad: torch.Tensor, x: torch.Tensor, grid: torch.Tensor,
+                             interpolation_mode: int, padding_mode: int,
+                             align_corners: bool, output_mask: Sequence[bool]
+                             ) -> tuple[Any, Any]:
+    """Gradients ``(grad_input [N, C, H, W], grad_grid [N, Ho, Wo, 2])`` of
+    ``grid_sampler_2d``: the vector-Jacobian product of torch's own decomposition of the
+    forward (``torch._decomp``), traced by autograd into gathers and scatter-adds."""
+    from torch._decomp import decomposition_table
+
+    forward = decomposition_table[aten.grid_sampler_2d.default]
+    _, pull = torch.func.vjp(
+        lambda a, b: forward(a, b, interpolation_mode, padding_mode, align_corners), x, grid)
+    gi, gg = pull(grad)
+    return (gi if output_mask[0] else None), (gg if output_mask[1] else None)
+
+
 DECOMPOSITIONS: dict[Any, Any] = {
     aten.convolution_backward.default: convolution_backward,
     aten.avg_pool2d_backward.default: avg_pool2d_backward,
@@ -366,5 +420,7 @@ DECOMPOSITIONS: dict[Any, Any] = {
     aten.masked_scatter.default: masked_scatter,
     aten._cdist_forward.default: cdist_forward,
     aten._pdist_forward.default: pdist_forward,
+    aten._pdist_backward.default: pdist_backward,
+    aten.grid_sampler_2d_backward.default: grid_sampler_2d_backward,
 }
 """ATen overload -> oxla's decomposition."""
