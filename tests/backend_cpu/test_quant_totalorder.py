@@ -32,12 +32,42 @@ def test_quantize_elementwise_and_dot_match_the_interpreter_exactly():
     assert np.isfinite(got[0]).all()  # NaN quantizes to the zero point
 
 
-def test_per_axis_quantization_is_a_clear_error():
+PA0 = "!quant.uniform<i8:f32:0, {0.5:1, 0.25:-2}>"
+PA2 = "!quant.uniform<i8<-100:100>:f32:2, {0.1:0, 0.2:3, 0.05:-7, 1.0:0}>"
+PT = "!quant.uniform<i16:f32, 0.01:4>"
+PER_AXIS = f"""
+func.func @main(%x: tensor<2x3x4xf32>) -> (tensor<2x3x4xf32>, tensor<2x3x4xf32>,
+                                           tensor<2x3x4x{PA2}>, tensor<2x3x4xf32>) {{
+  %q0 = stablehlo.uniform_quantize %x : (tensor<2x3x4xf32>) -> tensor<2x3x4x{PA0}>
+  %d0 = stablehlo.uniform_dequantize %q0 : (tensor<2x3x4x{PA0}>) -> tensor<2x3x4xf32>
+  %q2 = stablehlo.uniform_quantize %x : (tensor<2x3x4xf32>) -> tensor<2x3x4x{PA2}>
+  %d2 = stablehlo.uniform_dequantize %q2 : (tensor<2x3x4x{PA2}>) -> tensor<2x3x4xf32>
+  %s = stablehlo.add %d0, %d2 : tensor<2x3x4xf32>
+  %r = stablehlo.uniform_quantize %q2 : (tensor<2x3x4x{PA2}>) -> tensor<2x3x4x{PT}>
+  %rd = stablehlo.uniform_dequantize %r : (tensor<2x3x4x{PT}>) -> tensor<2x3x4xf32>
+  return %d0, %s, %q2, %rd : tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4x{PA2}>,
+                             tensor<2x3x4xf32>
+}}"""
+
+
+def test_per_axis_quantization_matches_the_interpreter_exactly():
+    """Per-axis types along the first and the last dim, a narrowed storage range, fused
+    with float ops, returned as storage integers, and requantized to per-tensor."""
+    rng = np.random.default_rng(5)
+    x = (rng.normal(size=24) * 40).astype(np.float32)
+    x[[0, 7, 13]] = [np.nan, np.inf, -0.0]
+    _, got = run_both(PER_AXIS, [x.reshape(2, 3, 4)], rtol=0)
+    assert got[2].dtype == np.int8 and got[2].min() >= -100 and got[2].max() <= 100
+    assert got[0][1, 0, 0] == (np.clip(np.round(x[12] / 0.25) - 2, -128, 127) + 2) * 0.25
+
+
+def test_per_axis_operand_of_another_op_is_a_clear_error():
     text = """
 func.func @main(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
   %q = stablehlo.uniform_quantize %x
     : (tensor<2x3xf32>) -> tensor<2x3x!quant.uniform<i8:f32:1, {0.1:0, 0.2:1, 0.3:2}>>
-  %d = stablehlo.uniform_dequantize %q
+  %a = stablehlo.abs %q : tensor<2x3x!quant.uniform<i8:f32:1, {0.1:0, 0.2:1, 0.3:2}>>
+  %d = stablehlo.uniform_dequantize %a
     : (tensor<2x3x!quant.uniform<i8:f32:1, {0.1:0, 0.2:1, 0.3:2}>>) -> tensor<2x3xf32>
   return %d : tensor<2x3xf32>
 }"""

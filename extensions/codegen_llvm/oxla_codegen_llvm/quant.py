@@ -1,4 +1,4 @@
-"""Scalar emitters of uniformly quantized values (per-tensor quantization).
+"""Scalar emitters of uniformly quantized values (per-tensor and per-axis quantization).
 
 A quantized scalar is its storage integer in registers and in memory. ``uniform_quantize``
 and ``uniform_dequantize`` compute as the reference interpreter does
@@ -8,11 +8,16 @@ to the storage range, rounded half to even, NaN to 0. Any other elementwise op o
 quantized operands is spec ``dequantize_op_quantize``: the operands dequantized, the
 op emitted on expressed values, the result quantized.
 
-Per-axis quantization raises :class:`NotSupportedError` (it needs the element's index).
+Per-axis quantization (spec "Quantized element types": one scale and zero point per
+slice along ``quantization_dimension``) needs the element's index: ``uniform_quantize``
+and ``uniform_dequantize`` are index rules of the fused emitter, which pick the element's
+scale and zero point from two constant arrays by its index along that dimension. Other
+ops on per-axis operands raise :class:`NotSupportedError`.
 """
 
 from __future__ import annotations
 
+import hashlib
 from types import SimpleNamespace
 
 import llvmlite.ir as ir
@@ -20,6 +25,8 @@ import llvmlite.ir as ir
 from oxla.errors import NotSupportedError
 from oxla.ir import Operation
 from oxla.ir import types as T
+from oxla_codegen_llvm.fused import FusedEmitter, index_rule
+from oxla_codegen_llvm.loops import I64
 from oxla_codegen_llvm.scalar import (
     convert,
     emit_scalar,
@@ -33,31 +40,61 @@ def is_quantized(et) -> bool:
     return isinstance(et, T.QuantizedType)
 
 
-def _check(op: Operation, qt: T.QuantizedType) -> None:
-    if qt.is_per_axis:
+def _check(op: Operation, qt: T.QuantizedType, axis: ir.Value | None) -> None:
+    if qt.is_per_axis and axis is None:
         raise NotSupportedError(f"'{op.name}' on per-axis quantized type {qt} is not "
                                 "supported by the llvm emitters yet", op.loc)
 
 
-def dequantize(s, op: Operation, qt: T.QuantizedType, x: ir.Value) -> ir.Value:
-    """Storage integer ``x`` as a value of ``qt``'s expressed type (its register type)."""
-    _check(op, qt)
-    b, et = s.b, qt.expressed_type
+def _parameters(s, qt: T.QuantizedType, axis: ir.Value | None) -> tuple[ir.Value, ir.Value]:
+    """``(scale, zero point)`` of the element: ``qt``'s own for per-tensor types, else
+    element ``axis`` (i64) of two constant arrays, in the expressed type and i64."""
+    import numpy as np
+
+    et = qt.expressed_type
     ty = llvm_type(et)
+    if not qt.is_per_axis:
+        return _expressed_const(et, ty, qt.scales[0]), ir.Constant(I64, qt.zero_points[0])
+    scales = np.asarray(qt.scales, np.float64).astype(et.dtype)
+    arrays = []
+    for kind, elt, vals in (("scales", ty, [float(v) for v in scales]),
+                            ("zero_points", I64, [int(v) for v in qt.zero_points])):
+        digest = hashlib.sha1(str(qt).encode()).hexdigest()[:16]
+        name = f"oxla.quant.{kind}.{digest}"  # one per type and module, same every run
+        g = s.module.globals.get(name)
+        if g is None:
+            arr = ir.ArrayType(elt, len(vals))
+            g = ir.GlobalVariable(s.module, arr, name)
+            g.global_constant, g.linkage = True, "internal"
+            g.initializer = ir.Constant(arr, vals)
+        zero = ir.Constant(ir.IntType(32), 0)
+        arrays.append(s.b.load(s.b.gep(g, [zero, axis], inbounds=True)))
+    return arrays[0], arrays[1]
+
+
+def dequantize(s, op: Operation, qt: T.QuantizedType, x: ir.Value,
+               axis: ir.Value | None = None) -> ir.Value:
+    """Storage integer ``x`` as a value of ``qt``'s expressed type (its register type);
+    ``axis``: the element's index along a per-axis type's quantization dimension."""
+    _check(op, qt, axis)
+    b, et = s.b, qt.expressed_type
+    scale, zp = _parameters(s, qt, axis)
     wide = convert(s, x, qt.storage_type, T.IntegerType(64))
-    sub = b.sub(wide, ir.Constant(ir.IntType(64), int(qt.zero_points[0])))
+    sub = b.sub(wide, zp)
     f = round_to(s, et, convert(s, sub, T.IntegerType(64), et))
-    scale = _expressed_const(et, ty, qt.scales[0])
     return round_to(s, et, b.fmul(f, scale))
 
 
-def quantize(s, op: Operation, qt: T.QuantizedType, x: ir.Value) -> ir.Value:
-    """Expressed value ``x`` (register type of ``qt.expressed_type``) as a storage integer."""
-    _check(op, qt)
+def quantize(s, op: Operation, qt: T.QuantizedType, x: ir.Value,
+             axis: ir.Value | None = None) -> ir.Value:
+    """Expressed value ``x`` (register type of ``qt.expressed_type``) as a storage integer;
+    ``axis`` as for :func:`dequantize`."""
+    _check(op, qt, axis)
     b, et = s.b, qt.expressed_type
     ty = llvm_type(et)
-    y = round_to(s, et, b.fdiv(x, _expressed_const(et, ty, qt.scales[0])))
-    y = round_to(s, et, b.fadd(y, _expressed_const(et, ty, float(qt.zero_points[0]))))
+    scale, zp = _parameters(s, qt, axis)
+    y = round_to(s, et, b.fdiv(x, scale))
+    y = round_to(s, et, b.fadd(y, convert(s, zp, T.IntegerType(64), et)))
     lo, hi = ir.Constant(ty, float(qt.storage_min)), ir.Constant(ty, float(qt.storage_max))
     y = b.select(b.fcmp_ordered("<", y, lo), lo, y)
     y = b.select(b.fcmp_ordered(">", y, hi), hi, y)
@@ -103,3 +140,23 @@ def emit_quantized(s, op: Operation, args: list) -> ir.Value:
 
 
 register_element_kind("quant", SimpleNamespace(emit_quantized=emit_quantized))
+
+
+def _axis(et: T.ElementType, idx: list) -> ir.Value | None:
+    return idx[et.quantized_dimension] if is_quantized(et) and et.is_per_axis else None
+
+
+@index_rule("stablehlo.uniform_quantize")
+@index_rule("stablehlo.uniform_dequantize")
+def _uniform_quantize(f: FusedEmitter, op: Operation, idx: list) -> ir.Value:
+    """``uniform_quantize`` / ``uniform_dequantize`` (spec) at ``idx``: same-shape ops, so
+    the operand is read at ``idx`` and a per-axis type's parameters chosen by it."""
+    s = f.s
+    (src,), dst = op.operands, op.results[0].type.element_type
+    x = f.value_at(src, idx)
+    et = src.type.element_type
+    if is_quantized(et):
+        x = dequantize(s, op, et, x, _axis(et, idx))
+    if is_quantized(dst):
+        x = quantize(s, op, dst, x, _axis(dst, idx))
+    return x
