@@ -54,6 +54,7 @@ def check_static(main: Operation, backend: str) -> None:
         NotSupportedError: with notes: ``--input-spec`` / ``stablehlo-refine-shapes``.
     """
     block = main.regions[0].blocks[0]
+    _check_no_boundary_tuples(main, backend)
     found = next(((f"argument #{i}{_named(v)}", v.type, main.loc)
                   for i, v in enumerate(block.args) if _dynamic(v.type)), None)
     if found is None:
@@ -71,6 +72,25 @@ def check_static(main: Operation, backend: str) -> None:
                f"{spec}:{t.element_type} (one per argument, in order), or refine the "
                "module first with the pass stablehlo-refine-shapes{arg-shapes=...}",
                "the interpreter backend runs dynamic shapes as written"])
+
+
+def _check_no_boundary_tuples(main: Operation, backend: str) -> None:
+    """Refuses tuple-typed arguments or results of main (tuples inside the function are
+    flattened by ``canonicalize``, :mod:`oxla.passes.canon_tuple`).
+
+    Raises:
+        NotSupportedError: naming the first one.
+    """
+    ft = main.attributes["function_type"].type
+    for what, types in (("argument", ft.inputs), ("result", ft.results)):
+        for i, t in enumerate(types):
+            if isinstance(t, T.TupleType):
+                raise NotSupportedError(
+                    f"{what} #{i} of @main has tuple type {t}; the {backend} backend takes "
+                    "and returns tensors", main.loc,
+                    notes=["pass and return the tuple's elements instead (tuples inside "
+                           "the function are fine); the interpreter backend runs tuples at "
+                           "the boundary as written"])
 
 
 def _dynamic(t: T.Type) -> bool:

@@ -11,6 +11,7 @@ from oxla.passes import (  # noqa: F401 (register)
     canon_control,
     canon_conv,
     canon_shape,
+    canon_tuple,
     refine_dynamic,
 )
 from oxla.passes.fold import fold_op
