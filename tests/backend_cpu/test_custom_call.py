@@ -263,7 +263,6 @@ def test_missing_target_is_a_lowering_error_saying_how_to_supply_one(register):
      "(tensor<3xf32>) -> tensor<3xf32>", "typed FFI"),
     ("{mhlo.backend_config = {k = 1 : i32}}", "(tensor<3xf32>) -> tensor<3xf32>",
      "mhlo.backend_config"),
-    ("", "(tensor<3xf32>) -> tuple<tensor<3xf32>>", "tuple"),
     ("{operand_layouts = [dense<[0, 1]> : tensor<2xindex>], result_layouts = "
      "[dense<0> : tensor<1xindex>]}", "(tensor<3x1xf32>) -> tensor<3xf32>", "layout"),
 ])
@@ -278,6 +277,20 @@ func.func @main(%x: {arg}) -> {ret} {{
 }}
 """
     with pytest.raises(NotSupportedError, match=why) as info:
+        compile_cpu(text)
+    assert "@k" in str(info.value) and "custom_call" in str(info.value)
+
+
+def test_tuple_result_of_a_custom_call_is_rejected_by_name(register):
+    register(CustomCallInfo("k", "cpu", lambda *xs, backend_config: xs[0]))
+    text = """
+func.func @main(%x: tensor<3xf32>) -> tensor<3xf32> {
+  %r = stablehlo.custom_call @k(%x) : (tensor<3xf32>) -> tuple<tensor<3xf32>>
+  %e = stablehlo.get_tuple_element %r[0] : (tuple<tensor<3xf32>>) -> tensor<3xf32>
+  return %e : tensor<3xf32>
+}
+"""
+    with pytest.raises(NotSupportedError, match="tuple") as info:
         compile_cpu(text)
     assert "@k" in str(info.value) and "custom_call" in str(info.value)
 

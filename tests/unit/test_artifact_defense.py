@@ -27,6 +27,13 @@ ADD = """func.func @main(%a: tensor<4xf32>, %w: tensor<4xf32>) -> tensor<4xf32> 
   return %1 : tensor<4xf32>
 }
 """
+TWO_DOTS = """func.func @main(%a: tensor<64x64xf32>, %w: tensor<64x64xf32>) -> tensor<64x64xf32> {
+  %0 = stablehlo.dot_general %a, %w, contracting_dims = [1] x [0]
+    : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>
+  %1 = stablehlo.dot_general %0, %w, contracting_dims = [1] x [0]
+    : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>
+  return %1 : tensor<64x64xf32>
+}"""
 needs_cpu = pytest.mark.skipif("cpu" not in oxla.plugins.backends(),
                                reason="cpu backend not installed")
 
@@ -141,6 +148,12 @@ def crafted(d, good, backend):
     p = d / "short-output.oxla"
     rewrite(good, p, manifest_edit=lambda m: m["signature"].update(outputs=["tensor<1xf32>"]))
     cases["short-output"] = (p, "differs from the module's")
+    two_dots = d / "two-dots.oxla"  # an intermediate in the arena (ADD needs none)
+    oxla.compile(TWO_DOTS, backend="cpu", cache=False).save(two_dots)
+    p = d / "small-arena.oxla"  # consistent checksums, an arena smaller than entry uses
+    rewrite(two_dots, p, manifest_edit=lambda m: m["stats"].update(temp_bytes=1))
+    cases["small-arena"] = (p, "the manifest gives temp_bytes 1, the object code's entry "
+                               "uses 16384")
     p = d / "big-constant.oxla"
     hdr = b"\x93NUMPY\x01\x00v\x00{'descr': '<f4', 'fortran_order': False, 'shape': (100000000000,), }"
     hdr = hdr.ljust(10 + 0x76 - 1) + b"\n"

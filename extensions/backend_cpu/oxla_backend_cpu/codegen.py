@@ -253,6 +253,18 @@ def _emit_entry(module: ir.Module, plan: Plan, fns: dict[int, ir.Function],
     b.ret_void()
     pro.position_at_end(fn.blocks[0])
     pro.branch(fn.blocks[1])
+    # what the entry reads and writes, for a loader to check a manifest against the code
+    abi = ir.ArrayType(I64, len(ABI_FIELDS))
+    g = ir.GlobalVariable(module, abi, ABI_SYMBOL)
+    g.initializer = ir.Constant(abi, [plan.temp_bytes, len(plan.args),
+                                      len(constants or []), len(plan.results)])
+    g.global_constant = True
+
+
+ABI_SYMBOL = "oxla_entry_abi"
+ABI_FIELDS = ("temp_bytes", "inputs", "constants", "results")
+"""``oxla_entry_abi``: an i64 array in the object code with the arena bytes ``entry``
+uses and how many input, constant and result pointers it reads from its tables."""
 
 
 def _emit_schedule(b: ir.IRBuilder, module: ir.Module, plan: Plan, fns: dict[int, ir.Function],

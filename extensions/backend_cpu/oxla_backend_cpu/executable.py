@@ -37,6 +37,7 @@ from oxla.ir import func_type, parse_module
 from oxla.ir.types import TensorType
 from oxla.protocols import Signature
 from oxla_backend_cpu.blas import blas_symbols
+from oxla_backend_cpu.codegen import ABI_FIELDS, ABI_SYMBOL
 from oxla_backend_cpu.collectives_runtime import call_as_process, install
 from oxla_backend_cpu.custom_call import bind_custom_calls
 from oxla_backend_cpu.digests import digests
@@ -376,8 +377,32 @@ def load_artifact(path: str | os.PathLike[str],
     stages = manifest.get("stages", [])
     if not isinstance(stages, list) or not all(isinstance(x, str) for x in stages):
         raise OxlaError(f"'{p}' is corrupt: 'stages' in the manifest is not a list of lines")
+    _check_abi(p, jit, stats["temp_bytes"], signature, len(constants))
     return CPUExecutable(module_text, jit.ir_text, jit, host, stats, stages, signature,
                          constants)
+
+
+def _check_abi(p: str, jit: Any, temp_bytes: int, signature: Signature,
+               n_constants: int) -> None:
+    """Checks the manifest against the loaded code's ``oxla_entry_abi`` (written by
+    codegen; read, never run): the arena it allocates must hold what ``entry`` uses, and
+    the pointer tables must have the lengths ``entry`` reads.
+
+    Raises:
+        OxlaError: the symbol is missing (an older oxla wrote the artifact) or disagrees.
+    """
+    addr = jit.global_address(ABI_SYMBOL)
+    if not addr:
+        raise OxlaError(f"'{p}' has no {ABI_SYMBOL} in its object code (written by an older "
+                        "oxla, or not by oxla): compile it again")
+    code = dict(zip(ABI_FIELDS, (ctypes.c_int64 * len(ABI_FIELDS)).from_address(addr)))
+    want = {"temp_bytes": temp_bytes, "inputs": len(signature.inputs),
+            "constants": n_constants, "results": len(signature.outputs)}
+    for name in ABI_FIELDS:
+        ok = want[name] >= code[name] if name == "temp_bytes" else want[name] == code[name]
+        if not ok:
+            raise OxlaError(f"'{p}' is corrupt: the manifest gives {name} {want[name]}, the "
+                            f"object code's entry uses {code[name]}")
 
 
 def _npy_bytes(array: np.ndarray) -> bytes:
