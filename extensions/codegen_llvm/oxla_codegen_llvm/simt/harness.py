@@ -1,0 +1,110 @@
+"""Running a whole plan through the SIMT kernels without a GPU (tests, gpuocelot checks).
+
+:class:`SimtPolicy` is a minimal GPU policy (the shared loop emitter fuses, the op kinds
+of :data:`~oxla_codegen_llvm.simt.kernels.OP_KINDS` are kernels; no dots); the CUDA
+backend has its own (``CUDAPolicy``) with libraries. :func:`plan_for` runs the target-free
+stages; :func:`run_plan` runs every kernel of the plan on a launcher (the host twin or
+gpuocelot) over host memory laid out as the plan's buffer assignment says.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from oxla.errors import NotSupportedError
+from oxla.ir import Module, Operation, parse_module
+from oxla.lowering import Buf, ControlKernel, Plan, PolicyBase, pipeline
+from oxla.passes import inline_composites, run_pipeline
+from oxla.protocols import CompileOptions
+from oxla_codegen_llvm.fused import is_fusible
+from oxla_codegen_llvm.simt.kernels import OP_KINDS, kernels_for
+from oxla_codegen_llvm.simt.model import Kernel
+
+Launch = Callable[[Kernel, list[int]], None]
+
+
+class SimtPolicy(PolicyBase):
+    """What fusion asks for the SIMT kernels (module doc)."""
+
+    name = "simt"
+
+    def is_fusible(self, op: Operation) -> bool:
+        return is_fusible(op)
+
+    def classify(self, op: Operation) -> str | None:
+        return "op" if op.name in OP_KINDS else None
+
+    def prepare(self, module: Module, options: CompileOptions) -> tuple[Module, list[str]]:
+        inline_composites(module, self.name)
+        out = run_pipeline(module, options.pipeline or "default")
+        return (out if isinstance(out, Module) else module), []
+
+    def stages(self) -> list:
+        return []
+
+
+def plan_for(text: str, policy: PolicyBase | None = None) -> Plan:
+    """The placed plan of StableHLO ``text`` (the target-free stages only)."""
+    c = pipeline.Compilation(parse_module(text, "simt.mlir"), policy or SimtPolicy(), None,
+                             CompileOptions())
+    for stage in pipeline.TARGET_FREE:
+        stage.run(c)
+    assert c.plan is not None
+    return c.plan
+
+
+def plan_kernels(plan: Plan) -> list[Kernel]:
+    """Every GPU kernel of ``plan`` in launch order (no control flow yet)."""
+    out: list[Kernel] = []
+    for k in plan.kernels:
+        if isinstance(k, ControlKernel):
+            raise NotSupportedError(f"control flow ('{k.op.name}') on the GPU")
+        out += kernels_for(k, plan)
+    return out
+
+
+def run_plan(plan: Plan, inputs: Sequence[np.ndarray], launch: Launch,
+             kernels: Sequence[Kernel] | None = None) -> list[np.ndarray]:
+    """Runs ``plan`` on ``inputs`` with ``launch(kernel, args)`` per kernel; returns each
+    result's raw bytes (uint8; see :func:`as_like`)."""
+    kernels = list(kernels) if kernels is not None else plan_kernels(plan)
+    arena = np.zeros(max(plan.temp_bytes, 8) // 8 + 1, dtype=np.uint64)
+    ins = [np.ascontiguousarray(x) for x in inputs]
+    outs = []
+    for b in plan.results:
+        outs.append(np.zeros(max(b.nbytes, 1), dtype=np.uint8))
+    consts: dict[int, np.ndarray] = {}
+
+    def address(buf: Buf) -> int:
+        if buf.base is not None:
+            return address(buf.base) + buf.offset
+        if buf.kind == "arg":
+            return ins[buf.index].ctypes.data
+        if buf.kind == "result":
+            return outs[buf.index].ctypes.data
+        if buf.kind == "temp":
+            return arena.ctypes.data + buf.offset
+        if id(buf) not in consts:
+            consts[id(buf)] = np.ascontiguousarray(buf.data).copy()
+        return consts[id(buf)].ctypes.data
+
+    for k in kernels:
+        args = [address(p.buf) if p.kind == "buf" else int(p.value) for p in k.params]
+        launch(k, args)
+    return outs
+
+
+def as_like(raw: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """The raw bytes of a result of :func:`run_plan` viewed as ``want``'s dtype and shape."""
+    want = np.asarray(want)
+    return raw[: want.nbytes].view(want.dtype).reshape(want.shape)
+
+
+def interpret(text: str, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """The reference interpreter's results of ``text`` (the oracle)."""
+    from oxla.interpreter import InterpreterBackend
+
+    exe = InterpreterBackend().compile(parse_module(text, "simt.mlir"))
+    return [np.asarray(x) for x in exe(*inputs)]

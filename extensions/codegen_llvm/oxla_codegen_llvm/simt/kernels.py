@@ -1,0 +1,36 @@
+"""``kernels_for``: the GPU kernels of one plan kernel, by kind."""
+
+from __future__ import annotations
+
+from oxla.errors import NotSupportedError
+from oxla.lowering import LoopKernel, PackKernel, Plan
+from oxla_codegen_llvm.simt.loop import loop_kernel, pack_kernel
+from oxla_codegen_llvm.simt.model import Kernel
+
+OP_KINDS: dict[str, object] = {}
+"""Op name -> the generator of its GPU kernels (for ``OpKernel``s)."""
+
+
+def kernels_for(kernel, plan: Plan) -> list[Kernel]:
+    """GPU kernels for one :mod:`oxla.lowering` plan kernel, in launch order.
+
+    Args:
+        kernel: a plan kernel (``LoopKernel``, ``PackKernel``, ``OpKernel``...).
+        plan: the plan it belongs to (its ``vbuf`` maps values to buffers).
+
+    Raises:
+        NotSupportedError: the kind, or the op of an ``OpKernel``, has no GPU kernel yet
+            (the message names it).
+    """
+    if isinstance(kernel, LoopKernel):
+        return loop_kernel(kernel, plan)
+    if isinstance(kernel, PackKernel):
+        return pack_kernel(kernel, plan)
+    op = getattr(kernel, "op", None)
+    gen = OP_KINDS.get(op.name) if op is not None else None
+    if gen is not None and type(kernel).__name__ == "OpKernel":
+        return gen(kernel, plan)
+    what = f"'{op.name}' ({type(kernel).__name__})" if op is not None else \
+        type(kernel).__name__
+    raise NotSupportedError(f"{what} has no GPU kernel yet (oxla_codegen_llvm.simt)",
+                            getattr(op, "loc", None))
