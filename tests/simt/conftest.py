@@ -70,3 +70,35 @@ def check_ptxas(kernels: list, archs=("sm_80", "sm_90")) -> dict[str, str]:
 
 
 __all__ = ["check_ptxas", "check_twin", "need_ptxas", "on_twin", "shutil"]
+
+
+def need_ocelot():
+    """The gpuocelot library; skips when ``../shared`` or its runtime packages are
+    absent (under CI only for a missing ``../shared``: the packages are installed)."""
+    from oxla_codegen_llvm.simt.ocelot import library
+
+    lib, why = library()
+    if lib is None:
+        if IN_CI and "not found" not in why:
+            pytest.fail(f"gpuocelot must run under CI: {why}")
+        pytest.skip(why)
+    return lib
+
+
+def on_ocelot(text: str, inputs: list[np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarray],
+                                                           list]:
+    """(results of the sm_35 PTX in gpuocelot, the interpreter's, the kernels)."""
+    from oxla_codegen_llvm.simt.ocelot import ARCH, OcelotDevice
+
+    lib = need_ocelot()
+    plan = plan_for(text)
+    kernels = plan_kernels(plan)
+    ptx = {k.name: to_ptx([k], ARCH) for k in kernels}
+    with OcelotDevice(lib) as dev:
+        raw = run_plan(plan, inputs,
+                       lambda k, a: dev.launch(ptx[k.name], k.name,
+                                               [p.kind for p in k.params], a, k.grid,
+                                               k.block, k.shared_bytes),
+                       kernels, dev.alloc)
+    want = interpret(text, inputs)
+    return [as_like(r, w) for r, w in zip(raw, want)], want, kernels

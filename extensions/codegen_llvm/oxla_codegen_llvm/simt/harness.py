@@ -66,15 +66,23 @@ def plan_kernels(plan: Plan) -> list[Kernel]:
 
 
 def run_plan(plan: Plan, inputs: Sequence[np.ndarray], launch: Launch,
-             kernels: Sequence[Kernel] | None = None) -> list[np.ndarray]:
+             kernels: Sequence[Kernel] | None = None,
+             alloc: Callable[[int], np.ndarray] | None = None) -> list[np.ndarray]:
     """Runs ``plan`` on ``inputs`` with ``launch(kernel, args)`` per kernel; returns each
-    result's raw bytes (uint8; see :func:`as_like`)."""
+    result's raw bytes (uint8; see :func:`as_like`). ``alloc(nbytes)`` gives the
+    device's byte arrays (default: numpy's)."""
     kernels = list(kernels) if kernels is not None else plan_kernels(plan)
-    arena = np.zeros(max(plan.temp_bytes, 8) // 8 + 1, dtype=np.uint64)
-    ins = [np.ascontiguousarray(x) for x in inputs]
-    outs = []
-    for b in plan.results:
-        outs.append(np.zeros(max(b.nbytes, 1), dtype=np.uint8))
+    new = alloc or (lambda n: np.zeros(max(n, 16), dtype=np.uint8))
+
+    def put(x: np.ndarray) -> np.ndarray:
+        a = np.ascontiguousarray(x)
+        buf = new(a.nbytes)
+        buf[: a.nbytes] = a.reshape(-1).view(np.uint8)
+        return buf
+
+    arena = new(plan.temp_bytes)
+    ins = [put(np.asarray(x)) for x in inputs]
+    outs = [new(b.nbytes) for b in plan.results]
     consts: dict[int, np.ndarray] = {}
 
     def address(buf: Buf) -> int:
@@ -87,13 +95,13 @@ def run_plan(plan: Plan, inputs: Sequence[np.ndarray], launch: Launch,
         if buf.kind == "temp":
             return arena.ctypes.data + buf.offset
         if id(buf) not in consts:
-            consts[id(buf)] = np.ascontiguousarray(buf.data).copy()
+            consts[id(buf)] = put(np.asarray(buf.data))
         return consts[id(buf)].ctypes.data
 
     for k in kernels:
         args = [address(p.buf) if p.kind == "buf" else int(p.value) for p in k.params]
         launch(k, args)
-    return outs
+    return [np.array(o) for o in outs]
 
 
 def as_like(raw: np.ndarray, want: np.ndarray) -> np.ndarray:
