@@ -6,8 +6,9 @@ from oxla.errors import NotSupportedError
 from oxla.lowering import LoopKernel, PackKernel, Plan
 from oxla_codegen_llvm.simt.loop import loop_kernel, pack_kernel
 from oxla_codegen_llvm.simt.model import Kernel
+from oxla_codegen_llvm.simt.reduce import reduce_kernel
 
-OP_KINDS: dict[str, object] = {}
+OP_KINDS: dict[str, object] = {"stablehlo.reduce": reduce_kernel}
 """Op name -> the generator of its GPU kernels (for ``OpKernel``s)."""
 
 
