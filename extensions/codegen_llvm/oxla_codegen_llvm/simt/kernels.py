@@ -15,6 +15,8 @@ from oxla_codegen_llvm.simt.ops import (
     reduce_window_kernel,
 )
 from oxla_codegen_llvm.simt.reduce import reduce_kernel
+from oxla_codegen_llvm.simt.scatter import scatter_kernel
+from oxla_codegen_llvm.simt.sort import sort_kernel
 
 OP_KINDS: dict[str, object] = {
     "stablehlo.reduce": reduce_kernel,
@@ -25,6 +27,8 @@ OP_KINDS: dict[str, object] = {
     "stablehlo.optimization_barrier": barrier_kernel,
     "stablehlo.real_dynamic_slice": real_dynamic_slice_kernel,
     "stablehlo.bitcast_convert": bitcast_kernel,
+    "stablehlo.scatter": scatter_kernel,
+    "stablehlo.sort": sort_kernel,
 }
 """Op name -> the generator of its GPU kernels (for ``OpKernel``s)."""
 
