@@ -97,3 +97,39 @@ func.func @main(%x: tensor<3x3xf32>) -> tensor<3x3xf32> {
     plan = plan_for(text, _Everything())
     with pytest.raises(NotSupportedError, match="stablehlo.cholesky.*no GPU kernel"):
         plan_kernels(plan)
+
+
+CONV = """
+func.func @main(%x: tensor<2x7x6x4xf32>, %w: tensor<3x2x2x6xf32>) -> tensor<2x4x3x6xf32> {
+  %y = stablehlo.convolution(%x, %w)
+      dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f],
+      window = {stride = [2, 2], pad = [[1, 1], [0, 1]], rhs_dilate = [1, 2], reverse = [true, false]}
+      {batch_group_count = 1 : i64, feature_group_count = 2 : i64}
+      : (tensor<2x7x6x4xf32>, tensor<3x2x2x6xf32>) -> tensor<2x4x3x6xf32>
+  return %y : tensor<2x4x3x6xf32>
+}
+"""
+
+
+def test_convolution_direct():
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 7, 6, 4)).astype(np.float32)
+    w = rng.standard_normal((3, 2, 2, 6)).astype(np.float32)
+    check_ptxas(check_twin(CONV, [x, w]))
+
+
+def test_convolution_batch_groups_lhs_dilation_int():
+    text = """
+func.func @main(%x: tensor<4x5x3xi32>, %w: tensor<2x3x6xi32>) -> tensor<2x9x6xi32> {
+  %y = stablehlo.convolution(%x, %w)
+      dim_numbers = [b, 0, f]x[0, i, o]->[b, 0, f],
+      window = {lhs_dilate = [2], pad = [[1, 0]]}
+      {batch_group_count = 2 : i64, feature_group_count = 1 : i64}
+      : (tensor<4x5x3xi32>, tensor<2x3x6xi32>) -> tensor<2x9x6xi32>
+  return %y : tensor<2x9x6xi32>
+}
+"""
+    rng = np.random.default_rng(6)
+    x = rng.integers(-5, 5, (4, 5, 3)).astype(np.int32)
+    w = rng.integers(-5, 5, (2, 3, 6)).astype(np.int32)
+    check_twin(text, [x, w])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from oxla.errors import NotSupportedError
 from oxla.lowering import LoopKernel, PackKernel, Plan
+from oxla_codegen_llvm.simt.conv import conv_kernel
 from oxla_codegen_llvm.simt.loop import loop_kernel, pack_kernel
 from oxla_codegen_llvm.simt.model import Kernel
 from oxla_codegen_llvm.simt.ops import (
@@ -29,6 +30,7 @@ OP_KINDS: dict[str, object] = {
     "stablehlo.bitcast_convert": bitcast_kernel,
     "stablehlo.scatter": scatter_kernel,
     "stablehlo.sort": sort_kernel,
+    "stablehlo.convolution": conv_kernel,
 }
 """Op name -> the generator of its GPU kernels (for ``OpKernel``s)."""
 

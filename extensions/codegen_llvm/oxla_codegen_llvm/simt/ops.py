@@ -132,11 +132,13 @@ def dot_dims(op) -> tuple[tuple[int, ...], ...]:
         "lhs_contracting_dimensions", "rhs_contracting_dimensions"))
 
 
-def _acc_type(op, et: T.ElementType) -> T.ElementType:
+def acc_type(op, et: T.ElementType) -> T.ElementType:
+    """The interpreter's accumulation type of a dot or convolution: f64 for floats,
+    i64/ui64 for integers (booleans too)."""
     if isinstance(et, T.IntegerType):
-        return T.IntegerType(64, unsigned=et.unsigned) if et.width > 1 else et
+        return T.IntegerType(64, unsigned=et.unsigned)
     if isinstance(et, T.FloatType):
-        return et if et.name == "f64" else T.FloatType("f32")
+        return T.FloatType("f64")
     raise NotSupportedError(f"'{op.name}' with element type {et} has no GPU kernel yet",
                             op.loc)
 
@@ -144,11 +146,11 @@ def _acc_type(op, et: T.ElementType) -> T.ElementType:
 def dot_kernel(k: OpKernel, plan: Plan) -> list[Kernel]:
     """``dot_general`` (types no GEMM library takes: integers, small floats) as one thread
     per result element, the contraction in row-major order with a separate multiply and
-    add (``f32`` accumulator for halves, ``i64`` for integers)."""
+    add in the interpreter's accumulation type (:func:`acc_type`)."""
     op = k.op
     lhs, rhs = op.operands
     et = op.results[0].type.element_type
-    acc_et = _acc_type(op, et)
+    acc_et = acc_type(op, et)
     aty = llvm_type(acc_et)
     lb, rb, lc, rc = dot_dims(op)
     ls, rs = shape_of(lhs), shape_of(rhs)
