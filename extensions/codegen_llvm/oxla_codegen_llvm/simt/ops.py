@@ -26,7 +26,7 @@ from oxla_codegen_llvm.fused import (
     to_index,
 )
 from oxla_codegen_llvm.loops import delinearize, loop_nest
-from oxla_codegen_llvm.scalar import convert, llvm_type
+from oxla_codegen_llvm.scalar import convert, from_storage, llvm_type, storage_type, to_storage
 from oxla_codegen_llvm.simt.loop import launch_1d
 from oxla_codegen_llvm.simt.model import I1, I64, Kernel, KernelBuilder, Param, Region, grid_stride
 
@@ -231,22 +231,74 @@ def real_dynamic_slice_kernel(k: OpKernel, plan: Plan) -> list[Kernel]:
     return per_element(k, plan, compute)
 
 
+def _raw_bits(r: Region, et, v: ir.Value, width: int) -> ir.Value:
+    bits = to_storage(r.s, et, v)
+    if not isinstance(bits.type, ir.IntType):
+        bits = r.b.bitcast(bits, ir.IntType(width))
+    if bits.type.width != width:
+        bits = r.b.trunc(bits, ir.IntType(width))
+    return bits
+
+
+def _from_raw_bits(r: Region, et, bits: ir.Value) -> ir.Value:
+    st = storage_type(et)
+    if isinstance(st, ir.IntType):
+        if st.width != bits.type.width:
+            bits = r.b.zext(bits, st)
+    else:
+        bits = r.b.bitcast(bits, st)
+    return from_storage(r.s, et, bits)
+
+
 def bitcast_kernel(k: OpKernel, plan: Plan) -> list[Kernel]:
-    """``bitcast_convert`` between byte-sized element types of different widths: the
-    bytes copied (little-endian, as the interpreter's numpy views)."""
+    """``bitcast_convert`` between element types of different widths: byte-sized types
+    copy the bytes (little-endian, as the interpreter's numpy views); sub-byte ones pack
+    element ``j`` of the last dimension into bits ``[j*w, (j+1)*w)`` of the wider element
+    (or unpack them), one thread per result element."""
     op = k.op
-    src, dst = op.operands[0].type.element_type, op.results[0].type.element_type
-    if src.bitwidth % 8 or dst.bitwidth % 8 or op.operands[0] not in plan.vbuf:
-        raise NotSupportedError(f"'{op.name}' from {src} to {dst} (sub-byte or fused "
-                                "operand) has no GPU kernel yet", op.loc)
-    n = math.prod(shape_of(op.results[0])) * (dst.bitwidth // 8)
-    grid, block = launch_1d(n)
-    kb = KernelBuilder(k.name, [Param("buf", plan.vbuf[op.operands[0]]),
-                                Param("buf", k.outs[0])], grid, block)
+    x = op.operands[0]
+    src, dst = x.type.element_type, op.results[0].type.element_type
+    ws, wd = src.bitwidth, dst.bitwidth
+    byte_sized = ws % 8 == 0 and wd % 8 == 0
+    if x not in plan.vbuf or not byte_sized and (
+            isinstance(src, T.ComplexType) or isinstance(dst, T.ComplexType)):
+        raise NotSupportedError(f"'{op.name}' from {src} to {dst} (sub-byte complex or "
+                                "fused operand) has no GPU kernel yet", op.loc)
     i8 = ir.IntType(8)
+    params = [Param("buf", plan.vbuf[x]), Param("buf", k.outs[0])]
+    if byte_sized:
+        n = math.prod(shape_of(op.results[0])) * (wd // 8)
+        grid, block = launch_1d(n)
+        kb = KernelBuilder(k.name, params, grid, block)
+        with kb.region() as r:
+            if n:
+                with grid_stride(r, n) as i:
+                    v = r.b.load(r.b.gep(r.params[0], [i], source_etype=i8), typ=i8)
+                    r.b.store(v, r.b.gep(r.params[1], [i], source_etype=i8))
+        return [kb.build()]
+    n = math.prod(shape_of(op.results[0]))
+    wide = ir.IntType(max(ws, wd))
+    grid, block = launch_1d(n)
+    kb = KernelBuilder(k.name, params, grid, block)
     with kb.region() as r:
         if n:
+            b = r.b
             with grid_stride(r, n) as i:
-                v = r.b.load(r.b.gep(r.params[0], [i], source_etype=i8), typ=i8)
-                r.b.store(v, r.b.gep(r.params[1], [i], source_etype=i8))
+                if ws < wd:  # pack kk source elements into result element i
+                    kk = wd // ws
+                    acc = ir.Constant(wide, 0)
+                    for j in range(kk):
+                        v = load(r.s, r.params[0], src, b.add(b.mul(i, _c(kk)), _c(j)))
+                        bits = b.zext(_raw_bits(r, src, v, ws), wide)
+                        acc = b.or_(acc, b.shl(bits, ir.Constant(wide, j * ws)))
+                    store(r.s, r.params[1], dst, i, _from_raw_bits(r, dst, acc))
+                else:  # result element i is part i % kk of source element i // kk
+                    kk = ws // wd
+                    bits = _raw_bits(r, src, load(r.s, r.params[0], src, b.udiv(i, _c(kk))),
+                                     ws)
+                    sh = b.zext(b.trunc(b.mul(b.urem(i, _c(kk)), _c(wd)), ir.IntType(32)),
+                                wide) if ws > 32 else b.trunc(b.mul(b.urem(i, _c(kk)),
+                                                                    _c(wd)), wide)
+                    part = b.trunc(b.lshr(bits, sh), ir.IntType(wd))
+                    store(r.s, r.params[1], dst, i, _from_raw_bits(r, dst, part))
     return [kb.build()]
