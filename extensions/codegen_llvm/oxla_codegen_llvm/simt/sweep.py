@@ -76,14 +76,18 @@ class TwinBackend:
         return TwinExecutable(module)
 
 
-def _install() -> None:
+def install() -> None:
+    """Makes ``oxla.plugins.get_backend("simt-twin")`` the :class:`TwinBackend` (once)."""
     import oxla.plugins as plugins
 
+    if getattr(plugins.get_backend, "oxla_simt_twin", False):
+        return
     real = plugins.get_backend
 
     def get_backend(name: str):
         return TwinBackend() if name == TwinBackend.name else real(name)
 
+    get_backend.oxla_simt_twin = True  # type: ignore[attr-defined]
     plugins.get_backend = get_backend
 
 
@@ -109,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ptx", action="store_true")
     args = ap.parse_args(argv)
     CHECK_PTX = args.ptx
-    _install()
+    install()
     files = [str(p) for p in discover(args.paths) if args.filter in str(p)]
     if args.limit:
         files = files[:args.limit]
