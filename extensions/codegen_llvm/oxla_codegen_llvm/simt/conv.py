@@ -7,8 +7,8 @@ the kernel's spatial positions ``k...`` and its input features ``c``,
 ``lhs[n', g * C + c, p...] * rhs[k'..., c, o]`` where ``p = (s * stride + k * rhs_dil -
 pad_lo) / lhs_dil`` when that position is in the dilated, padded input (else 0), ``k'``
 is ``k`` reversed where ``window_reversal`` says, ``g = o // (O / feature_groups)`` and
-``n' = (o // (O / batch_groups)) * N' + n``. Floats accumulate in f64 and integers in
-i64, as the interpreter does, then round (wrap) once into the result type.
+``n' = (o // (O / batch_groups)) * N' + n``. Floats accumulate in f32 (f64 for f64), integers in
+i64 (:func:`~oxla_codegen_llvm.simt.ops.acc_type`), then round (wrap) once.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from oxla.ir import types as T
 from oxla.lowering import OpKernel, Plan
 from oxla_codegen_llvm.fused import FusedEmitter, shape_of
 from oxla_codegen_llvm.loops import loop_nest
-from oxla_codegen_llvm.scalar import convert, llvm_type
+from oxla_codegen_llvm.scalar import convert
 from oxla_codegen_llvm.simt.model import I1, I64, Region
-from oxla_codegen_llvm.simt.ops import acc_type, per_element
+from oxla_codegen_llvm.simt.ops import acc_type, mac, per_element, zero_of
 
 
 def _c(n: int) -> ir.Constant:
@@ -64,13 +64,12 @@ def conv_kernel(k: OpKernel, plan: Plan) -> list:
     bgc = int(A.to_python(op.attr("batch_group_count")) or 1) \
         if op.attr("batch_group_count") is not None else 1
     et = op.results[0].type.element_type
-    if isinstance(lhs.type.element_type, T.QuantizedType | T.ComplexType) or \
-            isinstance(rhs.type.element_type, T.QuantizedType | T.ComplexType):
-        raise NotSupportedError(f"'{op.name}' of quantized or complex types has no GPU "
-                                "kernel yet", op.loc)
+    if isinstance(lhs.type.element_type, T.QuantizedType) or \
+            isinstance(rhs.type.element_type, T.QuantizedType):
+        raise NotSupportedError(f"'{op.name}' of quantized types has no GPU kernel yet",
+                                op.loc)
     acc_et = acc_type(op, et)
-    aty = llvm_type(acc_et)
-    flt = isinstance(acc_et, T.FloatType)
+    aty = zero_of(acc_et).type
     out_feat = shape_of(op.results[0])[dn.output_feature_dimension]
     cin = rs[dn.kernel_input_feature_dimension]
     nb_out = shape_of(op.results[0])[dn.output_batch_dimension]
@@ -83,7 +82,7 @@ def conv_kernel(k: OpKernel, plan: Plan) -> list:
         b = r.b
         with b.goto_entry_block():
             acc = b.alloca(aty)
-        b.store(ir.Constant(aty, 0.0 if flt else 0), acc)
+        b.store(zero_of(acc_et), acc)
         n = oidx[dn.output_batch_dimension]
         o = oidx[dn.output_feature_dimension]
         sp = [oidx[d] for d in dn.output_spatial_dimensions]
@@ -119,9 +118,7 @@ def conv_kernel(k: OpKernel, plan: Plan) -> list:
                         ri[kd] = b.sub(_c(ksp[d] - 1), kx) if reversal[d] else kx
                     x = convert(r.s, f.value_at(lhs, li), lhs.type.element_type, acc_et)
                     y = convert(r.s, f.value_at(rhs, ri), rhs.type.element_type, acc_et)
-                    cur = b.load(acc, typ=aty)
-                    b.store(b.fadd(cur, b.fmul(x, y)) if flt else b.add(cur, b.mul(x, y)),
-                            acc)
+                    b.store(mac(r, acc_et, b.load(acc, typ=aty), x, y), acc)
                     f.reset()
         return [convert(r.s, b.load(acc, typ=aty), acc_et, et)]
 

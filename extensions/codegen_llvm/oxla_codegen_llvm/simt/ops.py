@@ -16,6 +16,7 @@ from oxla.errors import NotSupportedError
 from oxla.ir import attributes as A
 from oxla.ir import types as T
 from oxla.lowering import OpKernel, Plan
+from oxla_codegen_llvm.complex import constant, make, parts
 from oxla_codegen_llvm.fused import (
     FusedEmitter,
     clamp,
@@ -133,14 +134,46 @@ def dot_dims(op) -> tuple[tuple[int, ...], ...]:
 
 
 def acc_type(op, et: T.ElementType) -> T.ElementType:
-    """The interpreter's accumulation type of a dot or convolution: f64 for floats,
-    i64/ui64 for integers (booleans too)."""
+    """The accumulation type of a dot or convolution of result type ``et``: f32 for f32
+    and narrower floats, f64 for f64 (as XLA and the GEMM libraries, whose results the
+    conformance files hold), i64/ui64 for integers (booleans too), the complex type
+    itself for complex results."""
     if isinstance(et, T.IntegerType):
         return T.IntegerType(64, unsigned=et.unsigned)
     if isinstance(et, T.FloatType):
-        return T.FloatType("f64")
+        return et if et.name == "f64" else T.FloatType("f32")
+    if isinstance(et, T.ComplexType):
+        return et
     raise NotSupportedError(f"'{op.name}' with element type {et} has no GPU kernel yet",
                             op.loc)
+
+
+def zero_of(acc_et: T.ElementType) -> ir.Constant:
+    """0 of the accumulation type's register type."""
+    if isinstance(acc_et, T.ComplexType):
+        return constant(0j)
+    ty = llvm_type(acc_et)
+    return ir.Constant(ty, 0.0 if isinstance(acc_et, T.FloatType) else 0)
+
+
+def mac(r: Region, acc_et: T.ElementType, acc: ir.Value, x: ir.Value, y: ir.Value
+        ) -> ir.Value:
+    """``acc + x * y`` as a separate multiply and add (complex<f32>: every step rounded to
+    f32, XLA's complex64 arithmetic)."""
+    b = r.b
+    if isinstance(acc_et, T.ComplexType):
+        def rd(v: ir.Value) -> ir.Value:
+            if acc_et.element_type.name == "f64":
+                return v
+            return b.fpext(b.fptrunc(v, ir.FloatType()), ir.DoubleType())
+
+        (ar, ai), (xr, xi), (yr, yi) = parts(b, acc), parts(b, x), parts(b, y)
+        pr = rd(b.fsub(rd(b.fmul(xr, yr)), rd(b.fmul(xi, yi))))
+        pi = rd(b.fadd(rd(b.fmul(xr, yi)), rd(b.fmul(xi, yr))))
+        return make(b, rd(b.fadd(ar, pr)), rd(b.fadd(ai, pi)))
+    if isinstance(acc_et, T.FloatType):
+        return b.fadd(acc, b.fmul(x, y))
+    return b.add(acc, b.mul(x, y))
 
 
 def dot_kernel(k: OpKernel, plan: Plan) -> list[Kernel]:
@@ -151,18 +184,17 @@ def dot_kernel(k: OpKernel, plan: Plan) -> list[Kernel]:
     lhs, rhs = op.operands
     et = op.results[0].type.element_type
     acc_et = acc_type(op, et)
-    aty = llvm_type(acc_et)
+    aty = zero_of(acc_et).type
     lb, rb, lc, rc = dot_dims(op)
     ls, rs = shape_of(lhs), shape_of(rhs)
     lf = [d for d in range(len(ls)) if d not in lb + lc]
     rf = [d for d in range(len(rs)) if d not in rb + rc]
-    flt = isinstance(acc_et, T.FloatType)
 
     def compute(r: Region, f: FusedEmitter, oidx: list) -> list[ir.Value]:
         b = r.b
         with b.goto_entry_block():
             acc = b.alloca(aty)
-        b.store(ir.Constant(aty, 0.0 if flt else 0), acc)
+        b.store(zero_of(acc_et), acc)
         with loop_nest(b, [ls[d] for d in lc], "k") as kidx:
             f.reset()
             li: list = [None] * len(ls)
@@ -177,9 +209,7 @@ def dot_kernel(k: OpKernel, plan: Plan) -> list[Kernel]:
                 li[dl] = ri[dr] = i
             x = convert(r.s, f.value_at(lhs, li), lhs.type.element_type, acc_et)
             y = convert(r.s, f.value_at(rhs, ri), rhs.type.element_type, acc_et)
-            cur = b.load(acc, typ=aty)
-            v = b.fadd(cur, b.fmul(x, y)) if flt else b.add(cur, b.mul(x, y))
-            b.store(v, acc)
+            b.store(mac(r, acc_et, b.load(acc, typ=aty), x, y), acc)
         f.reset()
         return [convert(r.s, b.load(acc, typ=aty), acc_et, et)]
 
