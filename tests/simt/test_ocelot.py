@@ -54,3 +54,16 @@ def test_scatter_sort_window_on_gpuocelot():
     got, want, _ = on_ocelot(POOL, [p])
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
+
+
+def test_tiled_transpose_on_gpuocelot():
+    text = """
+func.func @main(%x: tensor<40x50xf32>) -> tensor<50x40xf32> {
+  %r = stablehlo.transpose %x, dims = [1, 0] : (tensor<40x50xf32>) -> tensor<50x40xf32>
+  return %r : tensor<50x40xf32>
+}
+"""
+    x = np.arange(2000, dtype=np.float32).reshape(40, 50)
+    got, want, kernels = on_ocelot(text, [x])
+    assert kernels[0].block == (32, 8, 1)
+    np.testing.assert_array_equal(got[0], want[0])
