@@ -16,6 +16,7 @@ from oxla_codegen_llvm.simt.ops import (
     reduce_window_kernel,
 )
 from oxla_codegen_llvm.simt.reduce import reduce_kernel
+from oxla_codegen_llvm.simt.rng import rng_kernel
 from oxla_codegen_llvm.simt.scatter import scatter_kernel, select_and_scatter_kernel
 from oxla_codegen_llvm.simt.sort import sort_kernel
 
@@ -32,6 +33,7 @@ OP_KINDS: dict[str, object] = {
     "stablehlo.sort": sort_kernel,
     "stablehlo.convolution": conv_kernel,
     "stablehlo.select_and_scatter": select_and_scatter_kernel,
+    "stablehlo.rng_bit_generator": rng_kernel,
 }
 """Op name -> the generator of its GPU kernels (for ``OpKernel``s)."""
 

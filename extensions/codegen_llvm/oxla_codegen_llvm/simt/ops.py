@@ -261,7 +261,7 @@ def real_dynamic_slice_kernel(k: OpKernel, plan: Plan) -> list[Kernel]:
     return per_element(k, plan, compute)
 
 
-def _raw_bits(r: Region, et, v: ir.Value, width: int) -> ir.Value:
+def raw_bits(r: Region, et, v: ir.Value, width: int) -> ir.Value:
     bits = to_storage(r.s, et, v)
     if not isinstance(bits.type, ir.IntType):
         bits = r.b.bitcast(bits, ir.IntType(width))
@@ -270,7 +270,7 @@ def _raw_bits(r: Region, et, v: ir.Value, width: int) -> ir.Value:
     return bits
 
 
-def _from_raw_bits(r: Region, et, bits: ir.Value) -> ir.Value:
+def from_raw_bits(r: Region, et, bits: ir.Value) -> ir.Value:
     st = storage_type(et)
     if isinstance(st, ir.IntType):
         if st.width != bits.type.width:
@@ -319,16 +319,16 @@ def bitcast_kernel(k: OpKernel, plan: Plan) -> list[Kernel]:
                     acc = ir.Constant(wide, 0)
                     for j in range(kk):
                         v = load(r.s, r.params[0], src, b.add(b.mul(i, _c(kk)), _c(j)))
-                        bits = b.zext(_raw_bits(r, src, v, ws), wide)
+                        bits = b.zext(raw_bits(r, src, v, ws), wide)
                         acc = b.or_(acc, b.shl(bits, ir.Constant(wide, j * ws)))
-                    store(r.s, r.params[1], dst, i, _from_raw_bits(r, dst, acc))
+                    store(r.s, r.params[1], dst, i, from_raw_bits(r, dst, acc))
                 else:  # result element i is part i % kk of source element i // kk
                     kk = ws // wd
-                    bits = _raw_bits(r, src, load(r.s, r.params[0], src, b.udiv(i, _c(kk))),
+                    bits = raw_bits(r, src, load(r.s, r.params[0], src, b.udiv(i, _c(kk))),
                                      ws)
                     sh = b.zext(b.trunc(b.mul(b.urem(i, _c(kk)), _c(wd)), ir.IntType(32)),
                                 wide) if ws > 32 else b.trunc(b.mul(b.urem(i, _c(kk)),
                                                                     _c(wd)), wide)
                     part = b.trunc(b.lshr(bits, sh), ir.IntType(wd))
-                    store(r.s, r.params[1], dst, i, _from_raw_bits(r, dst, part))
+                    store(r.s, r.params[1], dst, i, from_raw_bits(r, dst, part))
     return [kb.build()]
