@@ -24,9 +24,8 @@ from oxla.ir import types as T
 from oxla.lowering import OpKernel, Plan
 from oxla_codegen_llvm.fused import FusedEmitter, shape_of
 from oxla_codegen_llvm.loops import loop_nest
-from oxla_codegen_llvm.scalar import convert
 from oxla_codegen_llvm.simt.model import I1, I64, Region
-from oxla_codegen_llvm.simt.ops import acc_type, mac, per_element, zero_of
+from oxla_codegen_llvm.simt.ops import acc_type, cvt, mac, per_element, zero_of
 
 
 def _c(n: int) -> ir.Constant:
@@ -64,10 +63,6 @@ def conv_kernel(k: OpKernel, plan: Plan) -> list:
     bgc = int(A.to_python(op.attr("batch_group_count")) or 1) \
         if op.attr("batch_group_count") is not None else 1
     et = op.results[0].type.element_type
-    if isinstance(lhs.type.element_type, T.QuantizedType) or \
-            isinstance(rhs.type.element_type, T.QuantizedType):
-        raise NotSupportedError(f"'{op.name}' of quantized types has no GPU kernel yet",
-                                op.loc)
     acc_et = acc_type(op, et)
     if isinstance(acc_et, T.FloatType):  # the interpreter's (conformance: 44 vs 41 of 74)
         acc_et = T.FloatType("f64")
@@ -118,11 +113,11 @@ def conv_kernel(k: OpKernel, plan: Plan) -> list:
                     ri[dn.kernel_output_feature_dimension] = o
                     for d, (kd, kx) in enumerate(zip(dn.kernel_spatial_dimensions, kidx)):
                         ri[kd] = b.sub(_c(ksp[d] - 1), kx) if reversal[d] else kx
-                    x = convert(r.s, f.value_at(lhs, li), lhs.type.element_type, acc_et)
-                    y = convert(r.s, f.value_at(rhs, ri), rhs.type.element_type, acc_et)
+                    x = cvt(r, op, f.value_at(lhs, li), lhs.type.element_type, acc_et)
+                    y = cvt(r, op, f.value_at(rhs, ri), rhs.type.element_type, acc_et)
                     b.store(mac(r, acc_et, b.load(acc, typ=aty), x, y), acc)
                     f.reset()
-        return [convert(r.s, b.load(acc, typ=aty), acc_et, et)]
+        return [cvt(r, op, b.load(acc, typ=aty), acc_et, et)]
 
     return per_element(k, plan, compute)
 

@@ -27,7 +27,15 @@ from oxla_codegen_llvm.fused import (
     to_index,
 )
 from oxla_codegen_llvm.loops import delinearize, loop_nest
-from oxla_codegen_llvm.scalar import convert, from_storage, llvm_type, storage_type, to_storage
+from oxla_codegen_llvm.quant import dequantize, quantize
+from oxla_codegen_llvm.scalar import (
+    convert,
+    from_storage,
+    llvm_type,
+    round_to,
+    storage_type,
+    to_storage,
+)
 from oxla_codegen_llvm.simt.loop import launch_1d
 from oxla_codegen_llvm.simt.model import I1, I64, Kernel, KernelBuilder, Param, Region, grid_stride
 
@@ -144,8 +152,22 @@ def acc_type(op, et: T.ElementType) -> T.ElementType:
         return et if et.name == "f64" else T.FloatType("f32")
     if isinstance(et, T.ComplexType):
         return et
+    if isinstance(et, T.QuantizedType):  # dequantized, accumulated in f64 (interpreter)
+        return T.FloatType("f64")
     raise NotSupportedError(f"'{op.name}' with element type {et} has no GPU kernel yet",
                             op.loc)
+
+
+def cvt(r: Region, op, x: ir.Value, src: T.ElementType, dst: T.ElementType) -> ir.Value:
+    """``convert`` with quantized sides dequantized/quantized (spec
+    ``dequantize_op_quantize``; the result rounded to the expressed type first, as the
+    interpreter does)."""
+    if isinstance(src, T.QuantizedType):
+        x, src = dequantize(r.s, op, src, x), src.expressed_type
+    if isinstance(dst, T.QuantizedType):
+        e = dst.expressed_type
+        return quantize(r.s, op, dst, round_to(r.s, e, convert(r.s, x, src, e)))
+    return convert(r.s, x, src, dst)
 
 
 def zero_of(acc_et: T.ElementType) -> ir.Constant:
@@ -207,11 +229,11 @@ def dot_kernel(k: OpKernel, plan: Plan) -> list[Kernel]:
                 ri[d] = oidx[len(lb) + len(lf) + n]
             for i, dl, dr in zip(kidx, lc, rc):
                 li[dl] = ri[dr] = i
-            x = convert(r.s, f.value_at(lhs, li), lhs.type.element_type, acc_et)
-            y = convert(r.s, f.value_at(rhs, ri), rhs.type.element_type, acc_et)
+            x = cvt(r, op, f.value_at(lhs, li), lhs.type.element_type, acc_et)
+            y = cvt(r, op, f.value_at(rhs, ri), rhs.type.element_type, acc_et)
             b.store(mac(r, acc_et, b.load(acc, typ=aty), x, y), acc)
         f.reset()
-        return [convert(r.s, b.load(acc, typ=aty), acc_et, et)]
+        return [cvt(r, op, b.load(acc, typ=aty), acc_et, et)]
 
     return per_element(k, plan, compute)
 
