@@ -133,3 +133,24 @@ func.func @main(%x: tensor<4x5x3xi32>, %w: tensor<2x3x6xi32>) -> tensor<2x9x6xi3
     x = rng.integers(-5, 5, (4, 5, 3)).astype(np.int32)
     w = rng.integers(-5, 5, (2, 3, 6)).astype(np.int32)
     check_twin(text, [x, w])
+
+
+@pytest.mark.parametrize("left,lower,trans", [(True, True, "NO_TRANSPOSE"),
+                                              (False, False, "TRANSPOSE"),
+                                              (True, False, "ADJOINT")])
+def test_triangular_solve(left, lower, trans):
+    bshape = "2x4x3" if left else "2x3x4"
+    text = f"""
+func.func @main(%a: tensor<2x4x4xf32>, %b: tensor<{bshape}xf32>) -> tensor<{bshape}xf32> {{
+  %x = "stablehlo.triangular_solve"(%a, %b) {{left_side = {str(left).lower()},
+      lower = {str(lower).lower()}, unit_diagonal = false,
+      transpose_a = #stablehlo<transpose {trans}>}}
+     : (tensor<2x4x4xf32>, tensor<{bshape}xf32>) -> tensor<{bshape}xf32>
+  return %x : tensor<{bshape}xf32>
+}}
+"""
+    rng = np.random.default_rng(11)
+    a = (rng.standard_normal((2, 4, 4)) + 4 * np.eye(4)).astype(np.float32)
+    b = rng.standard_normal(tuple(int(d) for d in bshape.split("x"))).astype(np.float32)
+    kernels = check_twin(text, [a, b], rtol=1e-5, atol=1e-6)
+    check_ptxas(kernels)
