@@ -89,13 +89,13 @@ class _Everything(SimtPolicy):
 
 def test_unsupported_kind_names_the_op():
     text = """
-func.func @main(%x: tensor<3x3xf32>) -> tensor<3x3xf32> {
-  %r = "stablehlo.cholesky"(%x) : (tensor<3x3xf32>) -> tensor<3x3xf32>
-  return %r : tensor<3x3xf32>
+func.func @main(%x: tensor<8xcomplex<f32>>) -> tensor<8xcomplex<f32>> {
+  %r = stablehlo.fft %x, type = FFT, length = [8] : (tensor<8xcomplex<f32>>) -> tensor<8xcomplex<f32>>
+  return %r : tensor<8xcomplex<f32>>
 }
 """
     plan = plan_for(text, _Everything())
-    with pytest.raises(NotSupportedError, match="stablehlo.cholesky.*no GPU kernel"):
+    with pytest.raises(NotSupportedError, match="stablehlo.fft.*no GPU kernel"):
         plan_kernels(plan)
 
 
@@ -153,4 +153,18 @@ func.func @main(%a: tensor<2x4x4xf32>, %b: tensor<{bshape}xf32>) -> tensor<{bsha
     a = (rng.standard_normal((2, 4, 4)) + 4 * np.eye(4)).astype(np.float32)
     b = rng.standard_normal(tuple(int(d) for d in bshape.split("x"))).astype(np.float32)
     kernels = check_twin(text, [a, b], rtol=1e-5, atol=1e-6)
+    check_ptxas(kernels)
+
+
+@pytest.mark.parametrize("lower", [True, False])
+def test_cholesky(lower):
+    text = f"""
+func.func @main(%a: tensor<3x5x5xf64>) -> tensor<3x5x5xf64> {{
+  %l = "stablehlo.cholesky"(%a) {{lower = {str(lower).lower()}}} : (tensor<3x5x5xf64>) -> tensor<3x5x5xf64>
+  return %l : tensor<3x5x5xf64>
+}}
+"""
+    m = np.random.default_rng(12).standard_normal((3, 5, 5))
+    a = m @ m.transpose(0, 2, 1) + 5 * np.eye(5)
+    kernels = check_twin(text, [a], rtol=1e-12, atol=1e-12)
     check_ptxas(kernels)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from oxla.errors import NotSupportedError
 from oxla.lowering import LoopKernel, PackKernel, Plan
 from oxla_codegen_llvm.simt.conv import conv_kernel
-from oxla_codegen_llvm.simt.linalg import triangular_solve_kernel
+from oxla_codegen_llvm.simt.linalg import cholesky_kernel, triangular_solve_kernel
 from oxla_codegen_llvm.simt.loop import loop_kernel, pack_kernel
 from oxla_codegen_llvm.simt.model import Kernel
 from oxla_codegen_llvm.simt.ops import (
@@ -36,6 +36,7 @@ OP_KINDS: dict[str, object] = {
     "stablehlo.select_and_scatter": select_and_scatter_kernel,
     "stablehlo.rng_bit_generator": rng_kernel,
     "stablehlo.triangular_solve": triangular_solve_kernel,
+    "stablehlo.cholesky": cholesky_kernel,
 }
 """Op name -> the generator of its GPU kernels (for ``OpKernel``s)."""
 

@@ -1,4 +1,6 @@
-"""GPU kernel of ``triangular_solve``: one thread per right-hand side (a column of ``b``
+"""GPU kernels of ``triangular_solve`` and ``cholesky``.
+
+``triangular_solve``: one thread per right-hand side (a column of ``b``
 for ``left_side``, else a row, per batch), substitution in f64 (complex<f64>) in the
 thread's own array, in the order the cpu backend uses, so results agree bitwise with it.
 
@@ -128,5 +130,98 @@ def triangular_solve_kernel(k: OpKernel, plan: Plan) -> list[Kernel]:
                     flat = linearize(b, bidx + ([i, j] if left else [j, i]), bsh)
                     store(r.s, r.params[-1], et, flat,
                           convert(r.s, b.load(at(i), typ=ty), wet, et))
+                f.reset()
+    return [kb.build()]
+
+
+def cholesky_kernel(k: OpKernel, plan: Plan) -> list[Kernel]:
+    """Spec ``cholesky``: one thread per matrix of the batch, the factor computed in f64
+    (complex<f64>) in the thread's own array, column by column in the cpu backend's
+    order; ``lower`` reads and writes the lower triangle (``L``), else the upper
+    (``L^H``); the other triangle is written too (zeros), as the cpu backend does.
+
+    Raises:
+        NotSupportedError: non-float element types, or a matrix larger than 256.
+    """
+    op = k.op
+    (a,) = op.operands
+    et = op.results[0].type.element_type
+    inner = et.element_type if isinstance(et, T.ComplexType) else et
+    if not isinstance(inner, T.FloatType):
+        raise NotSupportedError(f"'{op.name}' on {et} has no GPU kernel", op.loc)
+    cplx = isinstance(et, T.ComplexType)
+    wet, ty = (WIDE_CPLX, CREG) if cplx else (WIDE_REAL, F64)
+    lower = bool(_attr(op, "lower", False))
+    sh = shape_of(a)
+    n = sh[-1]
+    if n > 256:
+        raise NotSupportedError(f"'{op.name}' of {n}x{n} matrices (more than 256) has no "
+                                "GPU kernel yet", op.loc)
+    batch = list(sh[:-2])
+    count = math.prod(batch) if 0 not in sh else 0
+    grid, block = launch_1d(max(count, 1))
+    kb = KernelBuilder(k.name, params_of(k, plan), grid, block)
+    with kb.region() as r:
+        b = r.b
+        if count:
+            f = FusedEmitter(r.s, dict(zip(k.inputs, r.params[:len(k.inputs)])))
+            with b.goto_entry_block():
+                low = b.alloca(ty, size=_c(n * n))
+            zero = make(b, ir.Constant(F64, 0.0), ir.Constant(F64, 0.0)) if cplx else \
+                ir.Constant(F64, 0.0)
+
+            def conj(v):
+                if not cplx:
+                    return v
+                re, im = parts(b, v)
+                return make(b, re, b.fneg(im))
+
+            def sub(p, q):
+                if not cplx:
+                    return b.fsub(p, q)
+                (u, v), (w, z) = parts(b, p), parts(b, q)
+                return make(b, b.fsub(u, w), b.fsub(v, z))
+
+            def mul(p, q):
+                return cmul(b, p, q) if cplx else b.fmul(p, q)
+
+            def at(p, q):
+                return b.gep(low, [b.add(b.mul(p, _c(n)), q)], source_etype=ty)
+
+            def ld(p, q):
+                return b.load(at(p, q), typ=ty)
+
+            def m_at(bidx, p, q):
+                f.reset()
+                if lower:
+                    return convert(r.s, f.value_at(a, bidx + [p, q]), et, wet)
+                return conj(convert(r.s, f.value_at(a, bidx + [q, p]), et, wet))
+
+            sqrt = r.s.target.math_function(r.s.module, "sqrt", F64)
+            with grid_stride(r, count) as g:
+                bidx = delinearize(b, g, batch)
+                with for_range(b, n * n, "cz") as e:
+                    b.store(zero, b.gep(low, [e], source_etype=ty))
+                with for_range(b, n, "cj") as j:
+                    b.store(m_at(bidx, j, j), at(j, j))
+                    with for_range(b, j, "ck") as kk:
+                        v = ld(j, kk)
+                        b.store(sub(ld(j, j), mul(v, conj(v))), at(j, j))
+                    sv = ld(j, j)
+                    d = make(b, b.call(sqrt, [parts(b, sv)[0]]), ir.Constant(F64, 0.0)) \
+                        if cplx else b.call(sqrt, [sv])
+                    b.store(d, at(j, j))
+                    with for_range(b, n, "ci", start=b.add(j, _c(1))) as i:
+                        b.store(m_at(bidx, i, j), at(i, j))
+                        with for_range(b, j, "ck2") as kk:
+                            t = mul(ld(i, kk), conj(ld(j, kk)))
+                            b.store(sub(ld(i, j), t), at(i, j))
+                        q = ld(i, j)
+                        b.store(cdiv(r.s, q, d) if cplx else b.fdiv(q, d), at(i, j))
+                base = linearize(b, list(bidx) + [_c(0), _c(0)], sh)
+                with for_range(b, n, "cp") as p, for_range(b, n, "cq") as q:
+                    v = ld(p, q) if lower else conj(ld(q, p))
+                    store(r.s, r.params[-1], et, b.add(base, b.add(b.mul(p, _c(n)), q)),
+                          convert(r.s, v, wet, et))
                 f.reset()
     return [kb.build()]
