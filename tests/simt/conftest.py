@@ -74,12 +74,15 @@ __all__ = ["check_ptxas", "check_twin", "need_ptxas", "on_twin", "shutil"]
 
 def need_ocelot():
     """The gpuocelot library; skips when ``../shared`` or its runtime packages are
-    absent (under CI only for a missing ``../shared``: the packages are installed)."""
+    absent (under CI as root only for a missing ``../shared``: scripts/test installs the
+    packages)."""
     from oxla_codegen_llvm.simt.ocelot import library
 
     lib, why = library()
     if lib is None:
-        if IN_CI and "not found" not in why:
+        # Under CI as root scripts/test installed the packages: a library that still
+        # does not load is a failure; without root nothing could install them.
+        if IN_CI and "not found" not in why and os.geteuid() == 0:
             pytest.fail(f"gpuocelot must run under CI: {why}")
         pytest.skip(why)
     return lib
