@@ -12,15 +12,18 @@ The contract with the backend (``oxla_backend_cuda``):
 * :class:`HostTwin` ``(kernels)``: the same kernels for this CPU;
   ``launch(name, grid, block, shared_bytes, args)``.
 
+Also for a GPU policy: :data:`OP_KINDS` (the ops with a GPU kernel of their own) and
+:func:`claim` (what to take before fusion: a ``bitcast_convert`` across widths).
+
 How a kernel is written once and lowered twice: :mod:`oxla_codegen_llvm.simt.model`.
 """
 
 from __future__ import annotations
 
 from oxla_codegen_llvm.simt.host import HostTwin
-from oxla_codegen_llvm.simt.kernels import kernels_for
+from oxla_codegen_llvm.simt.kernels import OP_KINDS, claim, kernels_for
 from oxla_codegen_llvm.simt.model import Kernel, KernelBuilder, Param, Region
 from oxla_codegen_llvm.simt.nvptx import check_ptx, to_ptx
 
-__all__ = ["HostTwin", "Kernel", "KernelBuilder", "Param", "Region", "check_ptx",
-           "kernels_for", "to_ptx"]
+__all__ = ["OP_KINDS", "HostTwin", "Kernel", "KernelBuilder", "Param", "Region", "check_ptx",
+           "claim", "kernels_for", "to_ptx"]
