@@ -132,3 +132,65 @@ class CPUTarget(Target):
     def feature_set(self) -> set[str]:
         """The enabled features (``{"avx2", "fma", ...}``)."""
         return {f[1:] for f in self.features.split(",") if f.startswith("+")}
+
+
+NVPTX_TRIPLE = "nvptx64-nvidia-cuda"
+NVPTX_ARCHS = ("sm_35", "sm_80", "sm_86", "sm_89", "sm_90")
+"""The GPU architectures oxla emits PTX for: sm_80 (A100) to sm_90 (H100/H200), and
+sm_35 only for the gpuocelot emulator (which accepts no newer ``.target``)."""
+
+
+@cache
+def _nvptx_options() -> None:
+    llvm.initialize_all_targets()
+    llvm.initialize_all_asmprinters()
+    # No FMA contraction in LLVM's NVPTX backend (process-wide, NVPTX only): a separate
+    # multiply and add stay two IEEE operations (mul.rn / add.rn in the PTX).
+    llvm.set_option("oxla", "-nvptx-fma-level=0")
+
+
+@dataclass
+class NVPTXTarget(Target):
+    """An NVIDIA GPU through LLVM's NVPTX backend: kernels are ``ptx_kernel`` functions,
+    buffers are global memory (address space 1), shared memory is address space 3, and
+    the thread/block ids are ``llvm.nvvm.read.ptx.sreg.*`` reads.
+
+    Attributes:
+        arch: the PTX target (``sm_80``, ``sm_90``; ``sm_35`` for gpuocelot).
+    """
+
+    triple: str = NVPTX_TRIPLE
+    arch: str = "sm_90"
+
+    name = "nvptx"
+    buffer_address_space = 1
+    shared_address_space = 3
+    warp_size = 32
+
+    def __post_init__(self) -> None:
+        if self.arch not in NVPTX_ARCHS:
+            raise ValueError(f"unknown CUDA architecture {self.arch!r}; "
+                             f"known: {', '.join(NVPTX_ARCHS)}")
+        self.cpu = self.arch
+
+    @property
+    def sm(self) -> int:
+        """The compute capability as a number (``sm_90`` -> 90)."""
+        return int(self.arch[3:])
+
+    @property
+    def has_shuffle(self) -> bool:
+        """True when warp shuffles (``shfl.sync``) are used (sm_70 and up; gpuocelot's
+        sm_35 has none)."""
+        return self.sm >= 70
+
+    @staticmethod
+    def sreg(name: str, axis: str) -> str:
+        """The intrinsic reading special register ``name`` (``tid``, ``ctaid``, ``ntid``,
+        ``nctaid``) along ``axis`` (``x``/``y``/``z``)."""
+        return f"llvm.nvvm.read.ptx.sreg.{name}.{axis}"
+
+    def new_target_machine(self, opt: int = 3) -> llvm.TargetMachine:
+        _nvptx_options()
+        t = llvm.Target.from_triple(self.triple)
+        return t.create_target_machine(cpu=self.arch, features=self.features, opt=opt)
