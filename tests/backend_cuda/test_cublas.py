@@ -11,8 +11,8 @@ import os
 
 import numpy as np
 import pytest
-
 from oxla_backend_cuda import cublas
+
 from tests.backend_cuda.conftest import check_against_interpreter
 
 CONFORMANCE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared",

@@ -9,10 +9,10 @@ import sys
 
 import numpy as np
 import pytest
+from oxla_backend_cuda import device as devices
 
 from oxla import plugins
 from oxla.errors import OxlaError, PluginError
-from oxla_backend_cuda import device as devices
 from tests.backend_cuda.conftest import compile_cuda
 
 ADD = """

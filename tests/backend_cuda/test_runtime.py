@@ -10,10 +10,10 @@ import sys
 
 import numpy as np
 import pytest
-
-from oxla.errors import OxlaError
 from oxla_backend_cuda import device as devices
 from oxla_backend_cuda.sim import SimDevice, host_array
+
+from oxla.errors import OxlaError
 from tests.backend_cuda.conftest import check_against_interpreter, compile_cuda
 
 MLP = """
