@@ -51,8 +51,8 @@ def check_twin(text: str, inputs: list[np.ndarray], rtol: float = 0.0,
     got, want, kernels = on_twin(text, inputs)
     for g, w in zip(got, want):
         if rtol or atol:
-            np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64),
-                                       rtol=rtol, atol=atol)
+            wide = np.complex128 if np.iscomplexobj(w) else np.float64
+            np.testing.assert_allclose(g.astype(wide), w.astype(wide), rtol=rtol, atol=atol)
         else:
             np.testing.assert_array_equal(g, w)
     return kernels

@@ -19,7 +19,7 @@ from oxla.lowering import Buf, ControlKernel, Plan, PolicyBase, pipeline
 from oxla.passes import inline_composites, run_pipeline
 from oxla.protocols import CompileOptions
 from oxla_codegen_llvm.fused import is_fusible
-from oxla_codegen_llvm.simt.kernels import OP_KINDS, kernels_for
+from oxla_codegen_llvm.simt.kernels import OP_KINDS, claim, kernels_for
 from oxla_codegen_llvm.simt.model import Kernel
 
 Launch = Callable[[Kernel, list[int]], None]
@@ -32,6 +32,9 @@ class SimtPolicy(PolicyBase):
 
     def is_fusible(self, op: Operation) -> bool:
         return is_fusible(op)
+
+    def claim(self, op: Operation) -> str | None:
+        return claim(op)
 
     def classify(self, op: Operation) -> str | None:
         return "op" if op.name in OP_KINDS else None

@@ -6,9 +6,40 @@ from oxla.errors import NotSupportedError
 from oxla.lowering import LoopKernel, PackKernel, Plan
 from oxla_codegen_llvm.simt.loop import loop_kernel, pack_kernel
 from oxla_codegen_llvm.simt.model import Kernel
+from oxla_codegen_llvm.simt.ops import (
+    barrier_kernel,
+    bitcast_kernel,
+    dot_kernel,
+    map_kernel,
+    real_dynamic_slice_kernel,
+    reduce_window_kernel,
+)
+from oxla_codegen_llvm.simt.reduce import reduce_kernel
+from oxla_codegen_llvm.simt.scatter import scatter_kernel
+from oxla_codegen_llvm.simt.sort import sort_kernel
 
-OP_KINDS: dict[str, object] = {}
+OP_KINDS: dict[str, object] = {
+    "stablehlo.reduce": reduce_kernel,
+    "stablehlo.reduce_window": reduce_window_kernel,
+    "stablehlo.dot_general": dot_kernel,
+    "stablehlo.dot": dot_kernel,
+    "stablehlo.map": map_kernel,
+    "stablehlo.optimization_barrier": barrier_kernel,
+    "stablehlo.real_dynamic_slice": real_dynamic_slice_kernel,
+    "stablehlo.bitcast_convert": bitcast_kernel,
+    "stablehlo.scatter": scatter_kernel,
+    "stablehlo.sort": sort_kernel,
+}
 """Op name -> the generator of its GPU kernels (for ``OpKernel``s)."""
+
+
+def claim(op) -> str | None:
+    """``op`` for what a GPU policy must take before fusion (a ``bitcast_convert``
+    between widths, which no index rule computes), else None."""
+    if op.name == "stablehlo.bitcast_convert" and \
+            op.operands[0].type.rank != op.results[0].type.rank:
+        return "op"
+    return None
 
 
 def kernels_for(kernel, plan: Plan) -> list[Kernel]:

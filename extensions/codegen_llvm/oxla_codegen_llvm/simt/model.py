@@ -221,7 +221,7 @@ class KernelBuilder:
     """Builds one SIMT kernel region by region (module doc).
 
     Args:
-        name: the entry symbol.
+        name: the entry symbol (characters PTX does not allow become ``_``).
         params: the parameters (:class:`Param`), in order.
         grid, block: launch dimensions.
         shared_bytes: dynamic shared memory per block.
@@ -229,7 +229,7 @@ class KernelBuilder:
 
     def __init__(self, name: str, params: Sequence[Param], grid: Sequence[int],
                  block: Sequence[int], shared_bytes: int = 0):
-        self.name = name
+        self.name = re.sub(r"[^A-Za-z0-9_]", "_", name)  # a PTX identifier
         self.params = tuple(params)
         self.grid = _dims(grid)
         self.block = _dims(block)

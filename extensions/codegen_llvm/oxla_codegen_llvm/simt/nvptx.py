@@ -116,7 +116,7 @@ def runtime_text(kernels: Sequence[Kernel], target: NVPTXTarget) -> tuple[str, b
     """The NVPTX runtime of ``kernels``: entries and intrinsic definitions (module doc);
     True when the math needs libdevice."""
     parts = [f'target triple = "{target.triple}"',
-             "@oxla.simt.dyn_shared = external addrspace(3) global [0 x i8], align 16",
+             "@oxla_simt_shared = external addrspace(3) global [0 x i8], align 16",
              "declare void @llvm.nvvm.barrier0()",
              "declare i32 @llvm.nvvm.shfl.sync.down.i32(i32, i32, i32, i32)"]
     for reg in SREGS:
@@ -129,7 +129,7 @@ def runtime_text(kernels: Sequence[Kernel], target: NVPTXTarget) -> tuple[str, b
             if target.has_shuffle else "  %r = add i32 %v, 0")
     parts += [
         'define ptr @"oxla.simt.shared"() alwaysinline {\n'
-        "  %p = addrspacecast ptr addrspace(3) @oxla.simt.dyn_shared to ptr\n  ret ptr %p\n}",
+        "  %p = addrspacecast ptr addrspace(3) @oxla_simt_shared to ptr\n  ret ptr %p\n}",
         f'define i1 @"oxla.simt.has_shuffle"() alwaysinline {{\n'
         f"  ret i1 {'true' if target.has_shuffle else 'false'}\n}}",
         f'define i32 @"oxla.simt.warp_size"() alwaysinline {{\n  ret i32 {target.warp_size}\n}}',

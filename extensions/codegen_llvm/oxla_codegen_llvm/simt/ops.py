@@ -1,0 +1,250 @@
+"""GPU kernels of ops whose every output element is computed on its own: one thread per
+element in a grid-stride loop (``reduce_window``, ``dot_general`` of types no library
+takes, ``map``, ``optimization_barrier``, ``real_dynamic_slice``, ``bitcast_convert``
+across widths), each element computed as the spec and the interpreter say (windows and
+contractions in row-major order)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import llvmlite.ir as ir
+import numpy as np
+
+from oxla.errors import NotSupportedError
+from oxla.ir import attributes as A
+from oxla.ir import types as T
+from oxla.lowering import OpKernel, Plan
+from oxla_codegen_llvm.fused import (
+    FusedEmitter,
+    clamp,
+    emit_region,
+    load,
+    shape_of,
+    store,
+    to_index,
+)
+from oxla_codegen_llvm.loops import delinearize, loop_nest
+from oxla_codegen_llvm.scalar import convert, llvm_type
+from oxla_codegen_llvm.simt.loop import launch_1d
+from oxla_codegen_llvm.simt.model import I1, I64, Kernel, KernelBuilder, Param, Region, grid_stride
+
+Compute = Callable[[Region, FusedEmitter, list], list[ir.Value]]
+
+
+def _c(n: int) -> ir.Constant:
+    return ir.Constant(I64, n)
+
+
+def params_of(k: OpKernel, plan: Plan) -> list[Param]:
+    """The inputs' buffers, then the outputs'."""
+    return [Param("buf", plan.vbuf[v]) for v in k.inputs] + [Param("buf", b) for b in k.outs]
+
+
+def per_element(k: OpKernel, plan: Plan, compute: Compute) -> list[Kernel]:
+    """A kernel storing ``compute(region, emitter, index)[j]`` into output ``j`` at every
+    index of the (common) result shape."""
+    shape = shape_of(k.op.results[0])
+    n = math.prod(shape)
+    grid, block = launch_1d(n)
+    kb = KernelBuilder(k.name, params_of(k, plan), grid, block)
+    with kb.region() as r:
+        if n:
+            outs = r.params[len(k.inputs):]
+            f = FusedEmitter(r.s, dict(zip(k.inputs, r.params[:len(k.inputs)])))
+            with grid_stride(r, n) as i:
+                f.reset()
+                vals = compute(r, f, delinearize(r.b, i, shape))
+                for out, res, v in zip(outs, k.op.results, vals):
+                    store(r.s, out, res.type.element_type, i, v)
+    return [kb.build()]
+
+
+def window_params(op, rank: int) -> tuple[tuple[int, ...], ...]:
+    """``(window_dimensions, strides, base_dilations, window_dilations, pad_lo)`` of a
+    windowed op, defaults filled in (spec ``reduce_window``)."""
+
+    def get(name: str) -> tuple[int, ...]:
+        a = op.attr(name)
+        v = A.to_python(a) if a is not None else None
+        return tuple(int(x) for x in v) if v else (1,) * rank
+
+    pad = op.attr("padding")
+    arr = (pad.array if isinstance(pad, A.DenseElementsAttr) else
+           np.asarray(A.to_python(pad) if pad is not None else [], np.int64))
+    lo = tuple(int(x) for x in np.asarray(arr, np.int64).reshape(rank, 2)[:, 0]) \
+        if np.size(arr) else (0,) * rank
+    return (get("window_dimensions"), get("window_strides"), get("base_dilations"),
+            get("window_dilations"), lo)
+
+
+def reduce_window_kernel(k: OpKernel, plan: Plan) -> list[Kernel]:
+    """Spec ``reduce_window``: padding and base-dilation holes read as the init value;
+    each window reduced in row-major order from the init value."""
+    op = k.op
+    n = len(op.results)
+    operands, inits = op.operands[:n], op.operands[n:]
+    shape = shape_of(operands[0])
+    rank = len(shape)
+    wd, ws, bd, wdl, lo = window_params(op, rank)
+    tys = [llvm_type(r.type.element_type) for r in op.results]
+
+    def compute(r: Region, f: FusedEmitter, oidx: list) -> list[ir.Value]:
+        b = r.b
+        with b.goto_entry_block():
+            accs = [b.alloca(ty) for ty in tys]
+        init = [f.value_at(v, []) for v in inits]
+        for a, v in zip(accs, init):
+            b.store(v, a)
+        with loop_nest(b, list(wd), "w") as widx:
+            inside = ir.Constant(I1, 1)
+            sidx = []
+            for d in range(rank):
+                p = b.sub(b.add(b.mul(oidx[d], _c(ws[d])), b.mul(widx[d], _c(wdl[d]))),
+                          _c(lo[d]))
+                q = b.sdiv(p, _c(bd[d])) if bd[d] != 1 else p
+                ok = b.and_(b.icmp_signed(">=", p, _c(0)), b.icmp_signed("<", q, _c(shape[d])))
+                if bd[d] != 1:
+                    ok = b.and_(ok, b.icmp_signed("==", b.srem(p, _c(bd[d])), _c(0)))
+                inside = b.and_(inside, ok)
+                sidx.append(clamp(b, q, 0, shape[d] - 1))
+            f.reset()
+            xs = [b.select(inside, f.value_at(x, sidx), v) for x, v in zip(operands, init)]
+            cur = [b.load(a, typ=ty) for a, ty in zip(accs, tys)]
+            for a, v in zip(accs, emit_region(r.s, op.regions[0], cur + xs)):
+                b.store(v, a)
+        f.reset()
+        return [b.load(a, typ=ty) for a, ty in zip(accs, tys)]
+
+    if 0 in shape:
+        return per_element(k, plan, lambda r, f, idx: [f.value_at(v, []) for v in inits])
+    return per_element(k, plan, compute)
+
+
+def dot_dims(op) -> tuple[tuple[int, ...], ...]:
+    """(lhs batch, rhs batch, lhs contracting, rhs contracting) dimensions of a dot."""
+    if op.name == "stablehlo.dot":
+        return (), (), (op.operands[0].type.rank - 1,), (0,)
+    d = op.attr("dot_dimension_numbers")
+    return tuple(tuple(int(x) for x in d.get(key, ())) for key in (
+        "lhs_batching_dimensions", "rhs_batching_dimensions",
+        "lhs_contracting_dimensions", "rhs_contracting_dimensions"))
+
+
+def _acc_type(op, et: T.ElementType) -> T.ElementType:
+    if isinstance(et, T.IntegerType):
+        return T.IntegerType(64, unsigned=et.unsigned) if et.width > 1 else et
+    if isinstance(et, T.FloatType):
+        return et if et.name == "f64" else T.FloatType("f32")
+    raise NotSupportedError(f"'{op.name}' with element type {et} has no GPU kernel yet",
+                            op.loc)
+
+
+def dot_kernel(k: OpKernel, plan: Plan) -> list[Kernel]:
+    """``dot_general`` (types no GEMM library takes: integers, small floats) as one thread
+    per result element, the contraction in row-major order with a separate multiply and
+    add (``f32`` accumulator for halves, ``i64`` for integers)."""
+    op = k.op
+    lhs, rhs = op.operands
+    et = op.results[0].type.element_type
+    acc_et = _acc_type(op, et)
+    aty = llvm_type(acc_et)
+    lb, rb, lc, rc = dot_dims(op)
+    ls, rs = shape_of(lhs), shape_of(rhs)
+    lf = [d for d in range(len(ls)) if d not in lb + lc]
+    rf = [d for d in range(len(rs)) if d not in rb + rc]
+    flt = isinstance(acc_et, T.FloatType)
+
+    def compute(r: Region, f: FusedEmitter, oidx: list) -> list[ir.Value]:
+        b = r.b
+        with b.goto_entry_block():
+            acc = b.alloca(aty)
+        b.store(ir.Constant(aty, 0.0 if flt else 0), acc)
+        with loop_nest(b, [ls[d] for d in lc], "k") as kidx:
+            f.reset()
+            li: list = [None] * len(ls)
+            ri: list = [None] * len(rs)
+            for n, (dl, dr) in enumerate(zip(lb, rb)):
+                li[dl] = ri[dr] = oidx[n]
+            for n, d in enumerate(lf):
+                li[d] = oidx[len(lb) + n]
+            for n, d in enumerate(rf):
+                ri[d] = oidx[len(lb) + len(lf) + n]
+            for i, dl, dr in zip(kidx, lc, rc):
+                li[dl] = ri[dr] = i
+            x = convert(r.s, f.value_at(lhs, li), lhs.type.element_type, acc_et)
+            y = convert(r.s, f.value_at(rhs, ri), rhs.type.element_type, acc_et)
+            cur = b.load(acc, typ=aty)
+            v = b.fadd(cur, b.fmul(x, y)) if flt else b.add(cur, b.mul(x, y))
+            b.store(v, acc)
+        f.reset()
+        return [convert(r.s, b.load(acc, typ=aty), acc_et, et)]
+
+    return per_element(k, plan, compute)
+
+
+def map_kernel(k: OpKernel, plan: Plan) -> list[Kernel]:
+    """Spec ``map``: the computation region applied at every index."""
+    op = k.op
+    return per_element(k, plan, lambda r, f, idx: emit_region(
+        r.s, op.regions[0], [f.value_at(x, idx) for x in op.operands])[:1])
+
+
+def barrier_kernel(k: OpKernel, plan: Plan) -> list[Kernel]:
+    """``optimization_barrier``: a copy of each operand (one kernel per operand)."""
+    out: list[Kernel] = []
+    for j, (x, buf) in enumerate(zip(k.op.operands, k.outs)):
+        n = math.prod(shape_of(x))
+        et = x.type.element_type
+        grid, block = launch_1d(n)
+        kb = KernelBuilder(f"{k.name}.{j}" if j else k.name,
+                           [Param("buf", plan.vbuf[x]), Param("buf", buf)], grid, block)
+        with kb.region() as r:
+            if n:
+                with grid_stride(r, n) as i:
+                    store(r.s, r.params[1], et, i, load(r.s, r.params[0], et, i))
+        out.append(kb.build())
+    return out
+
+
+def real_dynamic_slice_kernel(k: OpKernel, plan: Plan) -> list[Kernel]:
+    """Spec ``real_dynamic_slice`` with a static result shape, starts clamped as
+    ``dynamic_slice`` clamps them (the interpreter's rule)."""
+    x, starts, _, strides = k.op.operands
+    shape, xs = shape_of(k.op.results[0]), shape_of(x)
+
+    def compute(r: Region, f: FusedEmitter, idx: list) -> list[ir.Value]:
+        b = r.b
+        sidx = []
+        for d, i in enumerate(idx):
+            st = to_index(f, strides, [_c(d)])
+            hi = b.sub(_c(xs[d] - 1), b.mul(_c(shape[d] - 1), st))
+            start = to_index(f, starts, [_c(d)])
+            start = b.select(b.icmp_signed(">", start, hi), hi, start)
+            start = b.select(b.icmp_signed("<", start, _c(0)), _c(0), start)
+            sidx.append(clamp(b, b.add(start, b.mul(i, st)), 0, xs[d] - 1))
+        return [f.value_at(x, sidx)]
+
+    return per_element(k, plan, compute)
+
+
+def bitcast_kernel(k: OpKernel, plan: Plan) -> list[Kernel]:
+    """``bitcast_convert`` between byte-sized element types of different widths: the
+    bytes copied (little-endian, as the interpreter's numpy views)."""
+    op = k.op
+    src, dst = op.operands[0].type.element_type, op.results[0].type.element_type
+    if src.bitwidth % 8 or dst.bitwidth % 8 or op.operands[0] not in plan.vbuf:
+        raise NotSupportedError(f"'{op.name}' from {src} to {dst} (sub-byte or fused "
+                                "operand) has no GPU kernel yet", op.loc)
+    n = math.prod(shape_of(op.results[0])) * (dst.bitwidth // 8)
+    grid, block = launch_1d(n)
+    kb = KernelBuilder(k.name, [Param("buf", plan.vbuf[op.operands[0]]),
+                                Param("buf", k.outs[0])], grid, block)
+    i8 = ir.IntType(8)
+    with kb.region() as r:
+        if n:
+            with grid_stride(r, n) as i:
+                v = r.b.load(r.b.gep(r.params[0], [i], source_etype=i8), typ=i8)
+                r.b.store(v, r.b.gep(r.params[1], [i], source_etype=i8))
+    return [kb.build()]
