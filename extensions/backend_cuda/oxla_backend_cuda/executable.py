@@ -37,7 +37,7 @@ from oxla.artifact import write_artifact
 from oxla.errors import OxlaError
 from oxla.interpreter import check_inputs
 from oxla.interpreter.registry import TOKEN
-from oxla.ir import func_type, parse_module
+from oxla.ir import parse_main_signature
 from oxla.ir.types import TensorType
 from oxla.protocols import Signature
 from oxla_backend_cuda.arrays import DeviceArray, device_pointer
@@ -102,8 +102,8 @@ class CUDAExecutable:
         self.image = image
         self.stats = stats
         self.stages = stages
-        if signature is None:
-            ft = func_type(parse_module(module_text).main)
+        if signature is None:  # an artifact's: read its entry's types, not its constants
+            ft = parse_main_signature(module_text, "module.mlir")
             signature = Signature(tuple(ft.inputs), tuple(ft.results))
         self.signature = signature
         self.use_graphs = use_graphs and program.loop_free

@@ -25,6 +25,7 @@ from typing import Any
 
 from oxla_codegen_llvm import EMITTERS, is_fusible, llvm_type
 from oxla_codegen_llvm.fused import INDEX_RULES
+from oxla_codegen_llvm.simt.kernels import claim as simt_claim
 
 from oxla.errors import NotSupportedError
 from oxla.ir import Module, Operation, Value
@@ -131,6 +132,9 @@ class CUDAPolicy(PolicyBase):
 
     def is_fusible(self, op: Operation) -> bool:
         return is_fusible(op)
+
+    def claim(self, op: Operation) -> str | None:
+        return simt_claim(op)  # what simt must take before fusion (bitcasts across widths)
 
     def classify(self, op: Operation) -> str | None:
         if op.name in DOTS and blas_dot(op):
