@@ -118,6 +118,13 @@ class DriverDevice:
         self.name = name.split(b"\0")[0].decode()
         self.dlpack_device = (2, ordinal)  # kDLCUDA
         self._blas = None
+        try:  # keep freed pool memory for the next call instead of returning it at syncs
+            pool = check(driver.cuDeviceGetDefaultMemPool(self._dev))
+            check(driver.cuMemPoolSetAttribute(
+                pool, driver.CUmemPool_attribute.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                driver.cuuint64_t(2**64 - 1)))
+        except (OxlaError, AttributeError, TypeError):  # an optimization only
+            pass
 
     def _current(self) -> None:
         check(self._d.cuCtxSetCurrent(self._ctx))

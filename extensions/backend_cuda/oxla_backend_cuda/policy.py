@@ -25,6 +25,7 @@ from typing import Any
 
 from oxla_codegen_llvm import EMITTERS, is_fusible, llvm_type
 from oxla_codegen_llvm.fused import INDEX_RULES
+from oxla_codegen_llvm.simt.kernels import OP_KINDS
 from oxla_codegen_llvm.simt.kernels import claim as simt_claim
 
 from oxla.errors import NotSupportedError
@@ -149,9 +150,9 @@ class CUDAPolicy(PolicyBase):
 
     def rules(self) -> set[str]:
         """The op names this backend has a rule for (``oxla plugins --coverage``): the
-        shared emitter's elementwise and index rules, dots, control flow, and what
-        ``prepare`` removes. Op kernels are simt's, checked when a program compiles."""
-        return (set(EMITTERS) | set(INDEX_RULES) | set(LOWERED_OPS) | set(DOTS)
+        shared emitter's elementwise and index rules, simt's op kernels
+        (``simt.kernels.OP_KINDS``), dots, control flow, and what ``prepare`` removes."""
+        return (set(EMITTERS) | set(INDEX_RULES) | set(OP_KINDS) | set(LOWERED_OPS) | set(DOTS)
                 | set(CONTROL_OPS) | PREPARED_AWAY | legalized_ops())
 
     def prepare(self, module: Module, options: CompileOptions) -> tuple[Module, list[str]]:
