@@ -170,3 +170,26 @@ def test_cli_compile_emit_and_run(tmp_path):
         lines = no.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("error:") and \
             "no NVIDIA driver" in lines[0], no.stderr
+
+
+def test_dlpack_capsules_release_what_they_hold(sim):
+    import gc
+
+    from oxla_backend_cuda import arrays
+
+    exe = compile_cuda(MLP)
+    relu, _ = exe.run_on_device(*_mlp_args())
+    before = len(arrays._LIVE)  # noqa: SLF001 - the registry is what is checked
+    capsule = relu.__dlpack__()
+    assert len(arrays._LIVE) == before + 1  # noqa: SLF001
+    del capsule  # never consumed: the capsule's destructor frees the tensor
+    gc.collect()
+    assert len(arrays._LIVE) == before  # noqa: SLF001
+    view = np.from_dlpack(relu)  # consumed: numpy calls the deleter when done with it
+    want = relu.numpy()
+    del relu
+    gc.collect()
+    np.testing.assert_array_equal(view, want)  # the memory outlives the DeviceArray
+    del view
+    gc.collect()
+    assert len(arrays._LIVE) == before  # noqa: SLF001

@@ -140,7 +140,7 @@ class DeviceArray:
         managed.deleter = _delete
         address = ctypes.addressof(managed)
         _LIVE[address] = (managed, shape, self)
-        return _pyapi.PyCapsule_New(address, b"dltensor", _CAPSULE_DESTRUCTOR(_capsule_gone))
+        return _pyapi.PyCapsule_New(address, b"dltensor", _capsule_gone)
 
 
 def device_pointer(value: Any, shape: tuple[int, ...], dtype: np.dtype, index: int) -> int | None:

@@ -312,6 +312,7 @@ def save_artifact(exe: CUDAExecutable, path: str | os.PathLike[str]) -> None:
         files[f"{arch}.cubin"] = cubin
     for i, c in enumerate(exe.program.constants):
         files[f"const{i}.npy"] = _npy(c)
-    stats = {k: v for k, v in exe.stats.items() if isinstance(v, int | float | str)}
+    stats = {k: v for k, v in exe.stats.items()
+             if isinstance(v, int | float | str) and not k.startswith("graph_")}
     write_artifact(path, BACKEND, files, {"archs": sorted(exe.image.cubins), "stats": stats,
                                           "stages": exe.stages})
