@@ -14,9 +14,9 @@ pytest.importorskip("llvmlite")
 from oxla_codegen_llvm.simt import HostTwin, check_ptx, to_ptx  # noqa: E402
 from oxla_codegen_llvm.simt.harness import (  # noqa: E402
     as_like,
+    gpu_kernels,
     interpret,
     plan_for,
-    plan_kernels,
     run_plan,
 )
 
@@ -36,11 +36,11 @@ def need_ptxas() -> None:
 def on_twin(text: str, inputs: list[np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarray], list]:
     """(results on the host twin, the interpreter's, the kernels) for ``text``."""
     plan = plan_for(text)
-    kernels = plan_kernels(plan)
+    gpu = gpu_kernels(plan)
+    kernels = [g for gs in gpu.values() for g in gs]
     twin = HostTwin(kernels)
     raw = run_plan(plan, inputs,
-                   lambda k, a: twin.launch(k.name, k.grid, k.block, k.shared_bytes, a),
-                   kernels)
+                   lambda k, a: twin.launch(k.name, k.grid, k.block, k.shared_bytes, a), gpu)
     want = interpret(text, inputs)
     return [as_like(r, w) for r, w in zip(raw, want)], want, kernels
 
@@ -92,13 +92,14 @@ def on_ocelot(text: str, inputs: list[np.ndarray]) -> tuple[list[np.ndarray], li
 
     lib = need_ocelot()
     plan = plan_for(text)
-    kernels = plan_kernels(plan)
+    gpu = gpu_kernels(plan)
+    kernels = [g for gs in gpu.values() for g in gs]
     ptx = {k.name: to_ptx([k], ARCH) for k in kernels}
     with OcelotDevice(lib) as dev:
         raw = run_plan(plan, inputs,
                        lambda k, a: dev.launch(ptx[k.name], k.name,
                                                [p.kind for p in k.params], a, k.grid,
                                                k.block, k.shared_bytes),
-                       kernels, dev.alloc)
+                       gpu, dev.alloc)
     want = interpret(text, inputs)
     return [as_like(r, w) for r, w in zip(raw, want)], want, kernels

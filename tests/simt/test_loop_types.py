@@ -89,3 +89,23 @@ def test_complex():
     x = (rng.standard_normal(5) + 1j * rng.standard_normal(5)).astype(np.complex64)
     y = (rng.standard_normal(5) + 1j * rng.standard_normal(5)).astype(np.complex64)
     check_ptxas(check_twin(COMPLEX, [x, y], rtol=1e-6))
+
+
+@pytest.mark.parametrize("perm,shape,t", [((1, 0), (40, 50), "f32"),
+                                          ((2, 0, 1), (3, 20, 70), "bf16"),
+                                          ((0, 2, 1), (2, 33, 17), "i8")])
+def test_tiled_transpose(perm, shape, t):
+    out = [shape[p] for p in perm]
+    s, o = "x".join(map(str, shape)), "x".join(map(str, out))
+    text = f"""
+func.func @main(%x: tensor<{s}x{t}>) -> tensor<{o}x{t}> {{
+  %a = stablehlo.add %x, %x : tensor<{s}x{t}>
+  %r = stablehlo.transpose %a, dims = {list(perm)} : (tensor<{s}x{t}>) -> tensor<{o}x{t}>
+  return %r : tensor<{o}x{t}>
+}}
+"""
+    x = np.arange(np.prod(shape)).reshape(shape).astype(np.float32).astype(TYPES[t])
+    kernels = check_twin(text, [x])
+    assert kernels[0].block == (32, 8, 1) and kernels[0].shared_bytes > 0
+    if t == "f32":
+        check_ptxas(kernels)

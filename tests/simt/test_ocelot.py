@@ -8,9 +8,9 @@ import numpy as np
 
 from tests.simt.conftest import on_ocelot
 from tests.simt.test_model import ELEMENTWISE, _xy
-from tests.simt.test_ops import POOL
+from tests.simt.test_ops import CONV, MISC, POOL
 from tests.simt.test_reduce import ARGMAX, _sum
-from tests.simt.test_scatter_sort import ADD, IDX, SORT, _scatter
+from tests.simt.test_scatter_sort import ADD, IDX, REPLACE, SORT, _scatter
 
 
 def test_elementwise_on_gpuocelot():
@@ -54,3 +54,43 @@ def test_scatter_sort_window_on_gpuocelot():
     got, want, _ = on_ocelot(POOL, [p])
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
+
+
+def test_tiled_transpose_on_gpuocelot():
+    text = """
+func.func @main(%x: tensor<40x50xf32>) -> tensor<50x40xf32> {
+  %r = stablehlo.transpose %x, dims = [1, 0] : (tensor<40x50xf32>) -> tensor<50x40xf32>
+  return %r : tensor<50x40xf32>
+}
+"""
+    x = np.arange(2000, dtype=np.float32).reshape(40, 50)
+    got, want, kernels = on_ocelot(text, [x])
+    assert kernels[0].block == (32, 8, 1)
+    np.testing.assert_array_equal(got[0], want[0])
+
+
+def test_per_element_op_kernels_on_gpuocelot():
+    """The per-element kinds: direct convolution, an integer loop dot, map /
+    optimization_barrier / real_dynamic_slice / bitcast_convert, rng_bit_generator
+    (64-bit integer arithmetic of PHILOX), serial scatter, select_and_scatter."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((2, 7, 6, 4)).astype(np.float32)
+    w = rng.standard_normal((3, 2, 2, 6)).astype(np.float32)
+    progs = [(CONV, [x, w]),
+             (MISC, [rng.standard_normal(6).astype(np.float32),
+                     rng.standard_normal(6).astype(np.float32),
+                     np.array([1], np.int64), np.array([2], np.int64)]),
+             (_scatter(REPLACE.format(et="f32")),
+              [np.zeros((5, 3), np.float32), IDX, np.arange(12, dtype=np.float32).reshape(4, 3)])]
+    words = 3
+    progs.append((f"""
+func.func @main(%s: tensor<{words}xui64>) -> (tensor<{words}xui64>, tensor<9xui32>) {{
+  %ns, %bits = stablehlo.rng_bit_generator %s, algorithm = PHILOX
+      : (tensor<{words}xui64>) -> (tensor<{words}xui64>, tensor<9xui32>)
+  return %ns, %bits : tensor<{words}xui64>, tensor<9xui32>
+}}
+""", [np.array([0x1234567890ABCDEF, 0xFFFFFFFFFFFFFFF0, 7], np.uint64)]))
+    for text, args in progs:
+        got, want, _ = on_ocelot(text, args)
+        for g, wv in zip(got, want):
+            np.testing.assert_array_equal(g, wv)

@@ -89,11 +89,82 @@ class _Everything(SimtPolicy):
 
 def test_unsupported_kind_names_the_op():
     text = """
-func.func @main(%x: tensor<3x3xf32>) -> tensor<3x3xf32> {
-  %r = "stablehlo.cholesky"(%x) : (tensor<3x3xf32>) -> tensor<3x3xf32>
-  return %r : tensor<3x3xf32>
+func.func @main(%x: tensor<8xcomplex<f32>>) -> tensor<8xcomplex<f32>> {
+  %r = stablehlo.fft %x, type = FFT, length = [8] : (tensor<8xcomplex<f32>>) -> tensor<8xcomplex<f32>>
+  return %r : tensor<8xcomplex<f32>>
 }
 """
     plan = plan_for(text, _Everything())
-    with pytest.raises(NotSupportedError, match="stablehlo.cholesky.*no GPU kernel"):
+    with pytest.raises(NotSupportedError, match="stablehlo.fft.*no GPU kernel"):
         plan_kernels(plan)
+
+
+CONV = """
+func.func @main(%x: tensor<2x7x6x4xf32>, %w: tensor<3x2x2x6xf32>) -> tensor<2x4x3x6xf32> {
+  %y = stablehlo.convolution(%x, %w)
+      dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f],
+      window = {stride = [2, 2], pad = [[1, 1], [0, 1]], rhs_dilate = [1, 2], reverse = [true, false]}
+      {batch_group_count = 1 : i64, feature_group_count = 2 : i64}
+      : (tensor<2x7x6x4xf32>, tensor<3x2x2x6xf32>) -> tensor<2x4x3x6xf32>
+  return %y : tensor<2x4x3x6xf32>
+}
+"""
+
+
+def test_convolution_direct():
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 7, 6, 4)).astype(np.float32)
+    w = rng.standard_normal((3, 2, 2, 6)).astype(np.float32)
+    check_ptxas(check_twin(CONV, [x, w]))
+
+
+def test_convolution_batch_groups_lhs_dilation_int():
+    text = """
+func.func @main(%x: tensor<4x5x3xi32>, %w: tensor<2x3x6xi32>) -> tensor<2x9x6xi32> {
+  %y = stablehlo.convolution(%x, %w)
+      dim_numbers = [b, 0, f]x[0, i, o]->[b, 0, f],
+      window = {lhs_dilate = [2], pad = [[1, 0]]}
+      {batch_group_count = 2 : i64, feature_group_count = 1 : i64}
+      : (tensor<4x5x3xi32>, tensor<2x3x6xi32>) -> tensor<2x9x6xi32>
+  return %y : tensor<2x9x6xi32>
+}
+"""
+    rng = np.random.default_rng(6)
+    x = rng.integers(-5, 5, (4, 5, 3)).astype(np.int32)
+    w = rng.integers(-5, 5, (2, 3, 6)).astype(np.int32)
+    check_twin(text, [x, w])
+
+
+@pytest.mark.parametrize("left,lower,trans", [(True, True, "NO_TRANSPOSE"),
+                                              (False, False, "TRANSPOSE"),
+                                              (True, False, "ADJOINT")])
+def test_triangular_solve(left, lower, trans):
+    bshape = "2x4x3" if left else "2x3x4"
+    text = f"""
+func.func @main(%a: tensor<2x4x4xf32>, %b: tensor<{bshape}xf32>) -> tensor<{bshape}xf32> {{
+  %x = "stablehlo.triangular_solve"(%a, %b) {{left_side = {str(left).lower()},
+      lower = {str(lower).lower()}, unit_diagonal = false,
+      transpose_a = #stablehlo<transpose {trans}>}}
+     : (tensor<2x4x4xf32>, tensor<{bshape}xf32>) -> tensor<{bshape}xf32>
+  return %x : tensor<{bshape}xf32>
+}}
+"""
+    rng = np.random.default_rng(11)
+    a = (rng.standard_normal((2, 4, 4)) + 4 * np.eye(4)).astype(np.float32)
+    b = rng.standard_normal(tuple(int(d) for d in bshape.split("x"))).astype(np.float32)
+    kernels = check_twin(text, [a, b], rtol=1e-5, atol=1e-6)
+    check_ptxas(kernels)
+
+
+@pytest.mark.parametrize("lower", [True, False])
+def test_cholesky(lower):
+    text = f"""
+func.func @main(%a: tensor<3x5x5xf64>) -> tensor<3x5x5xf64> {{
+  %l = "stablehlo.cholesky"(%a) {{lower = {str(lower).lower()}}} : (tensor<3x5x5xf64>) -> tensor<3x5x5xf64>
+  return %l : tensor<3x5x5xf64>
+}}
+"""
+    m = np.random.default_rng(12).standard_normal((3, 5, 5))
+    a = m @ m.transpose(0, 2, 1) + 5 * np.eye(5)
+    kernels = check_twin(text, [a], rtol=1e-12, atol=1e-12)
+    check_ptxas(kernels)

@@ -9,11 +9,11 @@ gpuocelot) over host memory laid out as the plan's buffer assignment says.
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from oxla.errors import NotSupportedError
 from oxla.ir import Module, Operation, parse_module
 from oxla.lowering import Buf, ControlKernel, Plan, PolicyBase, pipeline
 from oxla.passes import inline_composites, run_pipeline
@@ -58,23 +58,37 @@ def plan_for(text: str, policy: PolicyBase | None = None) -> Plan:
     return c.plan
 
 
-def plan_kernels(plan: Plan) -> list[Kernel]:
-    """Every GPU kernel of ``plan`` in launch order (no control flow yet)."""
-    out: list[Kernel] = []
+GpuKernels = dict[int, list[Kernel]]
+
+
+def gpu_kernels(plan: Plan, out: GpuKernels | None = None) -> GpuKernels:
+    """``id(plan kernel) -> its GPU kernels`` for every kernel of ``plan``, control-flow
+    regions' included, in plan order."""
+    out = {} if out is None else out
     for k in plan.kernels:
         if isinstance(k, ControlKernel):
-            raise NotSupportedError(f"control flow ('{k.op.name}') on the GPU")
-        out += kernels_for(k, plan)
+            for i in k.init:
+                out[id(i)] = kernels_for(i, plan)
+            for p in k.plans:
+                gpu_kernels(p, out)
+        else:
+            out[id(k)] = kernels_for(k, plan)
     return out
 
 
+def plan_kernels(plan: Plan) -> list[Kernel]:
+    """Every GPU kernel of ``plan`` (see :func:`gpu_kernels`), in plan order."""
+    return [g for gs in gpu_kernels(plan).values() for g in gs]
+
+
 def run_plan(plan: Plan, inputs: Sequence[np.ndarray], launch: Launch,
-             kernels: Sequence[Kernel] | None = None,
+             gpu: GpuKernels | None = None,
              alloc: Callable[[int], np.ndarray] | None = None) -> list[np.ndarray]:
-    """Runs ``plan`` on ``inputs`` with ``launch(kernel, args)`` per kernel; returns each
-    result's raw bytes (uint8; see :func:`as_like`). ``alloc(nbytes)`` gives the
-    device's byte arrays (default: numpy's)."""
-    kernels = list(kernels) if kernels is not None else plan_kernels(plan)
+    """Runs ``plan`` on ``inputs`` with ``launch(kernel, args)`` per GPU kernel; returns
+    each result's raw bytes (uint8; see :func:`as_like`). ``alloc(nbytes)`` gives the
+    device's byte arrays (default: numpy's). Control flow runs on the host: a ``while``
+    reads its predicate after each condition plan, ``if``/``case`` their operand."""
+    gpu = gpu if gpu is not None else gpu_kernels(plan)
     new = alloc or (lambda n: np.zeros(max(n, 16), dtype=np.uint8))
 
     def put(x: np.ndarray) -> np.ndarray:
@@ -101,9 +115,35 @@ def run_plan(plan: Plan, inputs: Sequence[np.ndarray], launch: Launch,
             consts[id(buf)] = put(np.asarray(buf.data))
         return consts[id(buf)].ctypes.data
 
-    for k in kernels:
-        args = [address(p.buf) if p.kind == "buf" else int(p.value) for p in k.params]
-        launch(k, args)
+    def read(buf: Buf, nbytes: int) -> int:
+        raw = (ctypes.c_uint8 * nbytes).from_address(address(buf))
+        return int.from_bytes(bytes(raw), "little", signed=nbytes > 1)
+
+    def call(k) -> None:
+        for g in gpu[id(k)]:
+            launch(g, [address(x.buf) if x.kind == "buf" else int(x.value)
+                       for x in g.params])
+
+    def run(p: Plan) -> None:
+        for k in p.kernels:
+            if not isinstance(k, ControlKernel):
+                call(k)
+            elif k.kind == "while":
+                for i in k.init:
+                    call(i)
+                while True:
+                    run(k.plans[0])
+                    if not read(k.pred, 1) & 1:
+                        break
+                    run(k.plans[1])
+            elif k.kind == "if":
+                run(k.plans[0] if read(k.pred, 1) & 1 else k.plans[1])
+            else:
+                width = max(k.op.operands[0].type.element_type.width // 8, 1)
+                i = read(k.pred, width)
+                run(k.plans[i] if 0 <= i < len(k.plans) - 1 else k.plans[-1])
+
+    run(plan)
     return [np.array(o) for o in outs]
 
 

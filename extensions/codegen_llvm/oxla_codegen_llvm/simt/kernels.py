@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from oxla.errors import NotSupportedError
 from oxla.lowering import LoopKernel, PackKernel, Plan
+from oxla_codegen_llvm.simt.conv import conv_kernel
+from oxla_codegen_llvm.simt.linalg import cholesky_kernel, triangular_solve_kernel
 from oxla_codegen_llvm.simt.loop import loop_kernel, pack_kernel
 from oxla_codegen_llvm.simt.model import Kernel
 from oxla_codegen_llvm.simt.ops import (
@@ -15,7 +17,8 @@ from oxla_codegen_llvm.simt.ops import (
     reduce_window_kernel,
 )
 from oxla_codegen_llvm.simt.reduce import reduce_kernel
-from oxla_codegen_llvm.simt.scatter import scatter_kernel
+from oxla_codegen_llvm.simt.rng import rng_kernel
+from oxla_codegen_llvm.simt.scatter import scatter_kernel, select_and_scatter_kernel
 from oxla_codegen_llvm.simt.sort import sort_kernel
 
 OP_KINDS: dict[str, object] = {
@@ -29,6 +32,11 @@ OP_KINDS: dict[str, object] = {
     "stablehlo.bitcast_convert": bitcast_kernel,
     "stablehlo.scatter": scatter_kernel,
     "stablehlo.sort": sort_kernel,
+    "stablehlo.convolution": conv_kernel,
+    "stablehlo.select_and_scatter": select_and_scatter_kernel,
+    "stablehlo.rng_bit_generator": rng_kernel,
+    "stablehlo.triangular_solve": triangular_solve_kernel,
+    "stablehlo.cholesky": cholesky_kernel,
 }
 """Op name -> the generator of its GPU kernels (for ``OpKernel``s)."""
 

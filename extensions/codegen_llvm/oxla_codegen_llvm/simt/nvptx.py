@@ -18,6 +18,7 @@ passes ``--fmad=false`` to ptxas, as the runtime must pass it to the JIT.
 from __future__ import annotations
 
 import glob
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -40,28 +41,28 @@ LIBDEVICE_GLOBS = ("/usr/local/cuda*/nvvm/libdevice/libdevice*.bc",
                    "/usr/lib/nvidia-cuda-toolkit/libdevice/libdevice*.bc")
 
 
+def _wheel_files(pattern: str) -> list[str]:
+    """Files matching ``pattern`` under the ``nvidia`` namespace package (the CUDA
+    wheels: ``nvidia/cu13/bin/ptxas``, ``nvidia/cu13/nvvm/libdevice/libdevice.10.bc``)."""
+    try:
+        spec = importlib.util.find_spec("nvidia")
+    except (ImportError, ValueError):
+        return []
+    roots = list(spec.submodule_search_locations or []) if spec is not None else []
+    return sorted(h for r in roots for h in glob.glob(os.path.join(r, pattern)))
+
+
 @cache
 def libdevice_path() -> str | None:
-    """libdevice's bitcode: ``$OXLA_LIBDEVICE``, the ``nvidia-cuda-nvcc`` wheel, then the
-    CUDA toolkit; None when none is found."""
+    """libdevice's bitcode: ``$OXLA_LIBDEVICE``, the ``nvidia-cuda-nvcc`` wheel's, then the
+    CUDA toolkit's; None when none is found."""
     env = os.environ.get("OXLA_LIBDEVICE")
     if env:
         return env if os.path.exists(env) else None
-    try:
-        import nvidia.cuda_nvcc as wheel  # type: ignore[import-not-found]
-
-        roots = [os.path.dirname(wheel.__file__)] if wheel.__file__ else list(wheel.__path__)
-        for r in roots:
-            hits = glob.glob(os.path.join(r, "nvvm", "libdevice", "libdevice*.bc"))
-            if hits:
-                return sorted(hits)[-1]
-    except ImportError:
-        pass
+    hits = _wheel_files("*/nvvm/libdevice/libdevice*.bc")
     for pattern in LIBDEVICE_GLOBS:
-        hits = sorted(glob.glob(pattern))
-        if hits:
-            return hits[-1]
-    return None
+        hits = hits or sorted(glob.glob(pattern))
+    return hits[-1] if hits else None
 
 
 def _ty(name: str) -> str:
@@ -173,20 +174,13 @@ def to_ptx(kernels: Sequence[Kernel], arch: str = "sm_90") -> str:
 
 
 def ptxas_path() -> str | None:
-    """ptxas: ``$OXLA_PTXAS``, the ``nvidia-cuda-nvcc`` wheel's, or the one on PATH."""
+    """ptxas: ``$OXLA_PTXAS``, the ``nvidia-cuda-nvcc`` wheel's (the version the CUDA
+    backend pins), or the one on PATH."""
     env = os.environ.get("OXLA_PTXAS")
     if env:
         return env
-    try:
-        import nvidia.cuda_nvcc as wheel  # type: ignore[import-not-found]
-
-        for r in list(getattr(wheel, "__path__", [])):
-            p = os.path.join(r, "bin", "ptxas")
-            if os.path.exists(p):
-                return p
-    except ImportError:
-        pass
-    return shutil.which("ptxas")
+    hits = [h for h in _wheel_files("*/bin/ptxas") if os.access(h, os.X_OK)]
+    return hits[-1] if hits else shutil.which("ptxas")
 
 
 def check_ptx(ptx: str, arch: str) -> None:

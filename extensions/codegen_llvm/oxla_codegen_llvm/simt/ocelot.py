@@ -2,7 +2,8 @@
 
 gpuocelot accepts PTX for ``.target`` up to sm_35 (no f16 arithmetic, no shuffles) and
 aborts the whole process on an instruction it lacks, so each launch runs in its own
-Python subprocess (``python -m oxla_codegen_llvm.simt.ocelot JOB.json``). The buffers are
+Python subprocess (:mod:`oxla_codegen_llvm.simt.ocelot_child`, a standard-library
+script). The buffers are
 files in a temporary directory (``/dev/shm`` where there is one) that both processes map,
 so the child's writes are the parent's arrays: no copies. :class:`OcelotDevice` allocates
 them and launches; :func:`library` finds the emulator and says why it cannot be used.
@@ -10,7 +11,6 @@ them and launches; :func:`library` finds the emulator and says why it cannot be 
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import subprocess
@@ -25,6 +25,7 @@ import numpy as np
 from oxla.errors import LoweringError
 
 ARCH = "sm_35"
+CHILD = Path(__file__).with_name("ocelot_child.py")
 
 
 @cache
@@ -40,7 +41,8 @@ def library() -> tuple[Path | None, str]:
               for p in here.parents]
     for c in cands:
         if c.is_file():
-            probe = subprocess.run([sys.executable, "-c", f"import ctypes; ctypes.CDLL({str(c)!r})"],
+            probe = subprocess.run([sys.executable, "-I", "-S", "-c",
+                                    f"import ctypes; ctypes.CDLL({str(c)!r})"],
                                    capture_output=True, text=True, timeout=60)
             if probe.returncode != 0:
                 err = (probe.stderr.strip().splitlines() or ["?"])[-1]
@@ -110,7 +112,7 @@ class OcelotDevice:
         path = os.path.join(self._dir.name, "job.json")
         with open(path, "w") as f:
             json.dump(job, f)
-        proc = subprocess.run([sys.executable, "-m", "oxla_codegen_llvm.simt.ocelot", path],
+        proc = subprocess.run([sys.executable, "-I", "-S", str(CHILD), path],
                               capture_output=True, text=True, timeout=timeout)
         if proc.returncode != 0:
             tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-8:])
@@ -120,37 +122,7 @@ class OcelotDevice:
 
 def _only_entry(ptx: str, kernel: str) -> str:
     """``ptx`` as it is: gpuocelot's ``ptx_run`` launches the module's first entry, so the
-    caller emits one kernel per module (see :func:`run_kernels`)."""
+    caller emits one kernel per module (``to_ptx([kernel], "sm_35")``)."""
     if ptx.count(".entry") != 1 or f".entry {kernel}(" not in ptx:
         raise LoweringError(f"gpuocelot: the PTX must hold exactly kernel {kernel}")
     return ptx
-
-
-def _child(job_path: str) -> int:
-    with open(job_path) as f:
-        job = json.load(f)
-    lib = ctypes.CDLL(job["lib"])
-    lib.ptx_run.argtypes = [ctypes.c_char_p, ctypes.c_int,
-                            ctypes.POINTER(ctypes.c_void_p)] + [ctypes.c_int] * 7
-    lib.ptx_run.restype = None
-    maps: dict[str, np.memmap] = {}
-    vals = []
-    for a in job["args"]:
-        if isinstance(a, list):
-            path, off = a
-            if path not in maps:
-                maps[path] = np.memmap(path, dtype=np.uint8, mode="r+")
-            vals.append(maps[path].ctypes.data + off)
-        else:
-            vals.append(a & 0xFFFFFFFFFFFFFFFF)
-    argv = (ctypes.c_void_p * max(len(vals), 1))(*vals)
-    g, b = job["grid"], job["block"]
-    lib.ptx_run(job["ptx"].encode(), len(vals), argv, b[0], b[1], b[2], g[0], g[1], g[2],
-                job["shared"])
-    for m in maps.values():
-        m.flush()
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(_child(sys.argv[1]))

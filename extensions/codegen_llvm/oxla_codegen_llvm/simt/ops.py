@@ -16,6 +16,7 @@ from oxla.errors import NotSupportedError
 from oxla.ir import attributes as A
 from oxla.ir import types as T
 from oxla.lowering import OpKernel, Plan
+from oxla_codegen_llvm.complex import constant, make, parts
 from oxla_codegen_llvm.fused import (
     FusedEmitter,
     clamp,
@@ -26,7 +27,15 @@ from oxla_codegen_llvm.fused import (
     to_index,
 )
 from oxla_codegen_llvm.loops import delinearize, loop_nest
-from oxla_codegen_llvm.scalar import convert, llvm_type
+from oxla_codegen_llvm.quant import dequantize, quantize
+from oxla_codegen_llvm.scalar import (
+    convert,
+    from_storage,
+    llvm_type,
+    round_to,
+    storage_type,
+    to_storage,
+)
 from oxla_codegen_llvm.simt.loop import launch_1d
 from oxla_codegen_llvm.simt.model import I1, I64, Kernel, KernelBuilder, Param, Region, grid_stride
 
@@ -132,35 +141,82 @@ def dot_dims(op) -> tuple[tuple[int, ...], ...]:
         "lhs_contracting_dimensions", "rhs_contracting_dimensions"))
 
 
-def _acc_type(op, et: T.ElementType) -> T.ElementType:
+def acc_type(op, et: T.ElementType) -> T.ElementType:
+    """The accumulation type of a dot or convolution of result type ``et``: f32 for f32
+    and narrower floats, f64 for f64 (as XLA and the GEMM libraries, whose results the
+    conformance files hold), i64/ui64 for integers (booleans too), the complex type
+    itself for complex results."""
     if isinstance(et, T.IntegerType):
-        return T.IntegerType(64, unsigned=et.unsigned) if et.width > 1 else et
+        return T.IntegerType(64, unsigned=et.unsigned)
     if isinstance(et, T.FloatType):
         return et if et.name == "f64" else T.FloatType("f32")
+    if isinstance(et, T.ComplexType):
+        return et
+    if isinstance(et, T.QuantizedType):  # dequantized, accumulated in f64 (interpreter)
+        return T.FloatType("f64")
     raise NotSupportedError(f"'{op.name}' with element type {et} has no GPU kernel yet",
                             op.loc)
+
+
+def cvt(r: Region, op, x: ir.Value, src: T.ElementType, dst: T.ElementType) -> ir.Value:
+    """``convert`` with quantized sides dequantized/quantized (spec
+    ``dequantize_op_quantize``; the result rounded to the expressed type first, as the
+    interpreter does)."""
+    if isinstance(src, T.QuantizedType):
+        x, src = dequantize(r.s, op, src, x), src.expressed_type
+    if isinstance(dst, T.QuantizedType):
+        e = dst.expressed_type
+        return quantize(r.s, op, dst, round_to(r.s, e, convert(r.s, x, src, e)))
+    return convert(r.s, x, src, dst)
+
+
+def zero_of(acc_et: T.ElementType) -> ir.Constant:
+    """0 of the accumulation type's register type."""
+    if isinstance(acc_et, T.ComplexType):
+        return constant(0j)
+    ty = llvm_type(acc_et)
+    return ir.Constant(ty, 0.0 if isinstance(acc_et, T.FloatType) else 0)
+
+
+def mac(r: Region, acc_et: T.ElementType, acc: ir.Value, x: ir.Value, y: ir.Value
+        ) -> ir.Value:
+    """``acc + x * y`` as a separate multiply and add (complex<f32>: every step rounded to
+    f32, XLA's complex64 arithmetic)."""
+    b = r.b
+    if isinstance(acc_et, T.ComplexType):
+        def rd(v: ir.Value) -> ir.Value:
+            if acc_et.element_type.name == "f64":
+                return v
+            return b.fpext(b.fptrunc(v, ir.FloatType()), ir.DoubleType())
+
+        (ar, ai), (xr, xi), (yr, yi) = parts(b, acc), parts(b, x), parts(b, y)
+        pr = rd(b.fsub(rd(b.fmul(xr, yr)), rd(b.fmul(xi, yi))))
+        pi = rd(b.fadd(rd(b.fmul(xr, yi)), rd(b.fmul(xi, yr))))
+        return make(b, rd(b.fadd(ar, pr)), rd(b.fadd(ai, pi)))
+    if isinstance(acc_et, T.FloatType):
+        return b.fadd(acc, b.fmul(x, y))
+    return b.add(acc, b.mul(x, y))
 
 
 def dot_kernel(k: OpKernel, plan: Plan) -> list[Kernel]:
     """``dot_general`` (types no GEMM library takes: integers, small floats) as one thread
     per result element, the contraction in row-major order with a separate multiply and
-    add (``f32`` accumulator for halves, ``i64`` for integers)."""
+    add in the interpreter's accumulation type (:func:`acc_type`)."""
     op = k.op
     lhs, rhs = op.operands
     et = op.results[0].type.element_type
-    acc_et = _acc_type(op, et)
-    aty = llvm_type(acc_et)
+    acc_et = acc_type(op, et)
+    aty = zero_of(acc_et).type
     lb, rb, lc, rc = dot_dims(op)
     ls, rs = shape_of(lhs), shape_of(rhs)
     lf = [d for d in range(len(ls)) if d not in lb + lc]
     rf = [d for d in range(len(rs)) if d not in rb + rc]
-    flt = isinstance(acc_et, T.FloatType)
 
     def compute(r: Region, f: FusedEmitter, oidx: list) -> list[ir.Value]:
         b = r.b
         with b.goto_entry_block():
             acc = b.alloca(aty)
-        b.store(ir.Constant(aty, 0.0 if flt else 0), acc)
+        b.store(zero_of(acc_et), acc)
         with loop_nest(b, [ls[d] for d in lc], "k") as kidx:
             f.reset()
             li: list = [None] * len(ls)
@@ -173,13 +229,11 @@ def dot_kernel(k: OpKernel, plan: Plan) -> list[Kernel]:
                 ri[d] = oidx[len(lb) + len(lf) + n]
             for i, dl, dr in zip(kidx, lc, rc):
                 li[dl] = ri[dr] = i
-            x = convert(r.s, f.value_at(lhs, li), lhs.type.element_type, acc_et)
-            y = convert(r.s, f.value_at(rhs, ri), rhs.type.element_type, acc_et)
-            cur = b.load(acc, typ=aty)
-            v = b.fadd(cur, b.fmul(x, y)) if flt else b.add(cur, b.mul(x, y))
-            b.store(v, acc)
+            x = cvt(r, op, f.value_at(lhs, li), lhs.type.element_type, acc_et)
+            y = cvt(r, op, f.value_at(rhs, ri), rhs.type.element_type, acc_et)
+            b.store(mac(r, acc_et, b.load(acc, typ=aty), x, y), acc)
         f.reset()
-        return [convert(r.s, b.load(acc, typ=aty), acc_et, et)]
+        return [cvt(r, op, b.load(acc, typ=aty), acc_et, et)]
 
     return per_element(k, plan, compute)
 
@@ -229,22 +283,74 @@ def real_dynamic_slice_kernel(k: OpKernel, plan: Plan) -> list[Kernel]:
     return per_element(k, plan, compute)
 
 
+def raw_bits(r: Region, et, v: ir.Value, width: int) -> ir.Value:
+    bits = to_storage(r.s, et, v)
+    if not isinstance(bits.type, ir.IntType):
+        bits = r.b.bitcast(bits, ir.IntType(width))
+    if bits.type.width != width:
+        bits = r.b.trunc(bits, ir.IntType(width))
+    return bits
+
+
+def from_raw_bits(r: Region, et, bits: ir.Value) -> ir.Value:
+    st = storage_type(et)
+    if isinstance(st, ir.IntType):
+        if st.width != bits.type.width:
+            bits = r.b.zext(bits, st)
+    else:
+        bits = r.b.bitcast(bits, st)
+    return from_storage(r.s, et, bits)
+
+
 def bitcast_kernel(k: OpKernel, plan: Plan) -> list[Kernel]:
-    """``bitcast_convert`` between byte-sized element types of different widths: the
-    bytes copied (little-endian, as the interpreter's numpy views)."""
+    """``bitcast_convert`` between element types of different widths: byte-sized types
+    copy the bytes (little-endian, as the interpreter's numpy views); sub-byte ones pack
+    element ``j`` of the last dimension into bits ``[j*w, (j+1)*w)`` of the wider element
+    (or unpack them), one thread per result element."""
     op = k.op
-    src, dst = op.operands[0].type.element_type, op.results[0].type.element_type
-    if src.bitwidth % 8 or dst.bitwidth % 8 or op.operands[0] not in plan.vbuf:
-        raise NotSupportedError(f"'{op.name}' from {src} to {dst} (sub-byte or fused "
-                                "operand) has no GPU kernel yet", op.loc)
-    n = math.prod(shape_of(op.results[0])) * (dst.bitwidth // 8)
-    grid, block = launch_1d(n)
-    kb = KernelBuilder(k.name, [Param("buf", plan.vbuf[op.operands[0]]),
-                                Param("buf", k.outs[0])], grid, block)
+    x = op.operands[0]
+    src, dst = x.type.element_type, op.results[0].type.element_type
+    ws, wd = src.bitwidth, dst.bitwidth
+    byte_sized = ws % 8 == 0 and wd % 8 == 0
+    if x not in plan.vbuf or not byte_sized and (
+            isinstance(src, T.ComplexType) or isinstance(dst, T.ComplexType)):
+        raise NotSupportedError(f"'{op.name}' from {src} to {dst} (sub-byte complex or "
+                                "fused operand) has no GPU kernel yet", op.loc)
     i8 = ir.IntType(8)
+    params = [Param("buf", plan.vbuf[x]), Param("buf", k.outs[0])]
+    if byte_sized:
+        n = math.prod(shape_of(op.results[0])) * (wd // 8)
+        grid, block = launch_1d(n)
+        kb = KernelBuilder(k.name, params, grid, block)
+        with kb.region() as r:
+            if n:
+                with grid_stride(r, n) as i:
+                    v = r.b.load(r.b.gep(r.params[0], [i], source_etype=i8), typ=i8)
+                    r.b.store(v, r.b.gep(r.params[1], [i], source_etype=i8))
+        return [kb.build()]
+    n = math.prod(shape_of(op.results[0]))
+    wide = ir.IntType(max(ws, wd))
+    grid, block = launch_1d(n)
+    kb = KernelBuilder(k.name, params, grid, block)
     with kb.region() as r:
         if n:
+            b = r.b
             with grid_stride(r, n) as i:
-                v = r.b.load(r.b.gep(r.params[0], [i], source_etype=i8), typ=i8)
-                r.b.store(v, r.b.gep(r.params[1], [i], source_etype=i8))
+                if ws < wd:  # pack kk source elements into result element i
+                    kk = wd // ws
+                    acc = ir.Constant(wide, 0)
+                    for j in range(kk):
+                        v = load(r.s, r.params[0], src, b.add(b.mul(i, _c(kk)), _c(j)))
+                        bits = b.zext(raw_bits(r, src, v, ws), wide)
+                        acc = b.or_(acc, b.shl(bits, ir.Constant(wide, j * ws)))
+                    store(r.s, r.params[1], dst, i, from_raw_bits(r, dst, acc))
+                else:  # result element i is part i % kk of source element i // kk
+                    kk = ws // wd
+                    bits = raw_bits(r, src, load(r.s, r.params[0], src, b.udiv(i, _c(kk))),
+                                     ws)
+                    sh = b.zext(b.trunc(b.mul(b.urem(i, _c(kk)), _c(wd)), ir.IntType(32)),
+                                wide) if ws > 32 else b.trunc(b.mul(b.urem(i, _c(kk)),
+                                                                    _c(wd)), wide)
+                    part = b.trunc(b.lshr(bits, sh), ir.IntType(wd))
+                    store(r.s, r.params[1], dst, i, from_raw_bits(r, dst, part))
     return [kb.build()]

@@ -22,9 +22,10 @@ from oxla.ir import types as T
 from oxla.lowering import OpKernel, Plan
 from oxla_codegen_llvm.fused import FusedEmitter, emit_region, load, shape_of, store, to_index
 from oxla_codegen_llvm.loops import delinearize, linearize, loop_nest
+from oxla_codegen_llvm.scalar import llvm_type
 from oxla_codegen_llvm.simt.loop import launch_1d
 from oxla_codegen_llvm.simt.model import I1, I64, Kernel, KernelBuilder, Region, grid_stride
-from oxla_codegen_llvm.simt.ops import params_of
+from oxla_codegen_llvm.simt.ops import params_of, window_params
 
 ATOMIC_TYPES = ("f32", "f64", "i32", "i64", "ui32", "ui64")
 
@@ -35,15 +36,7 @@ def _c(n: int) -> ir.Constant:
 
 def atomic_add(op) -> bool:
     """True when ``op`` (a scatter) may use atomic adds (module doc)."""
-    if len(op.results) != 1:
-        return False
-    et = op.results[0].type.element_type
-    name = et.name if isinstance(et, T.FloatType) else (
-        f"{'ui' if et.unsigned else 'i'}{et.width}" if isinstance(et, T.IntegerType) else "")
-    ops = list(op.regions[0].blocks[0].ops)
-    args = list(op.regions[0].blocks[0].args)
-    return name in ATOMIC_TYPES and len(ops) == 2 and ops[0].name == "stablehlo.add" and \
-        set(ops[0].operands) == set(args) and list(ops[1].operands) == [ops[0].results[0]]
+    return len(op.results) == 1 and _atomic_body(op.regions[0], op.results[0].type.element_type)
 
 
 class _Scatter:
@@ -144,3 +137,105 @@ def scatter_kernel(k: OpKernel, plan: Plan) -> list[Kernel]:
                 sc.apply(r, f, list(uidx), False)
                 f.reset()
     return [copy.build(), upd.build()]
+
+
+def _selected(r: Region, f: FusedEmitter, op, sidx: list) -> ir.Value:
+    """The flat operand offset the ``select`` region picks in the window of source
+    element ``sidx`` (-1 when the window holds no element): the first in row-major
+    order, replaced by a later one unless ``select(kept, later)`` holds."""
+    b = r.b
+    operand = op.operands[0]
+    shape = shape_of(operand)
+    wd, ws, _, _, lo = window_params(op, len(shape))
+    ty = llvm_type(operand.type.element_type)
+    with b.goto_entry_block():
+        acc_v, acc_i = b.alloca(ty), b.alloca(I64)
+    zero = ir.Constant(ty, 0.0 if isinstance(ty, ir.FloatType | ir.DoubleType) else 0)
+    b.store(_c(-1), acc_i)
+    b.store(zero, acc_v)
+    with loop_nest(b, list(wd), "w") as widx:
+        valid = ir.Constant(I1, 1)
+        pos = []
+        for d in range(len(shape)):
+            p = b.sub(b.add(b.mul(sidx[d], _c(ws[d])), widx[d]), _c(lo[d]))
+            ok = b.and_(b.icmp_signed(">=", p, _c(0)), b.icmp_signed("<", p, _c(shape[d])))
+            valid = b.and_(valid, ok)
+            pos.append(b.select(ok, p, _c(0)))
+        f.reset()
+        cv = b.select(valid, f.value_at(operand, pos), zero)
+        ci = b.select(valid, linearize(b, pos, shape), _c(-1))
+        ai, av = b.load(acc_i, typ=I64), b.load(acc_v, typ=ty)
+        (keep,) = emit_region(r.s, op.regions[0], [av, cv])[:1]
+        keep = b.select(b.icmp_signed("<", ai, _c(0)), ir.Constant(I1, 0),
+                        b.select(b.icmp_signed("<", ci, _c(0)), ir.Constant(I1, 1), keep))
+        b.store(b.select(keep, ai, ci), acc_i)
+        b.store(b.select(keep, av, cv), acc_v)
+    f.reset()
+    return b.load(acc_i, typ=I64)
+
+
+def select_and_scatter_kernel(k: OpKernel, plan: Plan) -> list[Kernel]:
+    """Spec ``select_and_scatter``: the result filled with ``init``, then each source
+    element scattered (``scatter`` region) onto the operand element its window selects;
+    atomic adds when the scatter region is an add on an atomic type, else one thread in
+    source order (overlapping windows collide)."""
+    op = k.op
+    operand, source, init = op.operands
+    shape, sshape = shape_of(operand), shape_of(source)
+    rt = op.results[0].type.element_type
+    params = params_of(k, plan)
+    n, ns = math.prod(shape), math.prod(sshape)
+
+    def emitter(r: Region) -> FusedEmitter:
+        return FusedEmitter(r.s, dict(zip(k.inputs, r.params[:len(k.inputs)])))
+
+    grid, block = launch_1d(n)
+    fill = KernelBuilder(f"{k.name}_init", params, grid, block)
+    with fill.region() as r:
+        if n:
+            f = emitter(r)
+            with grid_stride(r, n) as i:
+                f.reset()
+                store(r.s, r.params[-1], rt, i, f.value_at(init, []))
+    if n == 0 or ns == 0:
+        return [fill.build()]
+    atomic = _atomic_body(op.regions[1], rt)
+    grid, block = launch_1d(ns) if atomic else ((1, 1, 1), (1, 1, 1))
+    upd = KernelBuilder(k.name, params, grid, block)
+    with upd.region() as r:
+        b = r.b
+        f = emitter(r)
+        out = r.params[-1]
+
+        def one(sidx: list) -> None:
+            at = _selected(r, f, op, sidx)
+            src = f.value_at(source, sidx)
+            with b.if_then(b.icmp_signed(">=", at, _c(0))):
+                if atomic:
+                    ptr = b.gep(out, [at], source_etype=src.type)
+                    b.atomic_rmw("fadd" if isinstance(rt, T.FloatType) else "add", ptr, src,
+                                 "monotonic")
+                else:
+                    cur = load(r.s, out, rt, at)
+                    (v,) = emit_region(r.s, op.regions[1], [cur, src])[:1]
+                    store(r.s, out, rt, at, v)
+            f.reset()
+
+        if atomic:
+            with grid_stride(r, ns) as u:
+                f.reset()
+                one(delinearize(b, u, sshape))
+        else:
+            with loop_nest(b, list(sshape), "s") as sidx:
+                f.reset()
+                one(list(sidx))
+    return [fill.build(), upd.build()]
+
+
+def _atomic_body(region, et) -> bool:
+    name = et.name if isinstance(et, T.FloatType) else (
+        f"{'ui' if et.unsigned else 'i'}{et.width}" if isinstance(et, T.IntegerType) else "")
+    ops = list(region.blocks[0].ops)
+    args = list(region.blocks[0].args)
+    return name in ATOMIC_TYPES and len(ops) == 2 and ops[0].name == "stablehlo.add" and \
+        set(ops[0].operands) == set(args) and list(ops[1].operands) == [ops[0].results[0]]
