@@ -43,7 +43,7 @@ def test_small_gpt2_through_the_cli_matches_torch(tmp_path):
     transformers = pytest.importorskip("transformers")
     pytest.importorskip("oxla_frontend_torch")
     torch.manual_seed(0)
-    config = transformers.GPT2Config(n_layer=2, n_head=2, n_embd=32, vocab_size=101,
+    config = transformers.GPT2Config(n_layer=1, n_head=2, n_embd=32, vocab_size=101,
                                      n_positions=16, use_cache=False)
     lm = transformers.GPT2LMHeadModel(config).eval()
 

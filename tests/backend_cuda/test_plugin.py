@@ -77,3 +77,11 @@ def test_arch_choice():
     assert ".target sm_80" in exe.ptx  # the oldest: PTX JITs forward
     for cubin in exe.image.cubins.values():
         assert cubin[:4] == b"\x7fELF"
+
+
+@no_driver
+def test_driver_device_says_there_is_no_driver():
+    from oxla_backend_cuda.driver import DriverDevice
+
+    with pytest.raises(OxlaError, match="no NVIDIA driver"):
+        DriverDevice(0)

@@ -44,6 +44,7 @@ class Device(Protocol):
     arch: str  # "sm_90"; "sim" on the simulated device
     dlpack_device: tuple[int, int]  # DLPack (device_type, device_id)
 
+    def make_current(self) -> None: ...
     def stream_create(self) -> Any: ...
     def stream_synchronize(self, stream: Any) -> None: ...
     def stream_destroy(self, stream: Any) -> None: ...
@@ -126,8 +127,11 @@ class DriverDevice:
         except (OxlaError, AttributeError, TypeError):  # an optimization only
             pass
 
-    def _current(self) -> None:
+    def make_current(self) -> None:
+        """Makes the device's context current on the calling thread."""
         check(self._d.cuCtxSetCurrent(self._ctx))
+
+    _current = make_current
 
     def stream_create(self) -> Any:
         self._current()
@@ -173,7 +177,8 @@ class DriverDevice:
 
     def launch(self, fn: Any, grid: tuple[int, int, int], block: tuple[int, int, int],
                shared_bytes: int, stream: Any, args: list[tuple[str, int]]) -> None:
-        params = (tuple(v for _, v in args), tuple(_PARAM_TYPES[k] for k, _ in args))
+        params = (tuple(v for _, v in args), tuple(_PARAM_TYPES[k] for k, _ in args)) \
+            if args else 0
         check(self._d.cuLaunchKernel(fn, *grid, *block, shared_bytes, stream, params, 0))
 
     def gemm(self, call: GemmCall, stream: Any) -> None:

@@ -44,6 +44,7 @@ class Runtime:
     @contextlib.contextmanager
     def stream(self) -> Iterator[Any]:
         """A stream for one call (reused from a pool), synchronized at the end."""
+        self.device.make_current()  # the calling thread's context
         with self._lock:
             s = self._streams.pop() if self._streams else self.device.stream_create()
         try:
@@ -60,6 +61,7 @@ class Runtime:
         """Frees a device array's memory (stream-ordered, on the side stream)."""
         try:
             with self._lock:
+                self.device.make_current()
                 self.device.free(ptr, self._side)
         except Exception:  # at interpreter exit the driver may be gone already
             pass
@@ -68,6 +70,7 @@ class Runtime:
         """A new device copy of ``array``; the caller frees it (:meth:`release`)."""
         data = np.ascontiguousarray(array)
         with self._lock:
+            self.device.make_current()
             ptr = self.device.alloc(data.nbytes, self._side)
             self.device.copy_to_device(ptr, data, self._side)
             self.device.stream_synchronize(self._side)
@@ -76,6 +79,7 @@ class Runtime:
     def to_host(self, ptr: int, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
         out = np.empty(shape, dtype)
         with self._lock:
+            self.device.make_current()
             self.device.copy_to_host(out, ptr, self._side)
             self.device.stream_synchronize(self._side)
         return out

@@ -131,6 +131,9 @@ class SimDevice:
         self._run(stream, work)
 
     # -- streams and graphs ------------------------------------------------------------
+    def make_current(self) -> None:
+        return None
+
     def stream_create(self) -> SimStream:
         return SimStream(next(self._ids))
 
