@@ -70,8 +70,13 @@ def resolve_frontend(path: str, name: str | None) -> str:
 @click.option("-o", "--output", "output", type=click.Path(), default=None,
               help="the .oxla artifact to write (with --emit stablehlo: the .mlir file; "
                    "default: stdout)")
-@click.option("--emit", type=click.Choice(["artifact", "stablehlo"]), default="artifact",
-              show_default=True, help="write the compiled artifact, or the imported StableHLO")
+@click.option("--emit", type=click.Choice(["artifact", "stablehlo", "asm", "llvm"]),
+              default="artifact", show_default=True,
+              help="write the compiled artifact, the imported StableHLO, or the backend's "
+                   "assembly (PTX for cuda) or LLVM IR")
+@click.option("--cuda-arch", default=None, metavar="SM,...",
+              help="cuda backend: the archs to make cubins for (sm_80,sm_90; default: the "
+                   "current device's, else sm_90)")
 @click.option("--input-spec", "input_specs", multiple=True, metavar="DIMS:TYPE",
               help="concrete shape of an argument, one per argument in order (4x8:f32); "
                    "refines dynamic dims")
@@ -91,7 +96,8 @@ def resolve_frontend(path: str, name: str | None) -> str:
               help="sign the artifact with HMAC-SHA256 using the key in this file "
                    "(default: the key in $OXLA_SIGN_KEY, when set)")
 def compile_command(input_path: str, frontend: str | None, backend: str, output: str | None,
-                    emit: str, input_specs: tuple[str, ...], params_as_inputs: bool,
+                    emit: str, cuda_arch: str | None, input_specs: tuple[str, ...],
+                    params_as_inputs: bool,
                     mesh: str | None, shards: tuple[str, ...], explain_sharding: bool,
                     link_gbps: float, sign_key_file: str | None) -> None:
     """Compile a model file or directory (IN) into a .oxla artifact.
@@ -134,10 +140,15 @@ def compile_command(input_path: str, frontend: str | None, backend: str, output:
                 fh.write(text)
             click.echo(f"wrote {output} (frontend {name}, {import_s:.3f}s)", err=True)
         return
-    if output is None:
+    if output is None and emit == "artifact":
         output = os.path.splitext(input_path.rstrip("/" + os.sep) or input_path)[0] + ".oxla"
-    refuse_overwriting_input(input_path, output)
-    exe = oxla.compile(module, backend=backend)
+    if output is not None:
+        refuse_overwriting_input(input_path, output)
+    extra = {"cuda_arch": cuda_arch} if cuda_arch else {}
+    exe = oxla.compile(module, backend=backend, extra=extra)
+    if emit in ("asm", "llvm"):
+        _emit_text(exe, emit, output)
+        return
     if report is not None:
         from oxla.sharding.cost import summary
 
@@ -159,6 +170,28 @@ def compile_command(input_path: str, frontend: str | None, backend: str, output:
     click.echo(f"wrote {output}: frontend {name}, backend {exe.backend}, "
                f"import {import_s:.3f}s, compile {compile_s:.3f}s{sharded}"
                + (", signed" if key is not None else ""))
+
+
+def _emit_text(exe, kind: str, output: str | None) -> None:
+    """Writes the executable's ``asm``/``llvm`` text (``exe.emit(kind)``) to ``output``
+    or stdout.
+
+    Raises:
+        OxlaError: the backend does not emit that text.
+    """
+    from oxla.errors import OxlaError
+
+    if kind == "llvm" and not hasattr(exe, "emit") and hasattr(exe, "llvm_ir"):
+        text = exe.llvm_ir
+    elif hasattr(exe, "emit"):
+        text = exe.emit(kind)
+    else:
+        raise OxlaError(f"backend '{exe.backend}' does not emit {kind}")
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        with open(output, "w") as fh:
+            fh.write(text)
 
 
 def refuse_overwriting_input(input_path: str, output: str) -> None:

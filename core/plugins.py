@@ -380,14 +380,15 @@ class PluginRegistry:
                     ) from exc
             return self._instances[key]
 
-    def get_backend(self, name: str, check_available: bool = True) -> Backend:
+    def get_backend(self, name: str, check_available: bool = True,
+                    to_compile: bool = False) -> Backend:
         table = self.backends()
         if name not in table:
             raise self.lookup_error("backend", name, table)
         backend = self.instance("backend", table[name], "oxla_backends")
         if check_available:
             ok, reason = _availability(backend)
-            if not ok:
+            if not ok and not (to_compile and _compiles_here(backend)):
                 raise PluginError(f"backend '{name}' is unavailable: {reason}")
         return backend
 
@@ -442,6 +443,16 @@ def _provides(source: PluginSource) -> tuple[str, str]:
         if known == dist:
             return name, kind
     return source.entry_point_name, "plugin"
+
+
+def _compiles_here(backend: Any) -> bool:
+    """``backend.compile_only()`` when defined: True for a backend that compiles on this
+    machine although it cannot run here (a GPU backend without the GPU's driver)."""
+    check = getattr(backend, "compile_only", None)
+    try:
+        return bool(check()) if check is not None else False
+    except Exception:
+        return False
 
 
 def _availability(obj: Any) -> tuple[bool, str]:
@@ -500,18 +511,21 @@ def backends() -> dict[str, BackendInfo]:
     return get_registry().backends()
 
 
-def get_backend(name: str, check_available: bool = True) -> Backend:
+def get_backend(name: str, check_available: bool = True, to_compile: bool = False) -> Backend:
     """Returns the backend called ``name``, made on first use and then cached.
 
     Args:
         name: e.g. ``"interpreter"``, ``"cpu"``.
         check_available: also require ``available()`` to be true.
+        to_compile: it is wanted only to compile: a backend whose ``compile_only()``
+            is true (it compiles here but cannot run: a GPU backend without its driver)
+            is returned although ``available()`` is false.
 
     Raises:
         PluginError: unknown name (lists the installed ones and the distribution that
             would add it), its plugin failed to load, or it is unavailable here.
     """
-    return get_registry().get_backend(name, check_available)
+    return get_registry().get_backend(name, check_available, to_compile)
 
 
 def frontends() -> dict[str, FrontendInfo]:

@@ -1,0 +1,57 @@
+"""The ``cuda`` backend: StableHLO to GPU kernels and cuBLAS calls through
+:mod:`oxla.lowering`'s pipeline.
+
+``compile`` is ``pipeline.run(module, CUDAPolicy(), CUDATarget.for_options(options),
+options)``: the target-free stages asking :class:`~oxla_backend_cuda.policy.CUDAPolicy`,
+then this backend's own (:mod:`oxla_backend_cuda.stages`). Compiling needs no GPU and no
+driver; running needs one, or the simulated device (``OXLA_CUDA_DEVICE=sim``).
+
+``available()`` is true only where programs can run (a driver, or the simulated device
+asked for), so the default-backend choice (:data:`oxla.plugins.BACKEND_PREFERENCE`)
+never picks cuda on a machine without a GPU; ``compile_only()`` lets an explicit
+``--backend cuda`` compile there.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from oxla.ir import Module
+from oxla.lowering import pipeline
+from oxla.protocols import CompileOptions
+from oxla_backend_cuda import device as devices
+from oxla_backend_cuda.artifact import load_artifact
+from oxla_backend_cuda.executable import BACKEND, CUDAExecutable
+from oxla_backend_cuda.policy import CUDAPolicy, CUDATarget
+
+
+class CUDABackend:
+    """Compiles StableHLO for NVIDIA GPUs; runs on a GPU or the simulated device."""
+
+    name = BACKEND
+
+    def available(self) -> tuple[bool, str]:
+        ok, why = devices.status()
+        return (True, "") if ok else (False, f"{why}; compile-only")
+
+    def compile_only(self) -> bool:
+        """True: compiling needs neither a GPU nor a driver."""
+        return True
+
+    def compile(self, module: Module, options: CompileOptions | None = None) -> CUDAExecutable:
+        """Compiles ``module``'s ``main``.
+
+        Raises:
+            NotSupportedError: an op, type or form this backend cannot compile yet (the
+                message names the op and its location, or the kernel kind).
+            VerifyError: the module is invalid.
+        """
+        options = options or CompileOptions()
+        t0 = time.perf_counter()
+        return pipeline.run(module, CUDAPolicy(), CUDATarget.for_options(options), options,
+                            started=t0)
+
+    def load(self, path: str | os.PathLike[str]) -> CUDAExecutable:
+        """Loads an artifact written by :meth:`CUDAExecutable.save`."""
+        return load_artifact(path)

@@ -1,0 +1,203 @@
+"""The device interface every runtime path calls, and its real implementation over the
+CUDA driver API (NVIDIA's ``cuda-python``: ``cuda.bindings.driver``).
+
+:class:`Device` is the whole surface between oxla's runtime logic (buffer placement,
+argument marshalling, library-call arguments, graphs: :mod:`oxla_backend_cuda.runtime`,
+:mod:`oxla_backend_cuda.executable`) and a device. Two classes implement it:
+:class:`DriverDevice` here, a thin typed layer of one driver call per method, and
+:class:`oxla_backend_cuda.sim.SimDevice`, the same surface over host memory. Everything
+above this interface is shared, so the simulated device tests it.
+
+Pointers are ``int`` device addresses; streams, modules, functions and graphs are opaque
+handles. Work is stream-ordered: ``alloc``/``free`` are ``cuMemAllocAsync`` /
+``cuMemFreeAsync`` on the device's default memory pool.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from oxla.errors import OxlaError
+from oxla_backend_cuda.cublas import CuBLAS, GemmCall
+from oxla_backend_cuda.nvjit import ptx_to_cubin
+
+
+@dataclass
+class ModuleImage:
+    """What a module is loaded from: PTX text, cubins by arch (``sm_90`` -> ELF bytes)
+    and the kernels' SIMT descriptions (the simulated device builds their host twins).
+    """
+
+    ptx: str
+    cubins: dict[str, bytes] = field(default_factory=dict)
+    kernels: list[Any] = field(default_factory=list)
+
+
+class Device(Protocol):
+    """One device, its context and its memory pool (module doc)."""
+
+    name: str
+    arch: str  # "sm_90"; "sim" on the simulated device
+    dlpack_device: tuple[int, int]  # DLPack (device_type, device_id)
+
+    def make_current(self) -> None: ...
+    def stream_create(self) -> Any: ...
+    def stream_synchronize(self, stream: Any) -> None: ...
+    def stream_destroy(self, stream: Any) -> None: ...
+    def alloc(self, nbytes: int, stream: Any) -> int: ...
+    def free(self, ptr: int, stream: Any) -> None: ...
+    def copy_to_device(self, dst: int, src: np.ndarray, stream: Any) -> None: ...
+    def copy_to_host(self, dst: np.ndarray, src: int, stream: Any) -> None: ...
+    def copy_device(self, dst: int, src: int, nbytes: int, stream: Any) -> None: ...
+    def memset_zero(self, dst: int, nbytes: int, stream: Any) -> None: ...
+    def load_module(self, image: ModuleImage) -> Any: ...
+    def function(self, module: Any, name: str) -> Any: ...
+    def launch(self, fn: Any, grid: tuple[int, int, int], block: tuple[int, int, int],
+               shared_bytes: int, stream: Any, args: list[tuple[str, int]]) -> None: ...
+    def gemm(self, call: GemmCall, stream: Any) -> None: ...
+    def begin_capture(self, stream: Any) -> None: ...
+    def end_capture(self, stream: Any) -> Any: ...
+    def graph_launch(self, graph: Any, stream: Any) -> None: ...
+    def graph_destroy(self, graph: Any) -> None: ...
+
+
+def check(result: tuple) -> Any:
+    """The value(s) of a ``cuda.bindings`` call, which returns ``(error, *values)``.
+
+    Raises:
+        OxlaError: the call failed (named with the driver's error name).
+    """
+    err, *values = result
+    if int(err) != 0:
+        from cuda.bindings import driver
+
+        _, name = driver.cuGetErrorName(err)
+        raise OxlaError(f"CUDA driver error {name.decode() if name else int(err)}")
+    return values[0] if len(values) == 1 else tuple(values) if values else None
+
+
+_PARAM_TYPES = {"buf": ctypes.c_void_p, "i64": ctypes.c_int64}
+
+
+class DriverDevice:
+    """A real GPU through the CUDA driver API: the primary context of device
+    ``ordinal``, its default memory pool, cuBLAS for GEMMs
+    (:class:`oxla_backend_cuda.cublas.CuBLAS`).
+
+    Raises:
+        OxlaError: no NVIDIA driver, or ``cuInit``/the device query failed.
+    """
+
+    dlpack_device: tuple[int, int]
+
+    def __init__(self, ordinal: int = 0):
+        try:
+            from cuda.bindings import driver
+        except ImportError as exc:  # the wheel is a dependency: a broken install
+            raise OxlaError(f"cuda-bindings is not importable: {exc}") from None
+        except RuntimeError as exc:
+            raise OxlaError(f"no NVIDIA driver: {exc}") from None
+        self._d = driver
+        try:
+            check(driver.cuInit(0))
+        except RuntimeError as exc:  # "Failed to dlopen libcuda.so.1"
+            raise OxlaError(f"no NVIDIA driver: {exc}") from None
+        self._dev = check(driver.cuDeviceGet(ordinal))
+        self._ctx = check(driver.cuDevicePrimaryCtxRetain(self._dev))
+        check(driver.cuCtxSetCurrent(self._ctx))
+        a = driver.CUdevice_attribute
+        major = check(driver.cuDeviceGetAttribute(
+            a.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, self._dev))
+        minor = check(driver.cuDeviceGetAttribute(
+            a.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, self._dev))
+        self.arch = f"sm_{major}{minor}"
+        name = check(driver.cuDeviceGetName(256, self._dev))
+        self.name = name.split(b"\0")[0].decode()
+        self.dlpack_device = (2, ordinal)  # kDLCUDA
+        self._blas = None
+        try:  # keep freed pool memory for the next call instead of returning it at syncs
+            pool = check(driver.cuDeviceGetDefaultMemPool(self._dev))
+            check(driver.cuMemPoolSetAttribute(
+                pool, driver.CUmemPool_attribute.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                driver.cuuint64_t(2**64 - 1)))
+        except (OxlaError, AttributeError, TypeError):  # an optimization only
+            pass
+
+    def make_current(self) -> None:
+        """Makes the device's context current on the calling thread."""
+        check(self._d.cuCtxSetCurrent(self._ctx))
+
+    _current = make_current
+
+    def stream_create(self) -> Any:
+        self._current()
+        return check(self._d.cuStreamCreate(1))  # CU_STREAM_NON_BLOCKING
+
+    def stream_synchronize(self, stream: Any) -> None:
+        check(self._d.cuStreamSynchronize(stream))
+
+    def stream_destroy(self, stream: Any) -> None:
+        check(self._d.cuStreamDestroy(stream))
+
+    def alloc(self, nbytes: int, stream: Any) -> int:
+        return int(check(self._d.cuMemAllocAsync(max(nbytes, 1), stream)))
+
+    def free(self, ptr: int, stream: Any) -> None:
+        check(self._d.cuMemFreeAsync(ptr, stream))
+
+    def copy_to_device(self, dst: int, src: np.ndarray, stream: Any) -> None:
+        if src.nbytes:
+            check(self._d.cuMemcpyHtoDAsync(dst, src.ctypes.data, src.nbytes, stream))
+
+    def copy_to_host(self, dst: np.ndarray, src: int, stream: Any) -> None:
+        if dst.nbytes:
+            check(self._d.cuMemcpyDtoHAsync(dst.ctypes.data, src, dst.nbytes, stream))
+
+    def copy_device(self, dst: int, src: int, nbytes: int, stream: Any) -> None:
+        if nbytes:
+            check(self._d.cuMemcpyDtoDAsync(dst, src, nbytes, stream))
+
+    def memset_zero(self, dst: int, nbytes: int, stream: Any) -> None:
+        if nbytes:
+            check(self._d.cuMemsetD8Async(dst, 0, nbytes, stream))
+
+    def load_module(self, image: ModuleImage) -> Any:
+        """The cubin for this device's arch when the artifact has one, else the PTX
+        JIT-compiled by nvJitLink for it (FMA contraction off)."""
+        self._current()
+        cubin = image.cubins.get(self.arch) or ptx_to_cubin(image.ptx, self.arch)
+        return check(self._d.cuModuleLoadData(cubin))
+
+    def function(self, module: Any, name: str) -> Any:
+        return check(self._d.cuModuleGetFunction(module, name.encode()))
+
+    def launch(self, fn: Any, grid: tuple[int, int, int], block: tuple[int, int, int],
+               shared_bytes: int, stream: Any, args: list[tuple[str, int]]) -> None:
+        params = (tuple(v for _, v in args), tuple(_PARAM_TYPES[k] for k, _ in args)) \
+            if args else 0
+        check(self._d.cuLaunchKernel(fn, *grid, *block, shared_bytes, stream, params, 0))
+
+    def gemm(self, call: GemmCall, stream: Any) -> None:
+        if self._blas is None:
+            self._blas = CuBLAS()
+        self._blas.gemm(call, int(stream))
+
+    def begin_capture(self, stream: Any) -> None:
+        mode = self._d.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+        check(self._d.cuStreamBeginCapture(stream, mode))
+
+    def end_capture(self, stream: Any) -> Any:
+        graph = check(self._d.cuStreamEndCapture(stream))
+        exe = check(self._d.cuGraphInstantiate(graph, 0))
+        check(self._d.cuGraphDestroy(graph))
+        return exe
+
+    def graph_launch(self, graph: Any, stream: Any) -> None:
+        check(self._d.cuGraphLaunch(graph, stream))
+
+    def graph_destroy(self, graph: Any) -> None:
+        check(self._d.cuGraphExecDestroy(graph))

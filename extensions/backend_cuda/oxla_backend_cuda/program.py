@@ -1,0 +1,160 @@
+"""The plan as a launch program: what the executable replays on a device.
+
+:func:`build_program` walks a placed :class:`~oxla.lowering.Plan` in schedule order:
+
+* loop fusions, op kernels and layout copies -> GPU kernels from
+  ``oxla_codegen_llvm.simt.kernels_for`` (``launch`` steps, in their launch order);
+* dots -> one cuBLAS GEMM each (``gemm``; :func:`oxla_backend_cuda.cublas.dot_call`
+  maps it to the column-major call when it runs);
+* plain copies (control flow's loop-carried values) -> ``copy`` (``cuMemcpyDtoDAsync``);
+* ``while``/``if``/``case`` -> host-driven steps whose predicate is copied back to the
+  host after the condition's kernels (``while``, ``if``, ``case``).
+
+A step is JSON data (the artifact stores it). Buffers are **refs**: ``[region, index,
+offset]`` with region ``arg`` (an input's pointer), ``result`` (a result's), ``arena``
+(the executable's scratch, at buffer assignment's offset) or ``const`` (an uploaded
+constant); a control region's temporaries resolve through their scratch buffer to the
+arena.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from oxla.errors import OxlaError
+from oxla.lowering import Buf, ControlKernel, DotKernel, PackKernel, Plan
+
+Ref = list  # [region, index, offset]
+
+
+@dataclass
+class Program:
+    """Steps, constants and kernels of one executable.
+
+    Attributes:
+        steps: the top-level steps (module doc).
+        constants: the constant buffers' bytes, by ``const`` ref index.
+        kernels: the SIMT kernels (``oxla_codegen_llvm.simt.Kernel``), in first-launch
+            order, names unique.
+        temp_bytes: the arena's size.
+    """
+
+    steps: list[dict[str, Any]]
+    constants: list[np.ndarray] = field(default_factory=list)
+    kernels: list[Any] = field(default_factory=list)
+    temp_bytes: int = 0
+
+    @property
+    def loop_free(self) -> bool:
+        """True when no step is host-driven control flow (the program can be one graph)."""
+        return all(s["op"] in ("launch", "gemm", "copy", "zero") for s in self.steps)
+
+
+class _Builder:
+    def __init__(self, simt: Any):
+        self.simt = simt
+        self.consts: dict[int, int] = {}
+        self.constants: list[np.ndarray] = []
+        self.kernels: list[Any] = []
+        self.names: set[str] = set()
+
+    def ref(self, buf: Buf) -> Ref:
+        root, off = buf, 0
+        while root.base is not None:
+            off += root.offset
+            root = root.base
+        if root.kind == "temp":
+            if root.offset < 0:
+                raise OxlaError(f"internal: buffer {buf.name} was never placed")
+            return ["arena", 0, root.offset + off]
+        if root.kind in ("arg", "result"):
+            return [root.kind, root.index, off]
+        if root.kind == "const":
+            j = self.consts.get(id(root))
+            if j is None:
+                assert root.data is not None
+                j = self.consts[id(root)] = len(self.constants)
+                self.constants.append(np.ascontiguousarray(root.data).reshape(-1).view(np.uint8))
+            return ["const", j, off]
+        raise OxlaError(f"internal: buffer {buf.name} of kind {root.kind}")
+
+    def steps(self, plan: Plan) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for k in plan.kernels:
+            out += self.kernel_steps(k, plan)
+        return out
+
+    def kernel_steps(self, k: Any, plan: Plan) -> list[dict[str, Any]]:
+        if isinstance(k, ControlKernel):
+            return [self.control(k)]
+        if isinstance(k, DotKernel):
+            if k.batch * k.m * k.n == 0:
+                return []
+            if k.k == 0:  # an empty sum: zeros
+                return [{"op": "zero", "dst": self.ref(k.out), "nbytes": k.out.nbytes}]
+            return [{"op": "gemm", "batch": k.batch, "m": k.m, "n": k.n, "k": k.k,
+                     "trans_lhs": k.trans_lhs, "trans_rhs": k.trans_rhs, "dtype": k.dtype,
+                     "lhs": self.ref(k.lhs), "rhs": self.ref(k.rhs), "out": self.ref(k.out)}]
+        if isinstance(k, PackKernel) and tuple(k.perm) == tuple(range(len(k.perm))):
+            return [{"op": "copy", "src": self.ref(k.src_buf), "dst": self.ref(k.out),
+                     "nbytes": k.out.nbytes}]
+        steps = []
+        k.name = ptx_name(k.name)  # the entry symbols simt makes are the plan's names
+        for g in self.simt.kernels_for(k, plan):
+            if g.name in self.names:
+                raise OxlaError(f"internal: two GPU kernels are named '{g.name}'")
+            self.names.add(g.name)
+            self.kernels.append(g)
+            args = [["buf", self.ref(p.buf)] if p.kind == "buf" else ["i64", int(p.value)]
+                    for p in g.params]
+            steps.append({"op": "launch", "kernel": g.name, "grid": list(g.grid),
+                          "block": list(g.block), "shared": int(g.shared_bytes), "args": args})
+        return steps
+
+    def control(self, k: ControlKernel) -> dict[str, Any]:
+        pred = self.ref(k.pred)
+        if k.kind == "while":
+            init: list[dict[str, Any]] = []
+            for i in k.init:
+                init += self.kernel_steps(i, k.plans[0])
+            return {"op": "while", "init": init, "cond": self.steps(k.plans[0]),
+                    "pred": pred, "pred_bytes": 1, "body": self.steps(k.plans[1])}
+        width = 1 if k.kind == "if" else k.op.operands[0].type.element_type.width // 8
+        return {"op": k.kind, "pred": pred, "pred_bytes": max(width, 1),
+                "branches": [self.steps(p) for p in k.plans]}
+
+
+def ptx_name(name: str) -> str:
+    """``name`` as a PTX identifier (a control region's kernels are ``while0.body.loop3``:
+    the dots become underscores)."""
+    out = re.sub(r"[^A-Za-z0-9_$]", "_", name)
+    return out if re.match(r"[A-Za-z_$]", out) else "k_" + out
+
+
+def build_program(plan: Plan, simt: Any) -> Program:
+    """The launch program of ``plan`` (module doc); ``simt`` is
+    ``oxla_codegen_llvm.simt`` (passed in: the kernels are its).
+
+    Raises:
+        NotSupportedError: a plan kernel simt has no GPU kernel for yet (its message
+            names the op or kind).
+    """
+    b = _Builder(simt)
+    steps = b.steps(plan)
+    return Program(steps, b.constants, b.kernels, plan.temp_bytes)
+
+
+def count_steps(steps: list[dict[str, Any]], op: str) -> int:
+    """How many steps of kind ``op`` ``steps`` holds, nested ones included."""
+    n = 0
+    for s in steps:
+        n += s["op"] == op
+        for key in ("init", "cond", "body"):
+            n += count_steps(s.get(key, []), op)
+        for branch in s.get("branches", []):
+            n += count_steps(branch, op)
+    return n
