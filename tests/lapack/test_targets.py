@@ -1,0 +1,80 @@
+"""Every jaxlib LAPACK target, called raw (``jax.ffi.ffi_call``, as jax's lowerings call
+it), on the interpreter and the cpu backend against jaxlib's own kernel under
+``jax.jit``: every result, the buffers LAPACK overwrites included.
+
+f32/complex64 here; f64/complex128 in ``test_x64.py`` (a subprocess with
+``jax_enable_x64``). Tolerance: 1e-4 (f32) / 1e-10 (f64) of the largest magnitude of
+each result; integer results (pivots, info) exactly.
+"""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import oxla_frontend_jax as oj
+import pytest
+from oxla_lapack.targets import PERTURBED, TARGETS, refusal
+
+from .cases import cases
+
+X64 = bool(jax.config.jax_enable_x64)
+DTYPES = ["float64", "complex128"] if X64 else ["float32", "complex64"]
+# the x64 run (a subprocess, test_x64.py) takes the batched cases only: they cover the
+# unbatched ones, and keep the suite short
+ALL = [c for dt in DTYPES for bt in (((2,),) if X64 else ((), (2,))) for c in cases(dt, bt)]
+
+
+def test_every_jaxlib_target_is_implemented():
+    """The list is jaxlib's: a target a new jaxlib registers fails here until added."""
+    from jaxlib import lapack
+
+    registered = {name for name, _, api in lapack.registrations()["cpu"] if api == 1}
+    assert registered == set(TARGETS), (sorted(registered - set(TARGETS)),
+                                        sorted(set(TARGETS) - registered))
+    assert len(TARGETS) == 61
+
+
+def test_refusals_name_target_and_backend():
+    assert refusal("lapack_sgetrf_ffi", "cpu") is None
+    assert refusal("lapack_sgetrf_ffi", "cuda") == (
+        "not supported yet on cuda: lapack_sgetrf_ffi (jaxlib's LAPACK custom call; "
+        "oxla-lapack implements it for the cpu backend and the interpreter)")
+    assert refusal("cusolver_getrf_ffi", "cpu").startswith(
+        "not supported yet on cuda: cusolver_getrf_ffi")
+    assert refusal("cu_lu_pivots_to_permutation", "cuda").startswith(
+        "not supported yet on cuda:")
+    assert refusal("hipsolver_potrf_ffi", "hip").startswith("not supported yet on rocm:")
+    assert refusal("my_kernel", "cuda") is None
+
+
+def _tol(dt: np.dtype) -> float:
+    return 1e-4 if dt in (np.float32, np.complex64) else 1e-10
+
+
+def _compare(got, ref, case) -> None:
+    assert len(got) == len(ref)
+    for j, (g, e) in enumerate(zip(got, ref)):
+        g, e = np.asarray(g), np.asarray(e)
+        assert g.shape == e.shape and g.dtype == e.dtype, (j, g.dtype, e.dtype)
+        if j in case.unspecified:
+            continue
+        if e.dtype.kind in "iu":
+            np.testing.assert_array_equal(g, e, err_msg=f"{case.name} result {j}")
+            continue
+        finite = np.isfinite(e)
+        scale = max(1.0, float(np.abs(e[finite]).max())) if finite.any() else 1.0
+        np.testing.assert_allclose(g, e, rtol=0, atol=_tol(e.dtype) * scale,
+                                   equal_nan=True, err_msg=f"{case.name} result {j}")
+
+
+@pytest.mark.parametrize("case", ALL, ids=lambda c: c.name)
+def test_target_matches_jaxlib(case, backend):
+    f = case.fn()
+    ref = jax.jit(f)(*case.args)
+    got = oj.jit(f, backend=backend)(*case.args)
+    if case.target == PERTURBED and "singular" in case.name:
+        # both finite; jaxlib's exact perturbation rule is not reproduced (module doc
+        # of oxla_lapack.perturbed), so the values of a singular system may differ
+        assert np.isfinite(np.asarray(got[0])).all() and np.isfinite(np.asarray(ref[0])).all()
+        return
+    _compare(got, ref, case)
