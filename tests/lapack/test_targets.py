@@ -78,3 +78,25 @@ def test_target_matches_jaxlib(case, backend):
         assert np.isfinite(np.asarray(got[0])).all() and np.isfinite(np.asarray(ref[0])).all()
         return
     _compare(got, ref, case)
+
+
+def test_jit_refuses_lapack_on_other_backends_and_gpu_solver_targets():
+    """``jax.export`` for CUDA gives the cusolver targets: refused by name on cpu; a
+    LAPACK call on a backend other than cpu/interpreter likewise."""
+    import jax.numpy as jnp
+
+    from oxla.errors import NotSupportedError
+    from oxla.ir import parse_module
+
+    exp = jax.export.export(jax.jit(jnp.linalg.cholesky), platforms=["cuda"])(
+        jax.ShapeDtypeStruct((3, 3), np.float32))
+    text = exp.mlir_module()
+    assert "cusolver" in text or "cu_" in text
+    with pytest.raises(NotSupportedError, match="not supported yet on cuda: cu"):
+        oj.compile_exported(exp, backend="cpu")
+    from oxla_frontend_jax.linalg import check_targets
+
+    lowered = jax.jit(jnp.linalg.inv).lower(np.eye(3, dtype=np.float32)).as_text()
+    with pytest.raises(NotSupportedError, match="not supported yet on cuda: lapack_sgetrf_ffi"):
+        check_targets(parse_module(lowered), "cuda")
+    check_targets(parse_module(lowered), "cpu")
