@@ -28,6 +28,7 @@ import numpy as np
 
 from oxla.errors import NotSupportedError
 from oxla_lapack.targets import PREFIXES, TARGETS
+from oxla_lapack.threads import threads_for
 
 Kernel = Callable[..., None]
 _IMPLS: dict[str, Kernel] = {}
@@ -93,9 +94,11 @@ def run(target: str, attrs: dict[str, Any], args: list[np.ndarray],
     impl = _IMPLS[kind]
     core = 1 if kind in ("gtsv", "perturbed") else 2
     batch = args[0].shape[:args[0].ndim - core]
-    for idx in np.ndindex(*batch):
-        sub = idx + (Ellipsis,)
-        impl(lap, attrs, [o[sub] for o in outs], *[np.asarray(a[sub]) for a in args])
+    dims = [max(1, x) for x in args[-1].shape[len(batch):]] + [1, 1]
+    with threads_for(float(dims[0]) * dims[0] * dims[1]):
+        for idx in np.ndindex(*batch):
+            sub = idx + (Ellipsis,)
+            impl(lap, attrs, [o[sub] for o in outs], *[np.asarray(a[sub]) for a in args])
 
 
 @_kernel("getrf")
