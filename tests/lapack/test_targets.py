@@ -19,9 +19,8 @@ from .cases import cases
 
 X64 = bool(jax.config.jax_enable_x64)
 DTYPES = ["float64", "complex128"] if X64 else ["float32", "complex64"]
-# the x64 run (a subprocess, test_x64.py) takes the batched cases only: they cover the
-# unbatched ones, and keep the suite short
-ALL = [c for dt in DTYPES for bt in (((2,),) if X64 else ((), (2,))) for c in cases(dt, bt)]
+# each test compiles one program calling the target on an unbatched and a batched input
+PAIRS = [p for dt in DTYPES for p in zip(cases(dt, ()), cases(dt, (2,)), strict=True)]
 
 
 def test_every_jaxlib_target_is_implemented():
@@ -67,17 +66,26 @@ def _compare(got, ref, case) -> None:
                                    equal_nan=True, err_msg=f"{case.name} result {j}")
 
 
-@pytest.mark.parametrize("case", ALL, ids=lambda c: c.name)
-def test_target_matches_jaxlib(case, backend):
-    f = case.fn()
-    ref = jax.jit(f)(*case.args)
-    got = oj.jit(f, backend=backend)(*case.args)
-    if case.target == PERTURBED and "singular" in case.name:
-        # both finite; jaxlib's exact perturbation rule is not reproduced (module doc
-        # of oxla_lapack.perturbed), so the values of a singular system may differ
-        assert np.isfinite(np.asarray(got[0])).all() and np.isfinite(np.asarray(ref[0])).all()
-        return
-    _compare(got, ref, case)
+@pytest.mark.parametrize("pair", PAIRS, ids=lambda p: p[0].name.rsplit("-", 1)[0])
+def test_target_matches_jaxlib(pair, backend):
+    c0, c1 = pair
+    f0, f1 = c0.fn(), c1.fn()
+    n0 = len(c0.args)
+
+    def f(*args):
+        return (*f0(*args[:n0]), *f1(*args[n0:]))
+
+    args = [*c0.args, *c1.args]
+    ref = jax.jit(f)(*args)
+    got = oj.jit(f, backend=backend)(*args)
+    k = len(c0.outs)
+    for case, g, r in ((c0, got[:k], ref[:k]), (c1, got[k:], ref[k:])):
+        if case.target == PERTURBED and "singular" in case.name:
+            # both finite; jaxlib's exact perturbation rule is not reproduced (module
+            # doc of oxla_lapack.perturbed): a singular system's values may differ
+            assert np.isfinite(np.asarray(g[0])).all() and np.isfinite(np.asarray(r[0])).all()
+            continue
+        _compare(g, r, case)
 
 
 def test_jit_refuses_lapack_on_other_backends_and_gpu_solver_targets():
