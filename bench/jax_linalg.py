@@ -57,7 +57,6 @@ def main() -> int:
     args = p.parse_args()
 
     import jax
-
     import oxla_frontend_jax as oj
 
     report = {}

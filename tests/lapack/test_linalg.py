@@ -122,8 +122,6 @@ def _tuple(x):
 def test_direct(name, dt, backend):
     """Each function unbatched and batched (one matrix only where jax's takes one)."""
     f, names = DIRECT[name]
-    if name == "matrix_rank" and dt.startswith("complex"):
-        pytest.skip("covered by the real dtype")
     batches = [()] if name in ("lstsq", "lu") else BATCHES
     xs = [_inputs(dt, b) for b in batches]
     gots, refs = _both(f, backend, [[x[n] for n in names] for x in xs])
