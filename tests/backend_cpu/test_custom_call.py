@@ -267,7 +267,11 @@ def test_missing_target_is_a_lowering_error_saying_how_to_supply_one(register):
      "[dense<0> : tensor<1xindex>]}", "(tensor<3x1xf32>) -> tensor<3xf32>", "layout"),
 ])
 def test_unsupported_forms_are_rejected_by_name(register, attrs, types, why):
-    register(CustomCallInfo("k", "cpu", lambda *xs, backend_config: xs[0]))
+    import ctypes
+
+    native = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                              ctypes.c_size_t)(lambda *a: None)
+    register(CustomCallInfo("k", "cpu", native))
     arg = types[1:types.index(")")]
     ret = types.split("-> ")[1]
     text = f"""
@@ -403,3 +407,38 @@ func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {
     np.testing.assert_array_equal(got, x * 10)
     assert len(log) == 1
     np.testing.assert_array_equal(log[0], x)
+
+
+TYPED = """
+func.func @main(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<i32>) {
+  %r:2 = stablehlo.custom_call @typed_k(%x) {backend_config = "", mhlo.backend_config =
+      {scale = 3 : ui8, name = "s"}, operand_layouts = [dense<[0, 1]> : tensor<2xindex>],
+      result_layouts = [dense<[0, 1]> : tensor<2xindex>, dense<> : tensor<0xindex>],
+      output_operand_aliases = [#stablehlo.output_operand_alias<output_tuple_indices = [0],
+      operand_index = 0, operand_tuple_indices = []>]}
+      : (tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<i32>)
+  %s:2 = stablehlo.custom_call @typed_k(%r#0) {backend_config = "", mhlo.backend_config =
+      {scale = 5 : ui8, name = "t"}} : (tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<i32>)
+  return %s#0, %r#1 : tensor<2x3xf32>, tensor<i32>
+}
+"""
+
+
+def test_python_kernel_gets_typed_ffi_attributes_per_call_site(register):
+    """Two sites with one signature but different attributes: each is bound with its
+    own decoded attributes; the kernel fills the result buffers in place (layouts and
+    aliases are XLA placement hints, the kernel sees logical values)."""
+    seen = []
+
+    def kernel(x, backend_config, attributes, outputs):
+        seen.append((backend_config, attributes))
+        assert type(attributes["scale"]) is np.uint8
+        outputs[0][...] = x * attributes["scale"]
+        outputs[1][...] = len(attributes["name"]) + 40
+
+    register(CustomCallInfo("typed_k", "cpu", kernel))
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    r, n = compile_cpu(TYPED)(x)
+    np.testing.assert_array_equal(r, x * 15)
+    assert int(n) == 41
+    assert sorted(a["scale"] for _, a in seen) == [3, 5] and seen[0][0] == ""

@@ -37,9 +37,19 @@ What compiles: ``api_version`` unset or 1-3 (all use the convention above; a
 ``STATUS_RETURNING`` kernel has no status argument here); ``has_side_effect`` (the call
 is kept even when its results are unused, in program order among side-effecting calls
 and collectives); any number of tensor (and token) operands and results. Rejected with
-a ``NotSupportedError``: ``api_version = 4`` (XLA typed FFI) and dictionary
-``backend_config``, tuple or dynamic operands/results, ``called_computations``,
-``output_operand_aliases`` and non-row-major ``operand_layouts``/``result_layouts``.
+a ``NotSupportedError``: tuple or dynamic operands/results, ``called_computations``,
+and, for native kernels, ``api_version = 4`` (XLA typed FFI), typed-FFI attributes
+(``mhlo.backend_config``), ``output_operand_aliases`` and non-row-major
+``operand_layouts``/``result_layouts``.
+
+Typed-FFI calls (``api_version = 4`` with a dictionary ``backend_config``, or an
+``mhlo.backend_config`` dictionary, as jaxlib's LAPACK calls carry) compile for a
+**Python** kernel: it is called as ``fn(*inputs, backend_config=str,
+attributes=dict, outputs=list)``, ``attributes`` being :func:`oxla.ir.ffi.ffi_attributes`
+of the call site and ``outputs`` writable arrays over the result buffers (logical
+row-major values); it fills them and returns None (or returns the arrays, as above).
+Layouts and ``output_operand_aliases`` only say how XLA places the buffers, so they
+are accepted there: the kernel sees values, never XLA's physical layout.
 
 Artifacts: the machine code reaches each target through a global function pointer
 (``oxla_cc_<hex>``, hex of ``[target, operand types, result types]`` as JSON, tokens
@@ -65,6 +75,7 @@ from oxla.errors import LoweringError, NotSupportedError, OxlaError
 from oxla.ir import Operation
 from oxla.ir import attributes as A
 from oxla.ir import types as T
+from oxla.ir.ffi import TYPED_FFI, decode_attribute, ffi_attributes
 from oxla.lowering import OpKernel
 from oxla_backend_cpu.opkernels import op_emitter
 from oxla_backend_cpu.probe import PROBE_INFO, PROBE_TARGET, ProbeRecorder
@@ -189,17 +200,25 @@ def check_custom_call(op: Operation) -> None:
         NotSupportedError: a form listed as rejected in the module doc.
     """
     api = _api_version(op)
-    if api not in (0, 1, 2, 3):
-        raise _reject(op, f"api_version {A.to_python(op.attributes['api_version'])} "
-                          "(XLA typed FFI handlers are not supported)",
-                      f"register a kernel with the convention `{SIGNATURE}` and use "
-                      "api_version 1-3 with a string backend_config")
-    cfg = op.attributes.get("backend_config")
-    if cfg is not None and not isinstance(A.to_python(cfg), str | bytes):
-        raise _reject(op, "a backend_config that is not a string")
-    if op.attributes.get("mhlo.backend_config") is not None:
-        raise _reject(op, "mhlo.backend_config (typed FFI attributes)")
-    for name in ("called_computations", "output_operand_aliases"):
+    typed = is_typed_ffi(op)
+    python = typed and not is_native(lookup(_target(op), op.loc).fn)
+    if api not in (0, 1, 2, 3, 4):
+        raise _reject(op, f"api_version {A.to_python(op.attributes['api_version'])}")
+    if typed and not python:
+        raise _reject(op, "XLA typed FFI attributes (api_version 4 or "
+                          "mhlo.backend_config) for a native kernel",
+                      f"register a native kernel with the convention `{SIGNATURE}` and "
+                      "api_version 1-3 with a string backend_config, or a Python kernel "
+                      "(see oxla_backend_cpu.custom_call)")
+    if python:
+        ffi_attributes(op)  # refuses, now, attributes the FFI has no value for
+    else:
+        cfg = op.attributes.get("backend_config")
+        if cfg is not None and not isinstance(A.to_python(cfg), str | bytes):
+            raise _reject(op, "a backend_config that is not a string")
+    names = ("called_computations",) if python else ("called_computations",
+                                                     "output_operand_aliases")
+    for name in names:
         a = op.attributes.get(name)
         if a is not None and len(A.to_python(a)):
             raise _reject(op, f"{name}")
@@ -210,11 +229,18 @@ def check_custom_call(op: Operation) -> None:
                               "use statically shaped tensors; return several results "
                               "instead of a tuple")
         lay = op.attributes.get(f"{kind}_layouts")
-        if lay is not None:
+        if lay is not None and not python:
             for v, layout in zip(vals, A.to_python(lay)):
                 if _tensor(v) and not _row_major(layout, v.type.rank):
                     raise _reject(op, f"a non-row-major {kind} layout")
     lookup(_target(op), op.loc)
+
+
+def is_typed_ffi(op: Operation) -> bool:
+    """True for a call carrying XLA typed-FFI attributes: ``api_version = 4``, or an
+    ``mhlo.backend_config`` dictionary (jaxlib's form for api_version 1-3)."""
+    return (_api_version(op) == TYPED_FFI
+            or isinstance(op.attributes.get("mhlo.backend_config"), A.DictionaryAttr))
 
 
 def symbol_for(op: Operation) -> str:
@@ -222,13 +248,31 @@ def symbol_for(op: Operation) -> str:
     operand and result types (see the module doc)."""
     sig = [_target(op), [str(v.type) for v in op.operands if _tensor(v)],
            [str(v.type) for v in op.results if _tensor(v)]]
+    if is_typed_ffi(op):  # one slot per attribute set: the kernel is bound with them
+        name = "backend_config" if _api_version(op) == TYPED_FFI else "mhlo.backend_config"
+        cfg = op.attributes.get(name)
+        sig.append(str(cfg) if cfg is not None else "{}")
     return SYMBOL_PREFIX + json.dumps(sig, separators=(",", ":")).encode().hex()
 
 
 def decode_symbol(hex_text: str) -> tuple[str, list[str], list[str]]:
     """``(target, operand types, result types)`` of a symbol's hex part."""
-    target, ins, outs = json.loads(bytes.fromhex(hex_text).decode())
+    target, ins, outs = decode_site(hex_text)[:3]
     return target, ins, outs
+
+
+def decode_site(hex_text: str) -> tuple[str, list[str], list[str], dict[str, Any] | None]:
+    """``(target, operand types, result types, typed-FFI attributes or None)`` of a
+    symbol's hex part."""
+    target, ins, outs, *rest = json.loads(bytes.fromhex(hex_text).decode())
+    attrs = None
+    if rest:
+        from oxla.ir import parse_attribute
+
+        attrs = decode_attribute(parse_attribute(rest[0]), f"@{target} attributes")
+        if not isinstance(attrs, dict):  # a string backend_config holding the dictionary
+            attrs = decode_attribute(parse_attribute(attrs), f"@{target} attributes")
+    return target, ins, outs, attrs
 
 
 @op_emitter(OP)
@@ -277,13 +321,14 @@ class CustomCallBindings:
         python_targets: those bound to Python callables (not portable).
     """
 
-    def __init__(self, sites: list[tuple[str, str, list[str], list[str]]], jit: Any):
+    def __init__(self, sites: list[tuple[str, str, list[str], list[str], dict | None]],
+                 jit: Any):
         self._pending = threading.local()
         self.probes = ProbeRecorder()  # this program's interpreter.probe records
         self._keep: list[Any] = []  # ctypes callbacks must outlive the machine code
-        self.targets = sorted({t for _, t, _, _ in sites})
+        self.targets = sorted({t for _, t, _, _, _ in sites})
         python: set[str] = set()
-        for sym, target, ins, outs in sites:
+        for sym, target, ins, outs, attrs in sites:
             info = lookup(target, what=f"{OP} in this compiled program (a loaded artifact, "
                                        "a cache entry)")
             fn = self.probes if target == PROBE_TARGET else info.fn
@@ -293,7 +338,7 @@ class CustomCallBindings:
                     raise LoweringError(f"custom call target '{target}' for the {BACKEND} "
                                         "backend is a NULL function pointer")
             else:
-                cb = self._python_kernel(target, fn, ins, outs)
+                cb = self._python_kernel(target, fn, ins, outs, attrs)
                 self._keep.append(cb)
                 addr = ctypes.cast(cb, ctypes.c_void_p).value
                 python.add(target)
@@ -302,7 +347,8 @@ class CustomCallBindings:
                 ctypes.c_void_p.from_address(slot).value = addr
         self.python_targets = sorted(python)
 
-    def _python_kernel(self, target: str, fn: Any, ins: list[str], outs: list[str]) -> Any:
+    def _python_kernel(self, target: str, fn: Any, ins: list[str], outs: list[str],
+                       attrs: dict | None = None) -> Any:
         in_specs = [_spec(t) for t in ins]
         out_specs = [_spec(t) for t in outs]
         pending = self._pending
@@ -320,7 +366,14 @@ class CustomCallBindings:
             dst = views(outputs, out_specs)
             try:
                 config = ctypes.string_at(opaque, opaque_len).decode() if opaque_len else ""
-                got = fn(*[x.copy() for x in views(inputs, in_specs)], backend_config=config)
+                args = [x.copy() for x in views(inputs, in_specs)]
+                if attrs is None:
+                    got = fn(*args, backend_config=config)
+                else:  # typed FFI: the kernel may fill the outputs in place
+                    got = fn(*args, backend_config=config, attributes=dict(attrs),
+                             outputs=dst)
+                    if got is None:
+                        return
                 if got is None:
                     got = ()
                 elif not isinstance(got, tuple | list):
@@ -379,6 +432,6 @@ def bind_custom_calls(jit: Any, ir_text: str) -> CustomCallBindings | None:
         return None
     sites = []
     for hex_text in dict.fromkeys(_SYMBOL_RE.findall(ir_text)):
-        target, ins, outs = decode_symbol(hex_text)
-        sites.append((SYMBOL_PREFIX + hex_text, target, ins, outs))
+        target, ins, outs, attrs = decode_site(hex_text)
+        sites.append((SYMBOL_PREFIX + hex_text, target, ins, outs, attrs))
     return CustomCallBindings(sites, jit) if sites else None

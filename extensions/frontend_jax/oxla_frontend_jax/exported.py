@@ -131,5 +131,8 @@ def compile_exported(
     module = import_exported(exported, arg_shapes=arg_shapes,
                              filename=os.fspath(source)
                              if isinstance(source, str | os.PathLike) else None)
+    from oxla_frontend_jax.linalg import check_targets
+
+    check_targets(module, backend)
     exe = oxla.compile(module, backend=backend, options=options)
     return ExportedFunction(exported, exe, return_numpy)

@@ -12,6 +12,7 @@ from oxla.errors import NotSupportedError, OxlaError
 from oxla.ir import Module, parse_module
 from oxla.protocols import CompileOptions, Executable
 from oxla_frontend_jax._jax import require_jax
+from oxla_frontend_jax.linalg import check_targets
 from oxla_frontend_jax.values import to_numpy_args, wrap_outputs
 
 _PY_SCALARS = (bool, int, float, complex)
@@ -133,6 +134,7 @@ class JitFunction:
         from oxla.ir import print_module
 
         module, kept, out_tree = self.lower(*args, **kwargs)
+        check_targets(module, self.backend)
         text = print_module(module)
         exe = oxla.compile(module, backend=self.backend, options=self.options)
         self.compile_count += 1
