@@ -13,6 +13,7 @@ from oxla.protocols import CompileOptions, Executable
 from oxla_frontend_jax._jax import require_jax
 from oxla_frontend_jax.refine import refine_shapes, select_platform
 from oxla_frontend_jax.values import to_numpy_args, wrap_outputs
+from oxla_frontend_jax.xla_calls import legalize_xla_custom_calls
 
 ExportedLike = Any  # jax.export.Exported | bytes | bytearray | str | os.PathLike
 
@@ -77,6 +78,7 @@ def import_exported(
             f"<jax.export {exported.fun_name}>")
     module = parse_module(exported.mlir_module(), filename)
     select_platform(module, exported.platforms, platform)
+    legalize_xla_custom_calls(module)
     refine_shapes(module, arg_shapes)
     return module
 

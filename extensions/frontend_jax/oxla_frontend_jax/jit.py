@@ -14,6 +14,7 @@ from oxla.protocols import CompileOptions, Executable
 from oxla_frontend_jax._jax import require_jax
 from oxla_frontend_jax.linalg import check_targets
 from oxla_frontend_jax.values import to_numpy_args, wrap_outputs
+from oxla_frontend_jax.xla_calls import legalize_xla_custom_calls
 
 _PY_SCALARS = (bool, int, float, complex)
 
@@ -121,6 +122,7 @@ class JitFunction:
         lowered = jitted.lower(*args, **kwargs)
         name = getattr(self.fun, "__name__", "fun")
         module = parse_module(lowered.as_text(), f"<jax.jit {name}>")
+        legalize_xla_custom_calls(module)
         kept = _kept_var_idx(lowered, lowered.in_tree.num_leaves)
         n_main = len(module.main.regions[0].block.args)
         if n_main != len(kept):
