@@ -55,6 +55,7 @@ from oxla_backend_cpu.reduction import reduce_parallel
 from oxla_backend_cpu.rowemit import emit_rows
 from oxla_backend_cpu.rowfusion import RowKernel
 from oxla_backend_cpu.scan import prefix_scan, scan_parallel
+from oxla_backend_cpu.topk import topk_parallel, topk_rows
 
 PTR = ir.PointerType()
 VOID = ir.VoidType()
@@ -153,6 +154,8 @@ def _emit_kernel(module: ir.Module, target: Target, k: Kernel, plan: Plan,
     if isinstance(k, OpKernel) and k.op.name == "stablehlo.reduce_window":
         scan = prefix_scan(k.op)
         par = scan is not None and scan_parallel(k.op, scan) is not None
+    if isinstance(k, OpKernel) and k.op.name == "stablehlo.sort":
+        par = topk_rows(k.op) is not None and topk_parallel(k.op) is not None
     # An in-place loop kernel reads the input it overwrites through its output pointer
     # (one pointer, distance-0 accesses: vectorized without runtime alias checks, and
     # ``noalias`` still holds for every parameter).
