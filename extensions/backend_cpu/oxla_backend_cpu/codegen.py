@@ -54,6 +54,8 @@ from oxla_backend_cpu.profile import Profiler, kernel_label
 from oxla_backend_cpu.reduction import reduce_parallel
 from oxla_backend_cpu.rowemit import emit_rows
 from oxla_backend_cpu.rowfusion import RowKernel
+from oxla_backend_cpu.scan import prefix_scan, scan_parallel
+from oxla_backend_cpu.topk import topk_parallel, topk_rows
 
 PTR = ir.PointerType()
 VOID = ir.VoidType()
@@ -149,6 +151,11 @@ def _emit_kernel(module: ir.Module, target: Target, k: Kernel, plan: Plan,
     par = isinstance(k, LoopKernel) and worth_parallel(*_outer_inner(shape_of(k.root)))
     if isinstance(k, OpKernel) and k.op.name == "stablehlo.reduce":
         par = reduce_parallel(k.op) is not None
+    if isinstance(k, OpKernel) and k.op.name == "stablehlo.reduce_window":
+        scan = prefix_scan(k.op)
+        par = scan is not None and scan_parallel(k.op, scan) is not None
+    if isinstance(k, OpKernel) and k.op.name == "stablehlo.sort":
+        par = topk_rows(k.op) is not None and topk_parallel(k.op) is not None
     # An in-place loop kernel reads the input it overwrites through its output pointer
     # (one pointer, distance-0 accesses: vectorized without runtime alias checks, and
     # ``noalias`` still holds for every parameter).

@@ -50,8 +50,16 @@ def _min(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
 
 @op_emitter("stablehlo.sort")
 def emit_sort(s: Scalar, k: OpKernel, buffers: dict, outs: list) -> None:
-    """Spec ``sort`` along ``dimension`` with the comparator region (see the module doc)."""
+    """Spec ``sort`` along ``dimension`` with the comparator region (see the module doc);
+    one read only through slices of its first K positions is a K-element selection
+    (:mod:`oxla_backend_cpu.topk`)."""
+    from oxla_backend_cpu.topk import emit_topk, topk_rows
+
     b, op = s.b, k.op
+    top = topk_rows(op)
+    if top is not None:
+        emit_topk(s, op, top, buffers, outs)
+        return
     xs = list(op.operands)
     ets = [x.type.element_type for x in xs]
     shape = shape_of(xs[0])

@@ -174,8 +174,15 @@ def window_params(op, rank: int) -> tuple[tuple[int, ...], ...]:
 @op_emitter("stablehlo.reduce_window")
 def emit_reduce_window(s: Scalar, k: OpKernel, buffers: dict, outs: list) -> None:
     """Spec ``reduce_window``: padding (and base-dilation holes) read as the init value,
-    as the interpreter pads with it; windows reduced in row-major order."""
+    as the interpreter pads with it; windows reduced in row-major order. A prefix
+    window (cumsum, cummax, ...) runs as an O(n) scan (:mod:`oxla_backend_cpu.scan`)."""
+    from oxla_backend_cpu.scan import emit_scan, prefix_scan
+
     b, op = s.b, k.op
+    scan = prefix_scan(op)
+    if scan is not None:
+        emit_scan(s, op, scan, buffers, outs)
+        return
     n = len(op.results)
     operands, inits = op.operands[:n], op.operands[n:]
     shape, out_shape = shape_of(operands[0]), shape_of(op.results[0])

@@ -4,7 +4,8 @@
 * fusion: what the shared loop emitter computes at an index (``is_fusible``);
 * claimed before fusion: ops computed by a call into the runtime (collectives, ids:
   they depend on the process that runs the code) and reshaping bitcasts;
-* dots: f32/f64 GEMMs (except tiny f32 ones, :func:`oxla_backend_cpu.linalg.small_f32_dot`)
+* dots: bf16/f16 and 8-bit integer dots rewritten into f32 GEMMs (exact for integers,
+  :mod:`oxla_backend_cpu.widen_dots`); f32/f64 GEMMs (except tiny f32 ones, :func:`oxla_backend_cpu.linalg.small_f32_dot`)
   through BLAS, or oxla's own microkernel with weights packed at compile time
   (strategy ``packed``, :mod:`oxla_backend_cpu.packed_gemm`) or per GEMM of a batch
   (strategy ``batched``, :mod:`oxla_backend_cpu.batched_gemm`);
@@ -57,6 +58,7 @@ from oxla_backend_cpu.opkernels import OP_EMITTERS
 from oxla_backend_cpu.packed_gemm import pack_constant_rhs
 from oxla_backend_cpu.rowfusion import fuse_rows
 from oxla_backend_cpu.stages import STAGES
+from oxla_backend_cpu.widen_dots import widen_dots
 
 BACKEND = "cpu"
 DOTS = ("stablehlo.dot_general", "stablehlo.dot")
@@ -149,10 +151,12 @@ class CPUPolicy(PolicyBase):
         out = run_pipeline(module, spec)
         module = out if isinstance(out, Module) else module
         run_pipeline(module, f"plugin-patterns{{backend={BACKEND}}}")
+        widened = widen_dots(module)
         absorbed = absorb_transposes(module, BLAS_TYPES)
         return module, [f"core pipeline: {spec}",
                         f"plugin patterns: for {BACKEND}",
-                        f"dot layout: {absorbed} transposed dot operands read in place"]
+                        f"dot layout: {absorbed} transposed dot operands read in place",
+                        f"dots widened to f32 GEMMs: {widened}"]
 
     def stages(self) -> list[Stage]:
         return list(STAGES)

@@ -1,0 +1,101 @@
+"""bf16/f16 and 8-bit integer dots as f32 GEMMs (:mod:`oxla_backend_cpu.widen_dots`),
+against the interpreter: integer results bit for bit, also with the extreme values
+(-128 * -128 summed over 2500 terms: three exact f32 chunks, int32 wrap-around),
+unsigned, i64 results, batched and multi-dimension contractions, constant
+weights; half-precision dots within their rounding."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from oxla.ir import parse_module
+from tests.backend_cpu.conftest import run_both
+
+RNG = np.random.default_rng(8)
+
+
+def _dot(ls, rs, lt, rt, ot, dims="contracting_dims = [1] x [0]", out=None):
+    lts = f"tensor<{'x'.join(map(str, ls))}x{lt}>"
+    rts = f"tensor<{'x'.join(map(str, rs))}x{rt}>"
+    ots = f"tensor<{'x'.join(map(str, out or (ls[0], rs[1])))}x{ot}>"
+    return f"""func.func @main(%a: {lts}, %b: {rts}) -> {ots} {{
+  %r = stablehlo.dot_general %a, %b, {dims} : ({lts}, {rts}) -> {ots}
+  return %r : {ots}
+}}
+"""
+
+
+def _widened(text) -> int:
+    from oxla_backend_cpu.widen_dots import widen_dots
+
+    return widen_dots(parse_module(text))
+
+
+@pytest.mark.parametrize("k", [7, 1024, 2500])
+def test_int8_dot_is_exact_across_chunks(k):
+    a = RNG.integers(-128, 128, (9, k)).astype(np.int8)
+    b = RNG.integers(-128, 128, (k, 11)).astype(np.int8)
+    a[0], b[:, 0] = -128, -128  # 16384 * k: past f32's 2^24 for k > 1024
+    text = _dot((9, k), (k, 11), "i8", "i8", "i32")
+    assert _widened(text) == 1
+    run_both(text, [a, b])
+
+
+def test_uint8_and_i64_results():
+    a = RNG.integers(0, 256, (5, 600)).astype(np.uint8)
+    b = RNG.integers(0, 256, (600, 4)).astype(np.uint8)
+    a[1], b[:, 1] = 255, 255
+    run_both(_dot((5, 600), (600, 4), "ui8", "ui8", "i32"), [a, b])
+    run_both(_dot((5, 600), (600, 4), "ui8", "ui8", "i64"), [a, b])
+
+
+def test_int32_wraparound_matches_the_spec():
+    k = 140000  # 140000 * 16384 > 2^31: the int32 result wraps
+    a = np.full((1, k), -128, np.int8)
+    b = np.full((k, 2), -128, np.int8)
+    run_both(_dot((1, k), (k, 2), "i8", "i8", "i32"), [a, b])
+
+
+def test_batched_and_multi_dim_contractions():
+    a = RNG.integers(-128, 128, (3, 6, 4, 5)).astype(np.int8)
+    b = RNG.integers(-128, 128, (3, 4, 5, 7)).astype(np.int8)
+    dims = ("batching_dims = [0] x [0], contracting_dims = [2, 3] x [1, 2]")
+    text = _dot((3, 6, 4, 5), (3, 4, 5, 7), "i8", "i8", "i32", dims, out=(3, 6, 7))
+    assert _widened(text) == 1
+    run_both(text, [a, b])
+
+
+def test_constant_int8_weights():
+    w = RNG.integers(-128, 128, (64, 32)).astype(np.int8)
+    body = ", ".join(str(int(v)) for v in w.reshape(-1))
+    text = f"""func.func @main(%a: tensor<8x64xi8>) -> tensor<8x32xi32> {{
+  %w = stablehlo.constant dense<[{body}]> : tensor<2048xi8>
+  %wr = stablehlo.reshape %w : (tensor<2048xi8>) -> tensor<64x32xi8>
+  %r = stablehlo.dot_general %a, %wr, contracting_dims = [1] x [0]
+    : (tensor<8x64xi8>, tensor<64x32xi8>) -> tensor<8x32xi32>
+  return %r : tensor<8x32xi32>
+}}
+"""
+    a = RNG.integers(-128, 128, (8, 64)).astype(np.int8)
+    run_both(text, [a])
+
+
+@pytest.mark.parametrize("lt,ot", [("bf16", "bf16"), ("bf16", "f32"), ("f16", "f16"),
+                                   ("f16", "f32")])
+def test_half_precision_dots(lt, ot):
+    dt = ml_dtypes.bfloat16 if lt == "bf16" else np.float16
+    a = RNG.standard_normal((17, 96)).astype(dt)
+    b = RNG.standard_normal((96, 13)).astype(dt)
+    text = _dot((17, 96), (96, 13), lt, lt, ot)
+    assert _widened(text) == 1
+    tol = 2e-2 if ot != "f32" else 1e-5
+    run_both(text, [a, b], rtol=tol, atol=tol * 10)
+
+
+def test_int16_dots_are_left_alone():
+    text = _dot((4, 8), (8, 4), "i16", "i16", "i32")
+    assert _widened(text) == 0
+    a = RNG.integers(-3000, 3000, (4, 8)).astype(np.int16)
+    run_both(text, [a, a.T.copy()])
