@@ -256,8 +256,10 @@ class Printer:
     """
 
     def __init__(self, generic: bool = False, print_locations: bool = False,
-                 elide_constants_over: int | None = None):
+                 elide_constants_over: int | None = None, func_default_dialect: bool = False):
         self.generic = generic
+        # MLIR's form: ops of the func dialect print without ``func.`` (``call``, ``return``)
+        self.func_default_dialect = func_default_dialect
         self.print_locations = print_locations
         self.elide_constants_over = elide_constants_over
         self.elided: list = []  # the arrays of elided constants, in print order
@@ -266,6 +268,8 @@ class Printer:
         self._names: dict[Value, str] = {}
         self._counter = [0]
         self._arg_counter = [0]
+        self._live_names: set[str] = set()  # names of region arguments in scope
+        self._conflict = [0]  # MLIR's suffix counter for names that clash
 
     # -- value naming -----------------------------------------------------------
     def name(self, v: Value) -> str:
@@ -286,10 +290,33 @@ class Printer:
             for i, r in enumerate(op.results):
                 self._names[r] = f"%{k}#{i}"
 
+    def scoped_names(self, base: str, n: int) -> list[str]:
+        """``n`` names for region arguments, as MLIR uniques them: ``base``, then
+        ``base_K`` with one counter for every clash (``%iterArg``, ``%iterArg_0``);
+        unique among the names in scope. :meth:`release_names` ends their scope."""
+        out = []
+        for _ in range(n):
+            cand = base
+            while cand in self._live_names:
+                cand = f"{base}_{self._conflict[0]}"
+                self._conflict[0] += 1
+            self._live_names.add(cand)
+            out.append(cand)
+        return out
+
+    def release_names(self, names: list[str]) -> None:
+        self._live_names.difference_update(names)
+
     def name_block_args(self, block: Block) -> None:
         for a in block.args:
             self._names[a] = f"%arg{self._arg_counter[0]}"
             self._arg_counter[0] += 1
+
+    def op_name(self, op: Operation) -> str:
+        """The op's name as printed (``func.`` dropped with ``func_default_dialect``)."""
+        if self.func_default_dialect and op.name in ("func.call", "func.return"):
+            return op.name[5:]
+        return op.name
 
     def operands(self, values) -> str:
         return ", ".join(self.name(v) for v in values)
@@ -398,7 +425,8 @@ class Printer:
 
 
 def print_module(module: Module, generic: bool = False, print_locations: bool = False,
-                 elide_constants_over: int | None = None) -> str:
+                 elide_constants_over: int | None = None,
+                 func_default_dialect: bool = False) -> str:
     """Prints a module as MLIR text (pretty unless ``generic``), ending in a newline.
 
     Args:
@@ -406,19 +434,23 @@ def print_module(module: Module, generic: bool = False, print_locations: bool = 
             ``dense_resource<__elided__>`` (MLIR's convention for elided data): for
             summaries of programs whose weights are stored elsewhere; such text does not
             parse back.
+        func_default_dialect: print ``func.call``/``func.return`` as ``call``/``return``,
+            as MLIR does inside a ``func.func`` (text compared with MLIR tools' output).
     """
-    return print_module_elided(module, elide_constants_over, generic, print_locations)[0]
+    return print_module_elided(module, elide_constants_over, generic, print_locations,
+                               func_default_dialect)[0]
 
 
 def print_module_elided(module: Module, elide_constants_over: int | None,
-                        generic: bool = False,
-                        print_locations: bool = False) -> tuple[str, list]:
+                        generic: bool = False, print_locations: bool = False,
+                        func_default_dialect: bool = False) -> tuple[str, list]:
     """:func:`print_module` with constants over ``elide_constants_over`` bytes elided,
     and the numpy arrays of the elided constants in the order they were printed: the
     text and those arrays' bytes together say everything about the module (the compile
     cache hashes them instead of printing the weights)."""
     p = Printer(generic=generic, print_locations=print_locations,
-                elide_constants_over=elide_constants_over)
+                elide_constants_over=elide_constants_over,
+                func_default_dialect=func_default_dialect)
     p.print_op(module.op)
     return p.text() + "\n", p.elided
 

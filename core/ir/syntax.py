@@ -446,7 +446,7 @@ class PairwiseTypes(Syntax):
         return st
 
     def print(self, pr: Printer, op: Operation) -> None:
-        pr.emit(f"{op.name} {pr.operands(op.operands)}".rstrip() + _attr_dict_text(op))
+        pr.emit(f"{pr.op_name(op)} {pr.operands(op.operands)}".rstrip() + _attr_dict_text(op))
         if op.operands:
             pr.emit(f" : {_types(op.operand_types)}")
 
@@ -467,7 +467,7 @@ class Return(Syntax):
         return st
 
     def print(self, pr: Printer, op: Operation) -> None:
-        pr.emit(f"{op.name} {pr.operands(op.operands)}".rstrip() + _attr_dict_text(op))
+        pr.emit(f"{pr.op_name(op)} {pr.operands(op.operands)}".rstrip() + _attr_dict_text(op))
         if op.operands:
             pr.emit(f" : {_types(op.operand_types)}")
 
@@ -488,7 +488,7 @@ class ResultTypeOnly(Syntax):
         return st
 
     def print(self, pr: Printer, op: Operation) -> None:
-        pr.emit(f"{op.name} {pr.operands(op.operands)}".rstrip() + _attr_dict_text(op))
+        pr.emit(f"{pr.op_name(op)} {pr.operands(op.operands)}".rstrip() + _attr_dict_text(op))
         pr.emit(f" : {op.results[0].type}")
 
 

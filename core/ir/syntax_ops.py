@@ -202,9 +202,7 @@ class While(Syntax):
     def print(self, pr: Printer, op: Operation) -> None:
         cond, body = op.regions
         # Both regions share the iteration argument names.
-        names = [f"%iterArg{'_' + str(i - 1) if i else ''}" for i in range(len(op.operands))]
-        base = pr._counter[0]
-        names = [f"%iterArg_{base}_{i}" for i in range(len(op.operands))]
+        names = pr.scoped_names("%iterArg", len(op.operands))
         for region in (cond, body):
             for a, n in zip(region.block.args, names):
                 pr._names[a] = n
@@ -218,6 +216,7 @@ class While(Syntax):
         _print_block_body(pr, cond.block)
         pr.emit(" do ")
         _print_block_body(pr, body.block)
+        pr.release_names(names)
 
 
 @dataclass(frozen=True)
@@ -449,7 +448,7 @@ class Call(Syntax):
 
     def print(self, pr: Printer, op: Operation) -> None:
         callee = op.attributes["callee"]
-        pr.emit(f"{op.name} {callee}({pr.operands(op.operands)})")
+        pr.emit(f"{pr.op_name(op)} {callee}({pr.operands(op.operands)})")
         pr.emit(_attr_dict_text(op, {"callee"}))
         pr.emit(f" : {_functional(op)}")
 

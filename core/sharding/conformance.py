@@ -189,7 +189,7 @@ def run_propagation_chunk(chunk: str, path: str = "<string>", offset: int = 0,
     ShardingPropagation(divisible=False, sub_axes=True).run(m)
     if pipeline:  # -sdy-propagation-pipeline ends by closing every sharding
         close_shardings(m)
-    return filecheck(print_module(m), checks)
+    return filecheck(print_module(m, func_default_dialect=True), checks)
 
 
 def close_shardings(module) -> None:

@@ -133,3 +133,39 @@ def test_jax_output_round_trips(jax_programs):
                 for piece in line.split('mhlo.sharding = "')[1:]:
                     s = piece.split('"', 1)[0]
                     assert str(parse_gspmd(s)) == s
+
+
+def test_mlir_names_for_while_arguments_and_func_ops():
+    """Text compared with Shardy's CHECK lines uses MLIR's names: ``%iterArg``,
+    ``%iterArg_0`` (nested loops get fresh suffixes), ``call``/``return`` in funcs."""
+    text = """\
+func.func private @g(%a: tensor<i32>) -> tensor<i32> {
+  return %a : tensor<i32>
+}
+func.func @f(%a: tensor<i32>, %b: tensor<i32>) -> tensor<i32> {
+  %r:2 = stablehlo.while(%x = %a, %y = %b) : tensor<i32>, tensor<i32>
+  cond {
+    %c = stablehlo.compare LT, %x, %y : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %c : tensor<i1>
+  } do {
+    %s:1 = stablehlo.while(%z = %x) : tensor<i32>
+    cond {
+      %c = stablehlo.compare LT, %z, %y : (tensor<i32>, tensor<i32>) -> tensor<i1>
+      stablehlo.return %c : tensor<i1>
+    } do {
+      stablehlo.return %z : tensor<i32>
+    }
+    stablehlo.return %s#0, %y : tensor<i32>, tensor<i32>
+  }
+  %k = call @g(%r#0) : (tensor<i32>) -> tensor<i32>
+  return %k : tensor<i32>
+}
+"""
+    m = parse_module(text)
+    out = print_module(m)
+    assert "stablehlo.while(%iterArg = %arg0, %iterArg_0 = %arg1)" in out
+    assert "stablehlo.while(%iterArg_1 = %iterArg)" in out
+    assert "func.call @g(" in out and "func.return" in out
+    mlir = print_module(m, func_default_dialect=True)
+    assert " = call @g(" in mlir and "  return %" in mlir and "func.call" not in mlir
+    assert print_module(parse_module(mlir)) == out
