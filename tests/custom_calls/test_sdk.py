@@ -13,7 +13,6 @@ import pytest
 import oxla
 from oxla.errors import LoweringError, NotSupportedError
 from oxla.ir import parse_type
-
 from tests.custom_calls.demo_pkg import DEMO, ROOT, demo_modules
 
 CI = os.environ.get("CI") == "true"

@@ -34,11 +34,15 @@ type (:func:`is_native`):
   executable call as an :class:`~oxla.errors.OxlaError` naming the target.
 
 What compiles: ``api_version`` unset or 1-3 (all use the convention above; a
-``STATUS_RETURNING`` kernel has no status argument here); ``has_side_effect`` (the call
+``STATUS_RETURNING`` kernel has no status argument here); ``api_version = 4`` or a
+dictionary ``mhlo.backend_config``: XLA's typed FFI, the target being an XLA FFI
+handler called with a call frame (:mod:`oxla_backend_cpu.xla_ffi`; the machine code
+calls oxla's dispatch with the site's frame parts as ``opaque``, through a second
+global ``oxla_ccsite_<hex>``, the hex then also holding the attributes);
+``has_side_effect`` (the call
 is kept even when its results are unused, in program order among side-effecting calls
 and collectives); any number of tensor (and token) operands and results. Rejected with
-a ``NotSupportedError``: ``api_version = 4`` (XLA typed FFI) and dictionary
-``backend_config``, tuple or dynamic operands/results, ``called_computations``,
+a ``NotSupportedError``: tuple or dynamic operands/results, ``called_computations``,
 ``output_operand_aliases`` and non-row-major ``operand_layouts``/``result_layouts``.
 
 Artifacts: the machine code reaches each target through a global function pointer
@@ -68,6 +72,14 @@ from oxla.ir import types as T
 from oxla.lowering import OpKernel
 from oxla_backend_cpu.opkernels import op_emitter
 from oxla_backend_cpu.probe import PROBE_INFO, PROBE_TARGET, ProbeRecorder
+from oxla_backend_cpu.xla_ffi import DTYPES as FFI_DTYPES
+from oxla_backend_cpu.xla_ffi import (
+    FfiSite,
+    dispatch_address,
+    ffi_attributes_text,
+    is_ffi,
+    take_error,
+)
 
 BACKEND = "cpu"
 OP = "stablehlo.custom_call"
@@ -76,6 +88,7 @@ I8, I64 = ir.IntType(8), ir.IntType(64)
 FN_TYPE = ir.FunctionType(ir.VoidType(), [PTR, PTR, PTR, I64])
 FN_PTR = FN_TYPE.as_pointer()
 SYMBOL_PREFIX = "oxla_cc_"
+SITE_PREFIX = "oxla_ccsite_"
 SIGNATURE = ("void fn(void** outputs, const void** inputs, const char* opaque, "
              "size_t opaque_len)")
 _CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
@@ -189,16 +202,16 @@ def check_custom_call(op: Operation) -> None:
         NotSupportedError: a form listed as rejected in the module doc.
     """
     api = _api_version(op)
-    if api not in (0, 1, 2, 3):
+    if is_ffi(op):
+        _check_ffi(op)
+    elif api not in (0, 1, 2, 3):
         raise _reject(op, f"api_version {A.to_python(op.attributes['api_version'])} "
                           "(XLA typed FFI handlers are not supported)",
                       f"register a kernel with the convention `{SIGNATURE}` and use "
                       "api_version 1-3 with a string backend_config")
     cfg = op.attributes.get("backend_config")
-    if cfg is not None and not isinstance(A.to_python(cfg), str | bytes):
+    if not is_ffi(op) and cfg is not None and not isinstance(A.to_python(cfg), str | bytes):
         raise _reject(op, "a backend_config that is not a string")
-    if op.attributes.get("mhlo.backend_config") is not None:
-        raise _reject(op, "mhlo.backend_config (typed FFI attributes)")
     for name in ("called_computations", "output_operand_aliases"):
         a = op.attributes.get(name)
         if a is not None and len(A.to_python(a)):
@@ -217,18 +230,39 @@ def check_custom_call(op: Operation) -> None:
     lookup(_target(op), op.loc)
 
 
+def _check_ffi(op: Operation) -> None:
+    for v in [*op.operands, *op.results]:
+        if _tensor(v) and str(v.type.element_type) not in FFI_DTYPES:
+            raise _reject(op, f"element type {v.type.element_type} in a typed FFI call")
+    ffi_attributes_text(op)
+    if not is_native(lookup(_target(op), op.loc).fn):
+        raise _reject(op, "a typed FFI call (api_version 4 or mhlo.backend_config) bound "
+                          "to a Python callable",
+                      "register the address of an XLA FFI handler "
+                      "(XLA_FFI_DEFINE_HANDLER_SYMBOL in xla/ffi/api/ffi.h)")
+
+
 def symbol_for(op: Operation) -> str:
     """The name of the global holding the function pointer of ``op``'s target, for its
-    operand and result types (see the module doc)."""
-    sig = [_target(op), [str(v.type) for v in op.operands if _tensor(v)],
-           [str(v.type) for v in op.results if _tensor(v)]]
+    operand and result types (and, for a typed FFI call, its attributes; see the module
+    doc)."""
+    sig: list[Any] = [_target(op), [str(v.type) for v in op.operands if _tensor(v)],
+                      [str(v.type) for v in op.results if _tensor(v)]]
+    if is_ffi(op):
+        sig.append({"ffi": ffi_attributes_text(op)})
     return SYMBOL_PREFIX + json.dumps(sig, separators=(",", ":")).encode().hex()
 
 
 def decode_symbol(hex_text: str) -> tuple[str, list[str], list[str]]:
     """``(target, operand types, result types)`` of a symbol's hex part."""
-    target, ins, outs = json.loads(bytes.fromhex(hex_text).decode())
+    target, ins, outs = json.loads(bytes.fromhex(hex_text).decode())[:3]
     return target, ins, outs
+
+
+def symbol_ffi(hex_text: str) -> str | None:
+    """The typed FFI attributes' text of a symbol's hex part (None: not an FFI call)."""
+    sig = json.loads(bytes.fromhex(hex_text).decode())
+    return sig[3]["ffi"] if len(sig) > 3 else None
 
 
 @op_emitter(OP)
@@ -252,13 +286,22 @@ def emit_custom_call(s: Any, k: OpKernel, buffers: dict, outs: list) -> None:
 
     ins = table([buffers[v] for v in op.operands if _tensor(v)], "cc.inputs")
     res = table([o for o, r in zip(outs, op.results) if _tensor(r)], "cc.outputs")
+    fn = b.load(g, typ=FN_PTR, name="cc.fn")
+    if is_ffi(op):  # the dispatch gets the site's call-frame parts as its opaque
+        site_sym = SITE_PREFIX + sym.removeprefix(SYMBOL_PREFIX)
+        site = module.globals.get(site_sym)
+        if site is None:
+            site = ir.GlobalVariable(module, PTR, site_sym)
+            site.initializer = ir.Constant(PTR, None)
+            site.align = 8
+        b.call(fn, [res, ins, b.load(site, typ=PTR, name="cc.site"), ir.Constant(I64, 0)])
+        return
     data = _opaque(op) + b"\0"
     cfg = ir.GlobalVariable(module, ir.ArrayType(I8, len(data)),
                             module.get_unique_name("cc.opaque"))
     cfg.initializer = ir.Constant(ir.ArrayType(I8, len(data)), bytearray(data))
     cfg.global_constant = True
     cfg.linkage = "internal"
-    fn = b.load(g, typ=FN_PTR, name="cc.fn")
     b.call(fn, [res, ins, cfg, ir.Constant(I64, len(data) - 1)])
 
 
@@ -283,10 +326,24 @@ class CustomCallBindings:
         self._keep: list[Any] = []  # ctypes callbacks must outlive the machine code
         self.targets = sorted({t for _, t, _, _ in sites})
         python: set[str] = set()
+        self.ffi_targets: list[str] = []
         for sym, target, ins, outs in sites:
             info = lookup(target, what=f"{OP} in this compiled program (a loaded artifact, "
                                        "a cache entry)")
             fn = self.probes if target == PROBE_TARGET else info.fn
+            ffi = symbol_ffi(sym.removeprefix(SYMBOL_PREFIX))
+            if ffi is not None:
+                if not is_native(fn) or not native_address(fn):
+                    raise LoweringError(f"custom call target '{target}' is a typed FFI call: "
+                                        "its cpu implementation must be the address of an "
+                                        "XLA FFI handler")
+                site = FfiSite(native_address(fn), ins, outs, ffi)
+                self._keep.append(site)
+                slot = jit.global_address(SITE_PREFIX + sym.removeprefix(SYMBOL_PREFIX))
+                if slot:
+                    ctypes.c_void_p.from_address(slot).value = site.address
+                fn = dispatch_address()
+                self.ffi_targets.append(target)
             if is_native(fn):
                 addr = native_address(fn)
                 if not addr:
@@ -347,6 +404,12 @@ class CustomCallBindings:
         Raises:
             OxlaError: naming the target, chained to the kernel's exception.
         """
+        if self.ffi_targets:
+            msg = take_error()
+            if msg:
+                names = ", ".join(f"'{t}'" for t in sorted(set(self.ffi_targets)))
+                raise OxlaError(f"custom call {names} (XLA FFI handler on the {BACKEND} "
+                                f"backend) failed: {msg}")
         err = getattr(self._pending, "error", None)
         if err is not None:
             self._pending.error = None
