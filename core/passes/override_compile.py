@@ -171,3 +171,53 @@ def compile_with_overrides(backend: Any, name: str, module: Module, options: Any
                                     "backend (its executables record no probes)")
         return VerifiedExecutable(exe, sites or [])
     return exe
+
+
+def explain_lines(summary: list[dict] | None) -> list[str]:
+    """``--explain-overrides``: one line per override, then one per site it fired at."""
+    if not summary:
+        return ["overrides: none for this backend"]
+    lines = []
+    for e in summary:
+        if e["fired"]:
+            lines.append(f"override {e['override']}: fired {e['fired']} time(s)")
+            lines += [f"  at {w}" for w in e["where"]]
+        else:
+            lines.append(f"override {e['override']}: not fired: {e['reason']}")
+    return lines
+
+
+def random_inputs(signature: Any, seed: int = 0) -> list[np.ndarray]:
+    """Inputs for ``signature``: normal floats, integers in [0, 2), random bools."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for t in signature.inputs:
+        dt = np.dtype(t.element_type.dtype)
+        shape = tuple(t.shape)
+        if dt == np.bool_:
+            out.append(rng.integers(0, 2, shape).astype(np.bool_))
+        elif np.issubdtype(dt, np.integer):
+            out.append(rng.integers(0, 2, shape).astype(dt))
+        else:
+            out.append(rng.standard_normal(shape).astype(dt))
+    return out
+
+
+def verify_on_random_inputs(module: Module, backend: str) -> list[str]:
+    """``--verify-overrides`` for a compile: one call of a verifying twin on
+    :func:`random_inputs`; returns one line per checked site.
+
+    Raises:
+        OxlaError: a kernel's result differs beyond its tolerance.
+        NotSupportedError: the backend records no probes.
+    """
+    import oxla
+
+    exe = oxla.compile(module, backend=backend, cache=False,
+                       extra={"verify_overrides": True})
+    if not isinstance(exe, VerifiedExecutable):
+        return ["verify-overrides: no override fired"]
+    exe(*random_inputs(exe.signature))
+    return [f"verified override {r['override']} at {r['loc']}: max |error| "
+            f"{r['max_error']:.3g} (max |reference| {r['max_reference']:.3g})"
+            for r in exe.verify_report]

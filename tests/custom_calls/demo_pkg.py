@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from oxla.plugins import PluginRegistry, PluginSource
+
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "examples" / "kernels_demo"
 
@@ -19,3 +21,13 @@ def demo_modules():
     from oxla_kernels_demo import kernels, plugin
 
     return kernels, plugin
+
+
+def demo_registry():
+    """A registry of the installed plugins plus the demo package's."""
+    _, plugin = demo_modules()
+    reg = PluginRegistry()
+    reg.register_builtins()
+    reg.load_entry_points()
+    reg.register(plugin, PluginSource("oxla-kernels-demo", "0.1.0", "kernels_demo = x"))
+    return reg
