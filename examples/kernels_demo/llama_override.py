@@ -47,8 +47,9 @@ def ensure_registered() -> None:
     if any(p.name == NAME for p in plugins.patterns(backend="cpu", builtin=False)):
         return
     sys.path.insert(0, str(Path(__file__).parent))
-    from oxla.plugins import PluginRegistry, PluginSource
     from oxla_kernels_demo import plugin
+
+    from oxla.plugins import PluginRegistry, PluginSource
 
     reg = PluginRegistry()
     reg.register_builtins()

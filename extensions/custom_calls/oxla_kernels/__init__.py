@@ -10,12 +10,14 @@ name differs from the hook's on purpose: ``oxla_kernels`` is this SDK,
 
 from __future__ import annotations
 
-from oxla_kernels.gpu import CudaImpl, DeviceKernel, HipImpl, TritonImpl
+from oxla_kernels.gpu import CudaImpl, DeviceKernel, HipImpl
 from oxla_kernels.kernel import Kernel, TensorSpec, decode_config, encode_config
 from oxla_kernels.native import CImpl, NumpyImpl, SharedLibImpl, compile_shared
 from oxla_kernels.override import Override
 from oxla_kernels.sycl import SyclImpl, sycl_device_status
+from oxla_kernels.triton_impl import TritonImpl, triton_status
 
 __all__ = ["CImpl", "CudaImpl", "DeviceKernel", "HipImpl", "Kernel", "NumpyImpl",
            "Override", "SharedLibImpl", "SyclImpl", "TensorSpec", "TritonImpl",
-           "compile_shared", "decode_config", "encode_config", "sycl_device_status"]
+           "compile_shared", "decode_config", "encode_config", "sycl_device_status",
+           "triton_status"]

@@ -1,6 +1,6 @@
-"""GPU implementations: CUDA C (:class:`CudaImpl`, NVRTC), HIP (:class:`HipImpl`,
-``hipcc``) and Triton (:class:`TritonImpl`, ``triton.compile``), each compiled to a
-:class:`DeviceKernel`, the record a GPU backend launches.
+"""GPU implementations: CUDA C (:class:`CudaImpl`, NVRTC) and HIP (:class:`HipImpl`,
+``hipcc``), each compiled to a :class:`DeviceKernel`, the record a GPU backend launches
+(Triton: :mod:`oxla_kernels.triton_impl`).
 
 The record is the whole contract with a backend: ``CustomCallInfo(target, "cuda",
 impl)``'s ``fn`` is the implementation, whose ``device_kernel(ins, outs, attrs)`` a
@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import ctypes
 import glob
-import importlib
 import importlib.util
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -64,12 +64,12 @@ class DeviceKernel:
     extra: dict[str, bytes] = field(default_factory=dict)
 
 
-def _dims(t: Sequence[int]) -> tuple[int, int, int]:
+def dims3(t: Sequence[int]) -> tuple[int, int, int]:
     t = tuple(int(x) for x in t) + (1, 1, 1)
     return t[0], t[1], t[2]
 
 
-class _GpuImpl:
+class GpuImpl:
     backend = "cuda"
     language = "cuda"
 
@@ -149,12 +149,15 @@ def find_ptxas() -> str | None:
         return os.environ["OXLA_PTXAS"]
     if shutil.which("ptxas"):
         return shutil.which("ptxas")
-    spec = importlib.util.find_spec("triton")
-    if spec and spec.origin:
-        p = Path(spec.origin).parent / "backends" / "nvidia" / "bin" / "ptxas"
-        if p.exists():
-            return str(p)
-    return None
+    p = triton_path() / "triton" / "backends" / "nvidia" / "bin" / "ptxas"
+    return str(p) if p.exists() else None
+
+
+def triton_path() -> Path:
+    """Where Triton is installed for oxla: ``$OXLA_TRITON_PATH``, default
+    ``<venv>/oxla-triton`` (``pip install --target``; kept off ``sys.path``, see
+    :mod:`oxla_kernels.triton_impl`)."""
+    return Path(os.environ.get("OXLA_TRITON_PATH") or Path(sys.prefix) / "oxla-triton")
 
 
 def ptxas(ptx: str, arch: str = "sm_90") -> bytes:
@@ -177,7 +180,7 @@ def ptxas(ptx: str, arch: str = "sm_90") -> bytes:
         return out.read_bytes()
 
 
-class CudaImpl(_GpuImpl):
+class CudaImpl(GpuImpl):
     """CUDA C for the cuda backend.
 
     Args:
@@ -191,7 +194,7 @@ class CudaImpl(_GpuImpl):
 
     def __init__(self, source: str, entry: str, grid: Grid, block: Sequence[int],
                  scalars: Sequence[str] = (), arch: str = "sm_90", shared_mem: int = 0):
-        self.source, self.entry, self.grid, self.block = source, entry, grid, _dims(block)
+        self.source, self.entry, self.grid, self.block = source, entry, grid, dims3(block)
         self.scalars, self.arch, self.shared_mem = tuple(scalars), arch, shared_mem
         self._ptx: str | None = None
 
@@ -212,12 +215,12 @@ class CudaImpl(_GpuImpl):
                 fmt, image = "cubin", ptxas(ptx.decode(), self.arch)
             except LoweringError:
                 pass
-        return DeviceKernel("cuda", fmt, image, self.entry, _dims(self.grid(ins, attrs)),
+        return DeviceKernel("cuda", fmt, image, self.entry, dims3(self.grid(ins, attrs)),
                             self.block, self.shared_mem,
                             scalar_values(self.scalars, ins, attrs), {"ptx": ptx})
 
 
-class HipImpl(_GpuImpl):
+class HipImpl(GpuImpl):
     """HIP C++ for the hip backend, compiled with ``hipcc --genco`` (``$OXLA_HIPCC``)
     to a code object for ``arch``; same arguments as :class:`CudaImpl`."""
 
@@ -226,7 +229,7 @@ class HipImpl(_GpuImpl):
 
     def __init__(self, source: str, entry: str, grid: Grid, block: Sequence[int],
                  scalars: Sequence[str] = (), arch: str = "gfx90a", shared_mem: int = 0):
-        self.source, self.entry, self.grid, self.block = source, entry, grid, _dims(block)
+        self.source, self.entry, self.grid, self.block = source, entry, grid, dims3(block)
         self.scalars, self.arch, self.shared_mem = tuple(scalars), arch, shared_mem
 
     def code_object(self) -> bytes:
@@ -247,114 +250,5 @@ class HipImpl(_GpuImpl):
 
     def device_kernel(self, ins, outs, attrs) -> DeviceKernel:
         return DeviceKernel("hip", "hsaco", self.code_object(), self.entry,
-                            _dims(self.grid(ins, attrs)), self.block, self.shared_mem,
+                            dims3(self.grid(ins, attrs)), self.block, self.shared_mem,
                             scalar_values(self.scalars, ins, attrs))
-
-
-# -- Triton --------------------------------------------------------------------------------
-_TRITON_TYPES = {"f32": "fp32", "f16": "fp16", "bf16": "bf16", "f64": "fp64",
-                 "i32": "i32", "i64": "i64", "i8": "i8"}
-
-
-class TritonImpl(_GpuImpl):
-    """A ``@triton.jit`` kernel for cuda (or hip), compiled with ``triton.compile`` at
-    oxla compile time, the grid and constexprs fixed then.
-
-    The kernel takes the operands' pointers, the results' pointers, then ``scalars``
-    (attribute names), then the constexprs that ``constexprs(ins, attrs)`` returns.
-
-    Args:
-        fn: the ``@triton.jit`` function, or ``"module:name"`` naming it.
-        grid: ``grid(ins, attrs) -> (x, y, z)`` programs.
-        constexprs: ``constexprs(ins, attrs) -> {name: value}``.
-        scalars: attribute names passed as scalar arguments.
-        num_warps: warps per program.
-    """
-
-    language = "triton"
-
-    def __init__(self, fn: Any, grid: Grid, constexprs: Callable[..., dict] | None = None,
-                 scalars: Sequence[Any] = (), num_warps: int = 4, backend: str = "cuda"):
-        self._fn, self.grid, self.num_warps, self.backend = fn, grid, num_warps, backend
-        self.constexprs = constexprs or (lambda ins, attrs: {})
-        self.scalars = tuple(scalars)
-
-    @property
-    def fn(self) -> Any:
-        """The ``@triton.jit`` function (a ``"module:name"`` string is imported on first
-        use, so that declaring the kernel does not import Triton)."""
-        if isinstance(self._fn, str):
-            mod, _, attr = self._fn.partition(":")
-            self._fn = getattr(importlib.import_module(mod), attr)
-        return self._fn
-
-    def _signature(self, ins, outs, attrs) -> tuple[dict, dict]:
-        names = list(self.fn.arg_names)
-        sig: dict[str, str] = {}
-        types = [*ins, *outs]
-        for name, t in zip(names, types):
-            sig[name] = "*" + _TRITON_TYPES[str(t.element_type)]
-        rest = names[len(types):]
-        for name, v in zip(rest, scalar_values(self.scalars, ins, attrs)):
-            sig[name] = "fp32" if isinstance(v, float) else "i64"
-        consts = dict(self.constexprs(ins, attrs))
-        for name in names:
-            if name in consts:
-                sig[name] = "constexpr"
-        return sig, consts
-
-    def compile(self, ins: Sequence[T.TensorType], outs: Sequence[T.TensorType],
-                attrs: Mapping[str, Any], target: str = "cuda:90") -> Any:
-        """``triton.compile`` for ``target`` (``"cuda:90"``, ``"hip:gfx90a"``); returns
-        Triton's compiled kernel (``.asm`` holds ``ptx``/``cubin`` or ``hsaco``).
-
-        Raises:
-            LoweringError: Triton is not installed.
-        """
-        try:
-            import triton
-            from triton.backends.compiler import GPUTarget
-            from triton.compiler import ASTSource
-        except ImportError as exc:
-            raise LoweringError(f"Triton is not installed ({exc})",
-                                notes=["pip install triton"]) from None
-        sig, consts = self._signature(ins, outs, attrs)
-        backend, _, arch = target.partition(":")
-        gpu = GPUTarget(backend, int(arch) if backend == "cuda" else arch,
-                        32 if backend == "cuda" else 64)
-        src = ASTSource(self.fn, sig, constexprs={(self.fn.arg_names.index(k),): v
-                                                  for k, v in consts.items()})
-        return triton.compile(src, target=gpu, options={"num_warps": self.num_warps,
-                                                   "enable_fp_fusion": False})
-
-    def device_kernel(self, ins, outs, attrs, target: str = "") -> DeviceKernel:
-        target = target or ("cuda:90" if self.backend == "cuda" else "hip:gfx90a")
-        k = self.compile(ins, outs, attrs, target)
-        backend = target.partition(":")[0]
-        fmt = "cubin" if backend == "cuda" else "hsaco"
-        extra = {"ptx": k.asm["ptx"].encode()} if "ptx" in k.asm else {}
-        return DeviceKernel(backend, fmt, bytes(k.asm[fmt]), k.metadata.name,
-                            _dims(self.grid(ins, attrs)), (32 * self.num_warps, 1, 1),
-                            int(k.metadata.shared), scalar_values(self.scalars, ins, attrs),
-                            extra)
-
-    def run(self, arrays, ins, outs, attrs) -> list[np.ndarray]:
-        """Runs on CPU tensors through Triton's interpreter (``TRITON_INTERPRET=1`` set
-        before ``triton`` was imported).
-
-        Raises:
-            LoweringError: the kernel was not made by the interpreter.
-        """
-        if os.environ.get("TRITON_INTERPRET") != "1":
-            return super().run(arrays, ins, outs, attrs)
-        import torch
-
-        targs = [torch.from_numpy(np.array(a)) for a in arrays]
-        res = [torch.empty(tuple(t.shape), dtype=getattr(torch, {
-            "f32": "float32", "f16": "float16", "f64": "float64", "bf16": "bfloat16",
-            "i32": "int32", "i64": "int64"}[str(t.element_type)])) for t in outs]
-        _, consts = self._signature(ins, outs, attrs)
-        self.fn[_dims(self.grid(ins, attrs))](*targs, *res,
-                                              *scalar_values(self.scalars, ins, attrs),
-                                              **consts)
-        return [r.numpy() for r in res]
