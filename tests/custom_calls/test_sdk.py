@@ -166,3 +166,30 @@ def test_hip_compiles_with_hipcc_or_says_it_is_missing():
                     "hipcc)")
     rec = impl.device_kernel(ins, outs, {"eps": 1e-6})
     assert rec.format == "hsaco" and rec.image[:4] == b"\x7fELF"
+
+
+def test_a_prebuilt_shared_library_is_an_implementation(tmp_path, monkeypatch):
+    kernels, _ = demo_modules()
+    monkeypatch.setenv("OXLA_KERNEL_CACHE", str(tmp_path))
+    lib = kernels.RMSNORM.impl("c").library()  # what a package would ship in its wheel
+    k = kernels_sdk.Kernel("t.rmsnorm", ["f32[b, s, d]", "f32[d]"], ["f32[b, s, d]"],
+                           attributes={"eps": 1e-6},
+                           impls=[kernels_sdk.SharedLibImpl(lib.name, "demo_rmsnorm",
+                                                            package_dir=lib.parent)])
+    x, w = _inputs()
+    assert _rel_err(k.run("cpu", x, w)[0], kernels.rmsnorm_reference(x, w)) <= 1e-6
+    bad = kernels_sdk.SharedLibImpl(lib, "no_such_symbol")
+    bad.bind(k)
+    with pytest.raises(LoweringError, match="has no symbol 'no_such_symbol'"):
+        bad.function()
+
+
+def test_a_spirv_module_that_does_not_build_is_a_clear_error():
+    ok, why = kernels_sdk.sycl_device_status()
+    if not ok:
+        pytest.skip(why)
+    k = kernels_sdk.Kernel("t.spirv", ["f32[n]"], ["f32[n]"], impls=[
+        kernels_sdk.SyclImpl("k", lambda ins, a: (ins[0].shape[0],), spirv=b"\x03\x02#\x07" +
+                             bytes(16))])
+    with pytest.raises(LoweringError, match="SYCL program of 't.spirv' failed to build"):
+        k.run("sycl", np.ones(4, np.float32))
