@@ -95,11 +95,19 @@ def resolve_frontend(path: str, name: str | None) -> str:
 @click.option("--sign-key-file", type=click.Path(dir_okay=False), default=None,
               help="sign the artifact with HMAC-SHA256 using the key in this file "
                    "(default: the key in $OXLA_SIGN_KEY, when set)")
+@click.option("--explain-overrides", is_flag=True, default=False,
+              help="print each kernel override that fired and where, and why the others "
+                   "did not (the first failed constraint)")
+@click.option("--verify-overrides", is_flag=True, default=False,
+              help="run the program once on random inputs, each overridden subgraph on "
+                   "the interpreter beside its kernel; fail on a mismatch beyond the "
+                   "kernel's tolerance")
 def compile_command(input_path: str, frontend: str | None, backend: str, output: str | None,
                     emit: str, cuda_arch: str | None, input_specs: tuple[str, ...],
                     params_as_inputs: bool,
                     mesh: str | None, shards: tuple[str, ...], explain_sharding: bool,
-                    link_gbps: float, sign_key_file: str | None) -> None:
+                    link_gbps: float, sign_key_file: str | None, explain_overrides: bool,
+                    verify_overrides: bool) -> None:
     """Compile a model file or directory (IN) into a .oxla artifact.
 
     The frontend is detected from IN when --frontend is omitted: .mlir files are
@@ -145,7 +153,17 @@ def compile_command(input_path: str, frontend: str | None, backend: str, output:
     if output is not None:
         refuse_overwriting_input(input_path, output)
     extra = {"cuda_arch": cuda_arch} if cuda_arch else {}
-    exe = oxla.compile(module, backend=backend, extra=extra)
+    exe = oxla.compile(module.clone() if verify_overrides else module, backend=backend,
+                       extra=extra)
+    if explain_overrides or verify_overrides:
+        from oxla.passes.override_compile import explain_lines, verify_on_random_inputs
+
+        if explain_overrides:
+            for line in explain_lines(exe.stats.get("overrides")):
+                click.echo(line)
+        if verify_overrides:
+            for line in verify_on_random_inputs(module, exe.backend):
+                click.echo(line)
     if emit in ("asm", "llvm"):
         _emit_text(exe, emit, output)
         return

@@ -232,13 +232,27 @@ class PatternInfo:
             cpu-only kernel); empty: every backend. A plugin's patterns run in the pass
             ``plugin-patterns{backend=NAME}`` of that backend's pipeline, never inside
             ``canonicalize``.
+        pattern: for a **bottleneck override**, the StableHLO text of one
+            ``func.func`` whose body is the subgraph to replace (shapes may hold ``?``
+            wildcards; see :mod:`oxla.passes.overrides`); ``root_op`` and ``fn`` are
+            then ignored (give ``""`` and ``None``) and ``replace`` makes the kernel
+            call. ``OXLA_DISABLE_OVERRIDES=name,...`` turns it off by ``name``.
+        replace: ``replace(match, rewriter, root) -> list[Value]`` (overrides only).
+        constraints: ``((description, fn(match) -> bool), ...)`` checked in order
+            after the structure matched; the first to fail is reported.
+        tolerance: for ``--verify-overrides``: the largest max|error| / max|reference|
+            allowed against the interpreter (None: 1e-5 for floats, exact otherwise).
     """
 
     root_op: str
-    fn: Callable[..., bool]
+    fn: Callable[..., bool] | None
     benefit: int = 1
     name: str = ""
     backends: tuple[str, ...] = ()
+    pattern: str = ""
+    replace: Callable[..., Any] | None = None
+    constraints: tuple[tuple[str, Callable[..., bool]], ...] = ()
+    tolerance: float | None = None
 
 
 @dataclass(frozen=True)

@@ -32,5 +32,12 @@ oxla_setup_venv() {
     # (a bare requirement would pull a multi-GB CUDA build).
     [ -f extensions/frontend_torch/pyproject.toml ] && args+=("torch==2.13.0")
     echo "installing into .venv: ${args[*]}" >&2
-    .venv/bin/python -m pip install -q "${args[@]}"
+    .venv/bin/python -m pip install -q "${args[@]}" || return
+    # Triton for oxla-custom-calls goes apart from site-packages: torch imports any Triton
+    # it finds, and Triton's LLVM aborts a process that also loaded TensorFlow's
+    # (see extensions/custom_calls/oxla_kernels/triton_impl.py).
+    if [ -f extensions/custom_calls/pyproject.toml ] && \
+            [ ! -f .venv/oxla-triton/triton/__init__.py ]; then
+        .venv/bin/python -m pip install -q --no-deps --target .venv/oxla-triton triton==3.9.0
+    fi
 }

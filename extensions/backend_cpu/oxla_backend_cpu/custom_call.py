@@ -34,17 +34,20 @@ type (:func:`is_native`):
   executable call as an :class:`~oxla.errors.OxlaError` naming the target.
 
 What compiles: ``api_version`` unset or 1-3 (all use the convention above; a
-``STATUS_RETURNING`` kernel has no status argument here); ``has_side_effect`` (the call
+``STATUS_RETURNING`` kernel has no status argument here); ``api_version = 4`` or a
+dictionary ``mhlo.backend_config``: XLA's typed FFI, the target being an XLA FFI
+handler called with a call frame (:mod:`oxla_backend_cpu.xla_ffi`; the machine code
+calls oxla's dispatch with the site's frame parts as ``opaque``, through a second
+global ``oxla_ccsite_<hex>``, the hex then also holding the attributes);
+``has_side_effect`` (the call
 is kept even when its results are unused, in program order among side-effecting calls
 and collectives); any number of tensor (and token) operands and results. Rejected with
 a ``NotSupportedError``: tuple or dynamic operands/results, ``called_computations``,
-and, for native kernels, ``api_version = 4`` (XLA typed FFI), typed-FFI attributes
-(``mhlo.backend_config``), ``output_operand_aliases`` and non-row-major
-``operand_layouts``/``result_layouts``.
+``output_operand_aliases`` and non-row-major ``operand_layouts``/``result_layouts``
+(the last two are accepted for a typed-FFI call to a Python kernel, see below).
 
-Typed-FFI calls (``api_version = 4`` with a dictionary ``backend_config``, or an
-``mhlo.backend_config`` dictionary, as jaxlib's LAPACK calls carry) compile for a
-**Python** kernel: it is called as ``fn(*inputs, backend_config=str,
+A typed-FFI call whose cpu implementation is a **Python** kernel (as jaxlib's LAPACK
+calls are in oxla-lapack) is called as ``fn(*inputs, backend_config="",
 attributes=dict, outputs=list)``, ``attributes`` being :func:`oxla.ir.ffi.ffi_attributes`
 of the call site and ``outputs`` writable arrays over the result buffers (logical
 row-major values); it fills them and returns None (or returns the arrays, as above).
@@ -75,10 +78,18 @@ from oxla.errors import LoweringError, NotSupportedError, OxlaError
 from oxla.ir import Operation
 from oxla.ir import attributes as A
 from oxla.ir import types as T
-from oxla.ir.ffi import TYPED_FFI, decode_attribute, ffi_attributes
+from oxla.ir.ffi import decode_attribute
 from oxla.lowering import OpKernel
 from oxla_backend_cpu.opkernels import op_emitter
 from oxla_backend_cpu.probe import PROBE_INFO, PROBE_TARGET, ProbeRecorder
+from oxla_backend_cpu.xla_ffi import DTYPES as FFI_DTYPES
+from oxla_backend_cpu.xla_ffi import (
+    FfiSite,
+    dispatch_address,
+    ffi_attributes_text,
+    is_ffi,
+    take_error,
+)
 
 BACKEND = "cpu"
 OP = "stablehlo.custom_call"
@@ -87,6 +98,7 @@ I8, I64 = ir.IntType(8), ir.IntType(64)
 FN_TYPE = ir.FunctionType(ir.VoidType(), [PTR, PTR, PTR, I64])
 FN_PTR = FN_TYPE.as_pointer()
 SYMBOL_PREFIX = "oxla_cc_"
+SITE_PREFIX = "oxla_ccsite_"
 SIGNATURE = ("void fn(void** outputs, const void** inputs, const char* opaque, "
              "size_t opaque_len)")
 _CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
@@ -200,22 +212,18 @@ def check_custom_call(op: Operation) -> None:
         NotSupportedError: a form listed as rejected in the module doc.
     """
     api = _api_version(op)
-    typed = is_typed_ffi(op)
+    typed = is_ffi(op)
     python = typed and not is_native(lookup(_target(op), op.loc).fn)
-    if api not in (0, 1, 2, 3, 4):
-        raise _reject(op, f"api_version {A.to_python(op.attributes['api_version'])}")
-    if typed and not python:
-        raise _reject(op, "XLA typed FFI attributes (api_version 4 or "
-                          "mhlo.backend_config) for a native kernel",
-                      f"register a native kernel with the convention `{SIGNATURE}` and "
-                      "api_version 1-3 with a string backend_config, or a Python kernel "
-                      "(see oxla_backend_cpu.custom_call)")
-    if python:
-        ffi_attributes(op)  # refuses, now, attributes the FFI has no value for
-    else:
-        cfg = op.attributes.get("backend_config")
-        if cfg is not None and not isinstance(A.to_python(cfg), str | bytes):
-            raise _reject(op, "a backend_config that is not a string")
+    if typed:
+        _check_ffi(op, python)
+    elif api not in (0, 1, 2, 3):
+        raise _reject(op, f"api_version {A.to_python(op.attributes['api_version'])} "
+                          "(XLA typed FFI handlers are not supported)",
+                      f"register a kernel with the convention `{SIGNATURE}` and use "
+                      "api_version 1-3 with a string backend_config")
+    cfg = op.attributes.get("backend_config")
+    if not typed and cfg is not None and not isinstance(A.to_python(cfg), str | bytes):
+        raise _reject(op, "a backend_config that is not a string")
     names = ("called_computations",) if python else ("called_computations",
                                                      "output_operand_aliases")
     for name in names:
@@ -236,43 +244,50 @@ def check_custom_call(op: Operation) -> None:
     lookup(_target(op), op.loc)
 
 
-def is_typed_ffi(op: Operation) -> bool:
-    """True for a call carrying XLA typed-FFI attributes: ``api_version = 4``, or an
-    ``mhlo.backend_config`` dictionary (jaxlib's form for api_version 1-3)."""
-    return (_api_version(op) == TYPED_FFI
-            or isinstance(op.attributes.get("mhlo.backend_config"), A.DictionaryAttr))
+def _check_ffi(op: Operation, python: bool) -> None:
+    """A typed-FFI call: its attributes decodable; for an XLA FFI handler (native), its
+    element types ones the FFI passes."""
+    if not python:
+        for v in [*op.operands, *op.results]:
+            if _tensor(v) and str(v.type.element_type) not in FFI_DTYPES:
+                raise _reject(op, f"element type {v.type.element_type} in a typed FFI call")
+    ffi_attributes_text(op)
 
 
 def symbol_for(op: Operation) -> str:
     """The name of the global holding the function pointer of ``op``'s target, for its
-    operand and result types (see the module doc)."""
-    sig = [_target(op), [str(v.type) for v in op.operands if _tensor(v)],
-           [str(v.type) for v in op.results if _tensor(v)]]
-    if is_typed_ffi(op):  # one slot per attribute set: the kernel is bound with them
-        name = "backend_config" if _api_version(op) == TYPED_FFI else "mhlo.backend_config"
-        cfg = op.attributes.get(name)
-        sig.append(str(cfg) if cfg is not None else "{}")
+    operand and result types (and, for a typed FFI call, its attributes; see the module
+    doc)."""
+    sig: list[Any] = [_target(op), [str(v.type) for v in op.operands if _tensor(v)],
+                      [str(v.type) for v in op.results if _tensor(v)]]
+    if is_ffi(op):
+        sig.append({"ffi": ffi_attributes_text(op)})
     return SYMBOL_PREFIX + json.dumps(sig, separators=(",", ":")).encode().hex()
 
 
 def decode_symbol(hex_text: str) -> tuple[str, list[str], list[str]]:
     """``(target, operand types, result types)`` of a symbol's hex part."""
-    target, ins, outs = decode_site(hex_text)[:3]
+    target, ins, outs = json.loads(bytes.fromhex(hex_text).decode())[:3]
     return target, ins, outs
 
 
-def decode_site(hex_text: str) -> tuple[str, list[str], list[str], dict[str, Any] | None]:
-    """``(target, operand types, result types, typed-FFI attributes or None)`` of a
-    symbol's hex part."""
-    target, ins, outs, *rest = json.loads(bytes.fromhex(hex_text).decode())
-    attrs = None
-    if rest:
-        from oxla.ir import parse_attribute
+def symbol_ffi(hex_text: str) -> str | None:
+    """The typed FFI attributes' text of a symbol's hex part (None: not an FFI call)."""
+    sig = json.loads(bytes.fromhex(hex_text).decode())
+    return sig[3]["ffi"] if len(sig) > 3 else None
 
-        attrs = decode_attribute(parse_attribute(rest[0]), f"@{target} attributes")
-        if not isinstance(attrs, dict):  # a string backend_config holding the dictionary
-            attrs = decode_attribute(parse_attribute(attrs), f"@{target} attributes")
-    return target, ins, outs, attrs
+
+def ffi_text_attributes(text: str, target: str) -> dict[str, Any]:
+    """The decoded typed attributes (:func:`oxla.ir.ffi.decode_attribute`) of a site's
+    attribute text (a dictionary's text, "" for none)."""
+    if not text:
+        return {}
+    from oxla.ir import parse_attribute
+
+    attrs = decode_attribute(parse_attribute(text), f"@{target} attributes")
+    if not isinstance(attrs, dict):  # a string backend_config holding the dictionary
+        attrs = decode_attribute(parse_attribute(attrs), f"@{target} attributes")
+    return attrs
 
 
 @op_emitter(OP)
@@ -296,13 +311,22 @@ def emit_custom_call(s: Any, k: OpKernel, buffers: dict, outs: list) -> None:
 
     ins = table([buffers[v] for v in op.operands if _tensor(v)], "cc.inputs")
     res = table([o for o, r in zip(outs, op.results) if _tensor(r)], "cc.outputs")
+    fn = b.load(g, typ=FN_PTR, name="cc.fn")
+    if is_ffi(op):  # the dispatch gets the site's call-frame parts as its opaque
+        site_sym = SITE_PREFIX + sym.removeprefix(SYMBOL_PREFIX)
+        site = module.globals.get(site_sym)
+        if site is None:
+            site = ir.GlobalVariable(module, PTR, site_sym)
+            site.initializer = ir.Constant(PTR, None)
+            site.align = 8
+        b.call(fn, [res, ins, b.load(site, typ=PTR, name="cc.site"), ir.Constant(I64, 0)])
+        return
     data = _opaque(op) + b"\0"
     cfg = ir.GlobalVariable(module, ir.ArrayType(I8, len(data)),
                             module.get_unique_name("cc.opaque"))
     cfg.initializer = ir.Constant(ir.ArrayType(I8, len(data)), bytearray(data))
     cfg.global_constant = True
     cfg.linkage = "internal"
-    fn = b.load(g, typ=FN_PTR, name="cc.fn")
     b.call(fn, [res, ins, cfg, ir.Constant(I64, len(data) - 1)])
 
 
@@ -321,17 +345,33 @@ class CustomCallBindings:
         python_targets: those bound to Python callables (not portable).
     """
 
-    def __init__(self, sites: list[tuple[str, str, list[str], list[str], dict | None]],
-                 jit: Any):
+    def __init__(self, sites: list[tuple[str, str, list[str], list[str]]], jit: Any):
         self._pending = threading.local()
         self.probes = ProbeRecorder()  # this program's interpreter.probe records
         self._keep: list[Any] = []  # ctypes callbacks must outlive the machine code
-        self.targets = sorted({t for _, t, _, _, _ in sites})
+        self.targets = sorted({t for _, t, _, _ in sites})
         python: set[str] = set()
-        for sym, target, ins, outs, attrs in sites:
+        self.ffi_targets: list[str] = []
+        for sym, target, ins, outs in sites:
             info = lookup(target, what=f"{OP} in this compiled program (a loaded artifact, "
                                        "a cache entry)")
             fn = self.probes if target == PROBE_TARGET else info.fn
+            ffi = symbol_ffi(sym.removeprefix(SYMBOL_PREFIX))
+            attrs = None
+            if ffi is not None and not is_native(fn):  # a Python kernel: decoded attributes
+                attrs = ffi_text_attributes(ffi, target)
+            elif ffi is not None:
+                if not native_address(fn):
+                    raise LoweringError(f"custom call target '{target}' is a typed FFI call: "
+                                        "its cpu implementation must be the address of an "
+                                        "XLA FFI handler")
+                site = FfiSite(native_address(fn), ins, outs, ffi)
+                self._keep.append(site)
+                slot = jit.global_address(SITE_PREFIX + sym.removeprefix(SYMBOL_PREFIX))
+                if slot:
+                    ctypes.c_void_p.from_address(slot).value = site.address
+                fn = dispatch_address()
+                self.ffi_targets.append(target)
             if is_native(fn):
                 addr = native_address(fn)
                 if not addr:
@@ -400,6 +440,12 @@ class CustomCallBindings:
         Raises:
             OxlaError: naming the target, chained to the kernel's exception.
         """
+        if self.ffi_targets:
+            msg = take_error()
+            if msg:
+                names = ", ".join(f"'{t}'" for t in sorted(set(self.ffi_targets)))
+                raise OxlaError(f"custom call {names} (XLA FFI handler on the {BACKEND} "
+                                f"backend) failed: {msg}")
         err = getattr(self._pending, "error", None)
         if err is not None:
             self._pending.error = None
@@ -432,6 +478,6 @@ def bind_custom_calls(jit: Any, ir_text: str) -> CustomCallBindings | None:
         return None
     sites = []
     for hex_text in dict.fromkeys(_SYMBOL_RE.findall(ir_text)):
-        target, ins, outs, attrs = decode_site(hex_text)
-        sites.append((SYMBOL_PREFIX + hex_text, target, ins, outs, attrs))
+        target, ins, outs = decode_symbol(hex_text)
+        sites.append((SYMBOL_PREFIX + hex_text, target, ins, outs))
     return CustomCallBindings(sites, jit) if sites else None
