@@ -45,8 +45,10 @@ def _is_keras(fn: Any) -> bool:
 
 
 def run_cases(cases: Sequence[Case], backend: str = "cpu", progress: bool = False,
-              targets: dict[str, list[str]] | None = None) -> list[Result]:
-    """Runs ``cases``; ``targets`` (when given) collects each case's custom calls."""
+              targets: dict[str, list[str]] | None = None,
+              max_variants: int | None = None) -> list[Result]:
+    """Runs ``cases``; ``targets`` (when given) collects each case's custom calls;
+    ``max_variants`` shape variants per dtype at most (all by default)."""
     import numpy as np
     import oxla_frontend_tf as otf
     import tensorflow as tf
@@ -80,7 +82,7 @@ def run_cases(cases: Sequence[Case], backend: str = "cpu", progress: bool = Fals
     results = []
     for c in cases:
         r = run_case(c, oracle, ours, flatten, ("f32", "f64", "c64", "c128", "i32", "bf16"),
-                     alt_oracle=xla)
+                     alt_oracle=xla, max_variants=max_variants)
         if progress:
             print(f"{r.status:>12} {r.seconds:6.2f}s {c.name} {r.reason}", file=sys.stderr,
                   flush=True)
