@@ -2,8 +2,8 @@
 ``tf.signal``, ``tf.nn``, ``tf.image``, stateless random and Keras layers (the table
 the TF sweep runs; see ``sweep_common`` for the fields).
 
-Keras layers are built with fixed seeds and called with ``training=False``; one input
-shape each (a built layer keeps its weights' shapes).
+Keras layers are built by their first call (the sweep seeds Keras first) and called
+with ``training=False``; one input shape each (a built layer keeps its weights' shapes).
 """
 
 from __future__ import annotations
@@ -315,8 +315,7 @@ RANDOM = [
 
 
 def _layer(name: str, make_layer, shape, tol: str = "reduction", n_inputs: int = 1) -> Case:
-    keras.utils.set_random_seed(0)
-    layer = make_layer()
+    layer = make_layer()  # built, with seeded weights, by the first call (tf_sweep_run)
     if n_inputs == 1:
         fn = layer
     else:
@@ -329,7 +328,7 @@ def _layer(name: str, make_layer, shape, tol: str = "reduction", n_inputs: int =
 K = keras.layers
 
 
-class _MHA(K.Layer):
+class SweepMHA(K.Layer):
     """``MultiHeadAttention(q, v)`` as a two-input layer."""
 
     def __init__(self):
@@ -340,7 +339,7 @@ class _MHA(K.Layer):
         return self.mha(xs[0], xs[1])
 
 
-class _AddCat(K.Layer):
+class SweepAddConcat(K.Layer):
     def call(self, xs):
         return K.Concatenate()([K.Add()(xs), K.Multiply()(xs)])
 
@@ -362,7 +361,7 @@ KERAS = [
     _layer("LSTM", lambda: K.LSTM(5), (2, 6, 3)),
     _layer("GRU", lambda: K.GRU(4, return_sequences=True), (2, 5, 3)),
     _layer("SimpleRNN", lambda: K.SimpleRNN(4), (2, 5, 3)),
-    _layer("MultiHeadAttention", lambda: _MHA(), (2, 5, 8), n_inputs=2),
+    _layer("MultiHeadAttention", lambda: SweepMHA(), (2, 5, 8), n_inputs=2),
     _layer("Attention", K.Attention, (2, 4, 6), n_inputs=2),
     _layer("Flatten_Reshape", lambda: keras.Sequential([K.Flatten(), K.Reshape((3, 8))]),
            (2, 4, 6), "exact"),
@@ -371,7 +370,7 @@ KERAS = [
            K.Cropping2D(1)]), (1, 3, 3, 2), "exact"),
     _layer("Dropout_Activation", lambda: keras.Sequential([K.Dropout(0.5),
            K.Activation("gelu"), K.Softmax()]), (3, 5)),
-    _layer("Add_Concatenate", lambda: _AddCat(), (3, 4), n_inputs=2),
+    _layer("Add_Concatenate", lambda: SweepAddConcat(), (3, 4), n_inputs=2),
     _layer("Permute", lambda: K.Permute((2, 1)), (2, 3, 4), "exact"),
     _layer("Sequential_MLP", lambda: keras.Sequential([K.Dense(8, activation="tanh"),
            K.Dense(3), K.Softmax()]), (4, 5)),
