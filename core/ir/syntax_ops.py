@@ -99,6 +99,7 @@ class Reduce(Syntax):
                 p.advance()
                 p.expect(":")
                 group.append((atok.text, p.parse_type(), atok))
+                p.parse_optional_location()  # argument locations (TF's bridge writes them)
                 if not p.consume_if(","):
                     break
             p.expect(")")

@@ -109,3 +109,22 @@ def test_other_deep_nesting_is_a_parse_error(text):
 def test_moderate_nesting_still_parses():
     ty = "tuple<" * 50 + "tensor<f32>" + ">" * 50
     assert str(parse_type(ty)) == ty
+
+
+def test_reduce_reducer_arguments_may_carry_locations():
+    # TensorFlow's bridge writes `reducer(%a: tensor<f32> loc(...), ...)` (tf.math.argmax)
+    text = """func.func @main(%x: tensor<3x4xf32>) -> tensor<3xf32> {
+  %c = stablehlo.constant dense<0.0> : tensor<f32>
+  %0 = stablehlo.reduce(%x init: %c) across dimensions = [1] : (tensor<3x4xf32>, tensor<f32>) -> tensor<3xf32>
+   reducer(%a: tensor<f32> loc(fused[#loc1, "b"]), %b: tensor<f32> loc(#loc1))  {
+    %1 = stablehlo.add %a, %b : tensor<f32>
+    stablehlo.return %1 : tensor<f32>
+  }
+  return %0 : tensor<3xf32>
+}
+#loc1 = loc("sum")"""
+    m = parse_module(text)
+    verify(m)
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    (out,) = run_function(m, "main", [x])
+    np.testing.assert_array_equal(out, x.sum(1))

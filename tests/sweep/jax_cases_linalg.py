@@ -52,10 +52,14 @@ def _tri_rhs(rng: np.random.Generator, dt: str):
     return [(np.tril(a), arr(rng, (4, 3), dt)), (np.tril(b), arr(rng, (2, 3, 2), dt))]
 
 
-def _singular(rng: np.random.Generator, dt: str):
-    a = arr(rng, (3, 3), dt)
-    a[2] = a[0] + a[1]
+def _singular(rng: np.random.Generator, dt: str, n: int = 3):
+    a = arr(rng, (n, n), dt)
+    a[-1] = a[0] + a[1]
     return [(a,)]
+
+
+def _singular4(rng: np.random.Generator, dt: str):
+    return _singular(rng, dt, 4)
 
 
 def _herm(x):
@@ -97,7 +101,9 @@ LINALG = [
     Case("jnp.linalg.solve", LIN, jnp.linalg.solve, _sq_rhs, LA, "linalg", P),
     Case("jnp.linalg.inv", LIN, jnp.linalg.inv, _sq, LA, "linalg", P),
     Case("jnp.linalg.det", LIN, jnp.linalg.det, _sq, LA, "linalg", P),
-    Case("jnp.linalg.det_singular", LIN, jnp.linalg.det, _singular, LR, "linalg", P),
+    # 3x3: JAX's closed form (no LU); 4x4: LU with a zero pivot
+    Case("jnp.linalg.det_singular_3x3", LIN, jnp.linalg.det, _singular, LR, "linalg"),
+    Case("jnp.linalg.det_singular_lu", LIN, jnp.linalg.det, _singular4, LR, "linalg", P),
     Case("jnp.linalg.slogdet", LIN, jnp.linalg.slogdet, _sq, LA, "linalg", P),
     Case("jnp.linalg.cholesky", LIN, jnp.linalg.cholesky, _spd, LA, "linalg", P),
     Case("jnp.linalg.qr", LIN, _qr_inv, ins((5, 3), (2, 4, 4)), LA, "linalg", P),

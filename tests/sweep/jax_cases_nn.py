@@ -18,7 +18,7 @@ NN = "jax.nn"
 RND = "jax.random"
 TRF = "transformations"
 FL = ("f32", "f64")
-FLB = ("f32", "bf16", "f64")
+FLB = ("f32", "bf16", "f16", "f64")
 U = ins((7,), (3, 4, 5))
 
 

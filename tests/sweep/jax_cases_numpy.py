@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 from sweep_common import Case, arr, ins
 
-FL = ("f32", "bf16", "f64")
+FL = ("f32", "bf16", "f16", "f64")
 FLC = ("f32", "bf16", "f64", "c64", "c128")
 FI = ("f32", "f64", "i32")
 NUM = ("f32", "bf16", "f64", "i32", "i64")

@@ -63,8 +63,10 @@ def process_dtypes(x64: bool) -> list[str]:
 
 
 def run_cases(cases: Sequence[Case], backend: str = "cpu", x64: bool = False,
-              debug: bool = False, progress: bool = False) -> list[Result]:
-    """Runs ``cases`` in this process (whose ``jax_enable_x64`` must equal ``x64``)."""
+              debug: bool = False, progress: bool = False,
+              max_variants: int | None = None) -> list[Result]:
+    """Runs ``cases`` in this process (whose ``jax_enable_x64`` must equal ``x64``);
+    ``max_variants`` shape variants per dtype at most (all by default)."""
     import jax
     import numpy as np
     import oxla_frontend_jax as oj
@@ -84,7 +86,7 @@ def run_cases(cases: Sequence[Case], backend: str = "cpu", x64: bool = False,
     dtypes = process_dtypes(x64)
     results = []
     for c in cases:
-        r = run_case(c, oracle, ours, flatten, dtypes, debug=debug)
+        r = run_case(c, oracle, ours, flatten, dtypes, debug=debug, max_variants=max_variants)
         jax.clear_caches()  # the jitted executables of this case are not needed again
         if progress:
             print(f"{r.status:>12} {r.seconds:6.2f}s {c.name} {r.reason}", file=sys.stderr,
@@ -94,7 +96,8 @@ def run_cases(cases: Sequence[Case], backend: str = "cpu", x64: bool = False,
 
 
 def run_x64_subprocess(names: Sequence[str] | None, backend: str, out: Path,
-                       timeout: float | None = None, progress: bool = False) -> list[Result]:
+                       timeout: float | None = None, progress: bool = False,
+                       max_variants: int | None = None) -> list[Result]:
     """Runs the named cases (all when ``None``) in a child process with
     ``JAX_ENABLE_X64=1`` and returns its results."""
     cmd = [sys.executable, str(HERE / "jax_sweep_run.py"), "--x64", "--backend", backend,
@@ -103,6 +106,8 @@ def run_x64_subprocess(names: Sequence[str] | None, backend: str, out: Path,
         cmd += ["--names", ",".join(names)]
     if progress:
         cmd.append("--progress")
+    if max_variants is not None:
+        cmd += ["--max-variants", str(max_variants)]
     env = dict(os.environ, JAX_ENABLE_X64="1", JAX_PLATFORMS="cpu")
     subprocess.run(cmd, check=True, env=env, timeout=timeout)
     return [Result(**r) for r in json.loads(out.read_text())]
@@ -116,12 +121,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--names", help="comma-separated case names")
     p.add_argument("--json", required=True, type=Path)
     p.add_argument("--progress", action="store_true")
+    p.add_argument("--max-variants", type=int)
     a = p.parse_args(argv)
     cases = all_cases()
     if a.names:
         wanted = set(a.names.split(","))
         cases = [c for c in cases if c.name in wanted]
-    results = run_cases(cases, a.backend, a.x64, progress=a.progress)
+    results = run_cases(cases, a.backend, a.x64, progress=a.progress,
+                        max_variants=a.max_variants)
     a.json.write_text(json.dumps([r.to_json() for r in results]))
     return 0
 

@@ -50,4 +50,8 @@ def markdown(results: Sequence[Result], summary: dict[str, Any]) -> str:
         if r.pending:
             reason = f"{r.pending}: {reason}"
         out.append(f"| `{r.name}` | {r.family} | {r.status} | {reason} |")
+    notes = [r for r in results if r.status == "pass" and r.note]
+    if notes:
+        out += ["", "Passing with a note:", "", "| function | note |", "|---|---|"]
+        out += [f"| `{r.name}` | {r.note.replace('|', chr(92) + '|')} |" for r in notes]
     return "\n".join(out) + "\n"

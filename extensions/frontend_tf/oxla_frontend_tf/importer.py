@@ -14,6 +14,7 @@ from oxla.ir import types as T
 from oxla.protocols import CompileOptions, Executable
 from oxla_frontend_tf._tf import require_tf
 from oxla_frontend_tf.bridge import Lowered, flatten_outputs, lower, pack_outputs
+from oxla_frontend_tf.bridge_text import legalize_bridge_text
 from oxla_frontend_tf.detect import saved_model_dir
 from oxla_frontend_tf.specs import to_tensor_spec, to_tensor_specs
 
@@ -70,8 +71,9 @@ def module_from_lowered(lowered: Lowered, variables_as_inputs: bool = False) -> 
     from oxla_frontend_tf.tidy import bind_arguments, normalize_names, tidy
 
     filename = f"<tf {lowered.name}>"
-    _reject_bounded_dynamism(lowered.text, filename)
-    module = parse_module(lowered.text, filename)
+    text = legalize_bridge_text(lowered.text)
+    _reject_bounded_dynamism(text, filename)
+    module = parse_module(text, filename)
     _check_arity(module, lowered)
     if not variables_as_inputs and lowered.captures:
         bind_arguments(module, len(lowered.input_specs), [c.read() for c in lowered.captures])
