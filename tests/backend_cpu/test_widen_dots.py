@@ -99,3 +99,56 @@ def test_int16_dots_are_left_alone():
     assert _widened(text) == 0
     a = RNG.integers(-3000, 3000, (4, 8)).astype(np.int16)
     run_both(text, [a, a.T.copy()])
+
+
+def _bcast_dot(wshape, bshape, bdims, lshape, dims, out):
+    f = lambda s: "x".join(map(str, s))  # noqa: E731
+    return f"""func.func @main(%a: tensor<{f(lshape)}xf32>, %w: tensor<{f(wshape)}xf32>)
+    -> tensor<{f(out)}xf32> {{
+  %b = stablehlo.broadcast_in_dim %w, dims = {bdims} : (tensor<{f(wshape)}xf32>)
+    -> tensor<{f(bshape)}xf32>
+  %r = stablehlo.dot_general %a, %b, {dims}
+    : (tensor<{f(lshape)}xf32>, tensor<{f(bshape)}xf32>) -> tensor<{f(out)}xf32>
+  return %r : tensor<{f(out)}xf32>
+}}
+"""
+
+
+def _folded(text) -> int:
+    from oxla_backend_cpu.widen_dots import fold_broadcast_batch
+
+    return fold_broadcast_batch(parse_module(text))
+
+
+def test_batched_dot_of_a_broadcast_weight_is_one_gemm():
+    """torch's LSTM input projection: bmm of x[T, B, D] with W broadcast to [T, D, H]."""
+    text = _bcast_dot((16, 24), (5, 16, 24), "[1, 2]", (5, 3, 16),
+                      "batching_dims = [0] x [0], contracting_dims = [2] x [1]", (5, 3, 24))
+    assert _folded(text) == 1
+    a = RNG.standard_normal((5, 3, 16)).astype(np.float32)
+    w = RNG.standard_normal((16, 24)).astype(np.float32)
+    run_both(text, [a, w], rtol=1e-5, atol=1e-5)
+    # transposed weight (contracting the broadcast's last dim), two batch dims
+    text = _bcast_dot((24, 16), (2, 5, 24, 16), "[2, 3]", (2, 5, 3, 16),
+                      "batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [3]",
+                      (2, 5, 3, 24))
+    assert _folded(text) == 1
+    a = RNG.standard_normal((2, 5, 3, 16)).astype(np.float32)
+    run_both(text, [a, w.T.copy()], rtol=1e-5, atol=1e-5)
+
+
+def test_broadcasts_that_change_the_weight_or_the_order_are_kept():
+    # a size-1 weight dimension expanded by the broadcast: not the weight itself
+    text = _bcast_dot((1, 24), (5, 16, 24), "[1, 2]", (5, 3, 16),
+                      "batching_dims = [0] x [0], contracting_dims = [2] x [1]", (5, 3, 24))
+    assert _folded(text) == 0
+    a = RNG.standard_normal((5, 3, 16)).astype(np.float32)
+    run_both(text, [a, RNG.standard_normal((1, 24)).astype(np.float32)], rtol=1e-5,
+             atol=1e-5)
+    # lhs batch dimension after its free one: the result order would change
+    text = _bcast_dot((16, 24), (5, 16, 24), "[1, 2]", (3, 5, 16),
+                      "batching_dims = [1] x [0], contracting_dims = [2] x [1]", (5, 3, 24))
+    assert _folded(text) == 0
+    a = RNG.standard_normal((3, 5, 16)).astype(np.float32)
+    run_both(text, [a, RNG.standard_normal((16, 24)).astype(np.float32)], rtol=1e-5,
+             atol=1e-5)

@@ -57,7 +57,8 @@ def emit_reduce(s: Scalar, k: OpKernel, buffers: dict, outs: list) -> None:
     """Spec ``reduce``: one accumulator per result, the body applied to the elements of a
     row in index order, except that a one-op body over the innermost dimension may use
     partial accumulators (:func:`vector_reduce`); rows split across threads when the
-    kernel is parallel (:func:`reduce_parallel`)."""
+    kernel is parallel (:func:`reduce_parallel`). One that keeps the innermost dimension
+    runs across columns (:func:`_reduce_across_columns`, same order)."""
     b, op = s.b, k.op
     n = len(op.results)
     operands, inits = op.operands[:n], op.operands[n:]
@@ -74,6 +75,9 @@ def emit_reduce(s: Scalar, k: OpKernel, buffers: dict, outs: list) -> None:
     if len(fn.args) >= 2 and fn.args[-1].type == I64:  # a parallel kernel (see codegen)
         fn.oxla_parallel = reduce_parallel(op)
         outer = (fn.args[-2], fn.args[-1])
+    if red and red[-1] < len(in_shape) - 1:
+        _reduce_across_columns(s, op, f, ets, kept, red, outer, outs)
+        return
     vec = vector_reduce(op, red, len(in_shape))
     with loop_nest(b, out_shape, "o", outer=outer) as oidx:
         f.reset()
@@ -96,6 +100,54 @@ def emit_reduce(s: Scalar, k: OpKernel, buffers: dict, outs: list) -> None:
         flat = linearize(b, oidx, out_shape)
         for out, a, et in zip(outs, accs, ets):
             store_elem(s, out, et, flat, b.load(a, typ=llvm_type(et)))
+
+
+def _reduce_across_columns(s: Scalar, op, f: FusedEmitter, ets: list, kept: list[int],
+                           red: list[int], outer, outs: list) -> None:
+    """A ``reduce`` that keeps the innermost dimension (a column reduction, ``sum`` or
+    ``argmax`` over axis 0): the results themselves are the accumulators, and for each
+    reduced index (row-major, as in :func:`emit_reduce`) the contiguous kept dimensions
+    after the last reduced one are updated in one vectorizable loop. Each result element
+    sees the same sequence of body applications as the row-by-row loop (the same
+    association order), but the operand is read in memory order instead of one strided
+    column at a time."""
+    b = s.b
+    n = len(op.results)
+    operands, inits = op.operands[:n], op.operands[n:]
+    in_shape = shape_of(operands[0])
+    out_shape = shape_of(op.results[0])
+    last = red[-1]
+    okept = [d for d in kept if d < last]  # kept dims before the last reduced one
+    ikept = [d for d in kept if d > last]  # the contiguous tail (at least the last dim)
+    o_shape = [in_shape[d] for d in okept]
+    i_shape = [in_shape[d] for d in ikept]
+    o_outer = outer if okept else None
+    i_outer = outer if not okept else None
+    with loop_nest(b, o_shape, "o", outer=o_outer) as oi:
+        f.reset()
+        init_vals = [f.value_at(v, []) for v in inits]
+
+        def flat(ii):
+            return linearize(b, list(oi) + list(ii), out_shape)
+
+        with loop_nest(b, i_shape, "i", outer=i_outer) as ii:
+            at = flat(ii)
+            for out, et, v in zip(outs, ets, init_vals):
+                store_elem(s, out, et, at, v)
+        with loop_nest(b, [in_shape[d] for d in red], "r") as ridx:
+            with loop_nest(b, i_shape, "i", outer=i_outer) as ii:
+                f.reset()
+                idx: list = [None] * len(in_shape)
+                for d, i in zip(okept + ikept, list(oi) + list(ii)):
+                    idx[d] = i
+                for d, i in zip(red, ridx):
+                    idx[d] = i
+                at = flat(ii)
+                xs = [f.value_at(x, idx) for x in operands]
+                cur = [load_elem(s, out, et, at) for out, et in zip(outs, ets)]
+                for out, et, v in zip(outs, ets, emit_region(s, op.regions[0], cur + xs)):
+                    store_elem(s, out, et, at, v)
+        f.reset()
 
 
 @op_emitter("stablehlo.scatter")

@@ -58,7 +58,7 @@ from oxla_backend_cpu.opkernels import OP_EMITTERS
 from oxla_backend_cpu.packed_gemm import pack_constant_rhs
 from oxla_backend_cpu.rowfusion import fuse_rows
 from oxla_backend_cpu.stages import STAGES
-from oxla_backend_cpu.widen_dots import widen_dots
+from oxla_backend_cpu.widen_dots import fold_broadcast_batch, widen_dots
 
 BACKEND = "cpu"
 DOTS = ("stablehlo.dot_general", "stablehlo.dot")
@@ -152,11 +152,13 @@ class CPUPolicy(PolicyBase):
         module = out if isinstance(out, Module) else module
         run_pipeline(module, f"plugin-patterns{{backend={BACKEND}}}")
         widened = widen_dots(module)
+        unbatched = fold_broadcast_batch(module)
         absorbed = absorb_transposes(module, BLAS_TYPES)
         return module, [f"core pipeline: {spec}",
                         f"plugin patterns: for {BACKEND}",
                         f"dot layout: {absorbed} transposed dot operands read in place",
-                        f"dots widened to f32 GEMMs: {widened}"]
+                        f"dots widened to f32 GEMMs: {widened}",
+                        f"batched dots of a broadcast rhs unbatched: {unbatched}"]
 
     def stages(self) -> list[Stage]:
         return list(STAGES)

@@ -14,6 +14,12 @@
   GEMM is converted to the result type (exact) and the chunks are added in that type
   with its wrap-around, so the result equals the spec's integer dot bit for bit.
 
+A batched dot whose rhs is a ``broadcast_in_dim`` that only adds the batch dimensions
+(torch's LSTM/GRU input projection, ``x[T, B, D] @ W`` exported as ``bmm`` with ``W``
+broadcast to ``[T, D, 4H]``) becomes one unbatched dot of the lhs with ``W``
+(:func:`fold_broadcast_batch`): the broadcast copy is not materialized and a constant
+``W`` reaches the packed-weight GEMM, with ``T * B`` rows.
+
 Constant operands are converted at compile time, so constant int8 or bf16 weights reach
 the packed-weight GEMM path. A dot with several contracting dimensions whose product
 exceeds ``C`` is left as it is.
@@ -119,3 +125,42 @@ def _cut(b: Builder, v: Value, dim: int, lo: int, hi: int) -> Value:
     start, limit = [0] * len(shape), list(shape)
     start[dim], limit[dim] = lo, hi
     return b.slice(v, start, limit)
+
+
+def fold_broadcast_batch(module: Module) -> int:
+    """Rewrites ``dot_general(lhs, broadcast_in_dim(w))`` whose batch dimensions come
+    from the broadcast alone into ``dot_general(lhs, w)`` without batching (see the
+    module doc). Only when the result's dimension order is unchanged: the lhs batch
+    dimensions listed in ascending order, all before its free dimensions, and the
+    broadcast keeping ``w``'s dimensions in order and size. Returns how many."""
+    count = 0
+    for op in [o for o in module.walk() if o.name == "stablehlo.dot_general"]:
+        lhs, rhs = op.operands
+        bc = rhs.owner_op
+        if bc is None or bc.name != "stablehlo.broadcast_in_dim":
+            continue
+        lb, rb, lc, rc = _dims(op)
+        if not lb:
+            continue
+        w = bc.operands[0]
+        bdims = [int(d) for d in bc.attr("broadcast_dimensions").values]
+        if bdims != sorted(bdims) or set(bdims) & set(rb) or \
+                any(rhs.type.shape[d] != w.type.shape[i] for i, d in enumerate(bdims)):
+            continue
+        lf = [d for d in range(lhs.type.rank) if d not in lb + lc]
+        if list(lb) != sorted(lb) or (lf and max(lb) > min(lf)):
+            continue
+        if not all(d in bdims for d in rc):
+            continue
+        wc = tuple(bdims.index(d) for d in rc)
+        b = Builder.before(op, op.loc)
+        new = b.dot_general(lhs, w, (lc, wc), ((), ()))
+        if new.type != op.results[0].type:
+            new.owner_op.erase()
+            continue
+        op.results[0].replace_all_uses_with(new)
+        op.erase()
+        if not bc.results[0].has_uses:
+            bc.erase()
+        count += 1
+    return count
