@@ -31,6 +31,10 @@ class _State:
         self.priority: int | None = None  # the round's priority (None: all)
         self.divisible = True  # a factor takes an axis only while its size stays divisible
         self.sub_axes = False  # split axes into sub-axes across compound factors
+        # "aggressive": factors take axes in order, an axis goes to the first factor
+        # that wants it; "basic": an axis some tensor uses for another factor is taken
+        # by none (Shardy's two strategies)
+        self.strategy = "aggressive"
 
     def get(self, v: Value) -> TensorShardingAttr | None:
         s = self.sh.get(v)
@@ -146,6 +150,150 @@ def _compose(fs, factor_axes, sizes, mesh) -> tuple:
     return _merge_sub_axes(axes, mesh)
 
 
+def _ax(a: AxisRef, mesh, pre: int, size: int) -> AxisRef:
+    return AxisRef(a.name) if (pre, size) == (1, mesh.axis_size(a.name)) else \
+        AxisRef(a.name, (pre, size))
+
+
+def _prefix_of(a: AxisRef, b: AxisRef, mesh) -> bool:
+    """``a`` is ``b`` or a major part of it (``"x":(1)2`` of ``"x"``)."""
+    (p1, e1), (p2, e2) = _span(a, mesh), _span(b, mesh)
+    return a.name == b.name and p1 == p2 and e1 <= e2
+
+
+def _contains(a: AxisRef, b: AxisRef, mesh) -> bool:
+    (p1, e1), (p2, e2) = _span(a, mesh), _span(b, mesh)
+    return a.name == b.name and p1 <= p2 and e2 <= e1
+
+
+def _without_overlap(a: AxisRef, others, mesh) -> AxisRef | None:
+    """The largest major part of ``a`` that overlaps none of ``others`` (None: none)."""
+    for b in others:
+        if not _overlap(a, b, mesh):
+            continue
+        (p1, _e1), (p2, _e2) = _span(a, mesh), _span(b, mesh)
+        if p2 <= p1:
+            return None
+        a = _ax(a, mesh, p1, p2 // p1)
+    return a
+
+
+def _compatible(old: list, new: tuple, expand: bool, mesh) -> tuple[list, bool]:
+    """Merges one tensor's axes along a factor into the candidate: the longer of two
+    lists where one is a prefix of the other; at a conflict, the common prefix, which
+    no later tensor may extend."""
+    out: list = []
+    i = 0
+    while i < len(old) and i < len(new):
+        o, n = old[i], new[i]
+        if o == n:
+            out.append(n)
+        elif _prefix_of(n, o, mesh) and o.name == n.name:
+            out.append(n if i + 1 < len(new) else o)
+            if i + 1 < len(new):
+                return out, False
+        elif _prefix_of(o, n, mesh):
+            if not expand or i + 1 < len(old):
+                out.append(o)
+                return out, False
+            out.append(n)
+        else:
+            return out, False
+        i += 1
+    out += old[i:]
+    if expand:
+        out += new[i:]
+    return out, expand
+
+
+def _truncate(axes: list, fn, mesh) -> list:
+    """``axes`` up to the first one ``fn(axis, sharded size)`` rejects (None) or
+    shortens (then the shortened one is the last)."""
+    size = 1
+    for i, a in enumerate(axes):
+        size *= a.size(mesh)
+        b = fn(a, size)
+        if b is None:
+            return axes[:i]
+        if b != a:
+            return axes[:i] + [b]
+    return axes
+
+
+def _factor_axes(st: _State, rule: Rule, slots, shs, projs, mesh) -> dict[int, tuple]:
+    """Each factor's axes (Shardy's factor propagation): the compatible major axes of
+    the tensors along it, cut where a tensor cannot take them (its replicated axes, a
+    closed dimension, a non-minor factor left indivisible) and where any tensor uses
+    them for another factor (the ``basic`` strategy; else :func:`_greedy_factor_axes`)."""
+    if st.strategy != "basic":
+        return _greedy_factor_axes(st, rule, projs, mesh)
+    info: list[dict[int, tuple[bool, bool]]] = []  # factor -> (closed, minor-most)
+    for s, fs in zip(shs, slots):
+        d_info = {}
+        for d, dfs in enumerate(fs):
+            closed = s is not None and d < len(s.dims) and s.dims[d].closed
+            for k, f in enumerate(dfs):
+                d_info[f] = (closed, k == len(dfs) - 1)
+        info.append(d_info)
+    result: dict[int, list] = {}
+    for f in range(len(rule.sizes)):
+        if rule.kinds.get(f) == NEED_REPLICATION:
+            continue
+        axes: list = []
+        expand = True
+        for p in projs:
+            if f in p:
+                axes, expand = _compatible(axes, p[f], expand, mesh)
+        result[f] = axes
+    for s, p, inf in zip(shs, projs, info):
+        rep = s.replicated if s is not None else ()
+        for f, (closed, minor) in inf.items():
+            if f not in result:
+                continue
+            have = p.get(f, ())
+
+            def within(a, size, rep=rep, have=have, closed=closed, minor=minor, f=f):
+                if _without_overlap(a, rep, mesh) != a:
+                    return None
+                if any(_contains(h, a, mesh) for h in have):
+                    return a
+                if not closed and (rule.sizes[f] % size == 0 or (minor and not st.divisible)):
+                    return a
+                if have and _prefix_of(have[-1], a, mesh):
+                    return have[-1]
+                return None
+
+            result[f] = _truncate(result[f], within, mesh)
+    for p in projs:
+        for f in result:
+            others = [b for g, ax in p.items() if g != f for b in ax]
+            result[f] = _truncate(result[f],
+                                  lambda a, _n, o=others: _without_overlap(a, o, mesh), mesh)
+    return {f: tuple(a) for f, a in result.items() if a}
+
+
+def _greedy_factor_axes(st: _State, rule: Rule, projs, mesh) -> dict[int, tuple]:
+    """The aggressive strategy: each factor takes the longest compatible axis list
+    (a conflict keeps the common prefix), an axis goes to the first factor wanting it."""
+    factor_axes: dict[int, tuple] = {}
+    used: list[AxisRef] = []
+    for f in range(len(rule.sizes)):
+        if rule.kinds.get(f) == NEED_REPLICATION:
+            continue
+        best = _merge([p[f] for p in projs if f in p])
+        keep, prod = [], 1
+        for a in best:
+            if any(_overlap(a, u, mesh) for u in used) or (
+                    st.divisible and rule.sizes[f] % (prod * a.size(mesh))):
+                break
+            prod *= a.size(mesh)
+            keep.append(a)
+        used.extend(keep)
+        if keep:
+            factor_axes[f] = tuple(keep)
+    return factor_axes
+
+
 def _propagate_op(st: _State, values: list[Value], slots: list, rule: Rule,
                   fixed: set[int]) -> bool:
     """One op: ``values[i]`` has dims->factors ``slots[i]``; tensors in ``fixed`` are
@@ -166,23 +314,7 @@ def _propagate_op(st: _State, values: list[Value], slots: list, rule: Rule,
     if any(mesh_for(s).axes != mesh.axes for s in named[1:]):
         return False  # tensors on different meshes: nothing propagates between them
     projs = [_project(s, fs, rule.sizes, mesh, st.sub_axes) for s, fs in zip(shs, slots)]
-    factor_axes: dict[int, tuple] = {}
-    used: list[AxisRef] = []
-    for f in range(len(rule.sizes)):
-        if rule.kinds.get(f) == NEED_REPLICATION:
-            continue
-        cands = [p[f] for p in projs if f in p]
-        best = _merge(cands)
-        keep, prod = [], 1
-        for a in best:
-            if any(_overlap(a, u, mesh) for u in used) or (
-                    st.divisible and rule.sizes[f] % (prod * a.size(mesh))):
-                break
-            prod *= a.size(mesh)
-            keep.append(a)
-        used.extend(keep)
-        if keep:
-            factor_axes[f] = tuple(keep)
+    factor_axes = _factor_axes(st, rule, slots, shs, projs, mesh)
     if not factor_axes:
         return False
     changed = False

@@ -63,6 +63,7 @@ class ShardingPropagation:
     divisible: bool = True  # False: Shardy's rule (uneven shards, padded later)
     op_priorities: bool = True  # element-wise ops propagate first (Shardy's default)
     sub_axes: bool = False  # True: split axes across reshape factors (Shardy's rule)
+    strategy: str = "aggressive"  # or "basic": conflicts across factors (see _State)
 
     def run(self, module: Module) -> Module:
         table = M.meshes(module)
@@ -79,6 +80,7 @@ class ShardingPropagation:
         st = _State(funcs[0] if funcs else None, table)
         st.divisible = self.divisible
         st.sub_axes = self.sub_axes
+        st.strategy = self.strategy
         steps: list = []
         per_func = []
         callee_outs: dict[str, tuple[list, list[Value]]] = {}
@@ -203,29 +205,28 @@ def _seeded(step, value: Value, sharding: TensorShardingAttr):
 
 def _control_flow_edges(op: Operation) -> list:
     """Data-flow edges of ``case``/``if`` (each result and every branch's returned value)
-    and ``while`` (operand, result, body and condition arguments, body's returned value)."""
+    and ``while`` (operand, result, body and condition arguments, body's returned value).
+
+    One edge joins all its values at once, as Shardy's data-flow edge op does: a result
+    whose branches disagree takes only what they have in common."""
     steps = []
 
-    def join(a: Value, b: Value) -> None:
-        if _rank(a) >= 0 and _rank(b) >= 0 and a.type == b.type:
-            r, slots = _identity_rule(a)
-            steps.append(_step([a, b], slots, r))
+    def join(vals: list[Value]) -> None:
+        vals = [v for v in vals if _rank(v) >= 0 and v.type == vals[0].type]
+        if len(vals) > 1:
+            r, slots = _identity_rule(vals[0])
+            steps.append(_step(vals, [slots[0]] * len(vals), r))
 
     terms = [reg.blocks[0].ops[-1] for reg in op.regions if reg.blocks and reg.blocks[0].ops]
     if op.name == "stablehlo.while":
         cond, body = op.regions[0].blocks[0], op.regions[1].blocks[0]
         ret = body.ops[-1] if body.ops else None
         for i, r in enumerate(op.results):
-            join(op.operands[i], r)
-            join(r, body.args[i])
-            join(r, cond.args[i])
-            if ret is not None and i < len(ret.operands):
-                join(ret.operands[i], r)
+            back = [ret.operands[i]] if ret is not None and i < len(ret.operands) else []
+            join([r, op.operands[i], body.args[i], cond.args[i]] + back)
     else:
         for i, r in enumerate(op.results):
-            for t in terms:
-                if i < len(t.operands):
-                    join(t.operands[i], r)
+            join([r] + [t.operands[i] for t in terms if i < len(t.operands)])
     return steps
 
 
