@@ -29,6 +29,7 @@ class _State:
         self.ret: list[TensorShardingAttr | None] = []
         self.max_priority = -1
         self.priority: int | None = None  # the round's priority (None: all)
+        self.stage = 2  # the op-priority stage (propagation._Step.direction)
         self.divisible = True  # a factor takes an axis only while its size stays divisible
         self.sub_axes = False  # split axes into sub-axes across compound factors
         # "aggressive": factors take axes in order, an axis goes to the first factor
@@ -220,13 +221,40 @@ def _truncate(axes: list, fn, mesh) -> list:
     return axes
 
 
-def _factor_axes(st: _State, rule: Rule, slots, shs, projs, mesh) -> dict[int, tuple]:
+def _order(n: int, n_in: int, direction: str) -> list[tuple[int, bool]]:
+    """The tensors whose axes may extend a factor's candidate (True), then those only
+    checked for conflicts (False): operands first when propagating forward, results
+    first backward (Shardy's propagation directions)."""
+    ins, outs = list(range(n_in)), list(range(n_in, n))
+    if direction == "FORWARD":
+        return [(i, True) for i in ins] + [(i, False) for i in outs]
+    if direction == "BACKWARD":
+        return [(i, True) for i in outs] + [(i, False) for i in ins]
+    return [(i, True) for i in range(n)]
+
+
+def _candidate(projs, f: int, order, mesh) -> list:
+    axes: list = []
+    expand = True
+    for i, may in order:
+        if f in projs[i]:
+            if not may:
+                expand = False
+            axes, expand = _compatible(axes, projs[i][f], expand, mesh)
+    return axes
+
+
+def _factor_axes(st: _State, rule: Rule, slots, shs, projs, mesh, order=None,
+                 only_pass: bool = False, nelems=None,
+                 elementwise: bool = False) -> dict[int, tuple]:
     """Each factor's axes (Shardy's factor propagation): the compatible major axes of
     the tensors along it, cut where a tensor cannot take them (its replicated axes, a
     closed dimension, a non-minor factor left indivisible) and where any tensor uses
     them for another factor (the ``basic`` strategy; else :func:`_greedy_factor_axes`)."""
+    order = order or [(i, True) for i in range(len(projs))]
     if st.strategy != "basic":
-        return _greedy_factor_axes(st, rule, projs, mesh)
+        return _greedy_factor_axes(st, rule, projs, mesh, order, only_pass,
+                                   nelems or [0] * len(projs), elementwise)
     info: list[dict[int, tuple[bool, bool]]] = []  # factor -> (closed, minor-most)
     for s, fs in zip(shs, slots):
         d_info = {}
@@ -237,14 +265,9 @@ def _factor_axes(st: _State, rule: Rule, slots, shs, projs, mesh) -> dict[int, t
         info.append(d_info)
     result: dict[int, list] = {}
     for f in range(len(rule.sizes)):
-        if rule.kinds.get(f) == NEED_REPLICATION:
+        if rule.kinds.get(f) == NEED_REPLICATION or (only_pass and f in rule.kinds):
             continue
-        axes: list = []
-        expand = True
-        for p in projs:
-            if f in p:
-                axes, expand = _compatible(axes, p[f], expand, mesh)
-        result[f] = axes
+        result[f] = _candidate(projs, f, order, mesh)
     for s, p, inf in zip(shs, projs, info):
         rep = s.replicated if s is not None else ()
         for f, (closed, minor) in inf.items():
@@ -272,32 +295,42 @@ def _factor_axes(st: _State, rule: Rule, slots, shs, projs, mesh) -> dict[int, t
     return {f: tuple(a) for f, a in result.items() if a}
 
 
-def _greedy_factor_axes(st: _State, rule: Rule, projs, mesh) -> dict[int, tuple]:
+def _greedy_factor_axes(st: _State, rule: Rule, projs, mesh, order, only_pass: bool,
+                        nelems: list[int], elementwise: bool) -> dict[int, tuple]:
     """The aggressive strategy: each factor takes the longest compatible axis list
-    (a conflict keeps the common prefix), an axis goes to the first factor wanting it."""
+    (a conflict keeps the common prefix, cut where the size stops dividing). Where two
+    factors want one axis of a tensor, the factor of the larger source tensor wins
+    (for element-wise ops, then the more sharded factor), then the earlier factor:
+    the order is that of the returned dict."""
     factor_axes: dict[int, tuple] = {}
-    used: list[AxisRef] = []
+    keys = []
     for f in range(len(rule.sizes)):
-        if rule.kinds.get(f) == NEED_REPLICATION:
+        if rule.kinds.get(f) == NEED_REPLICATION or (only_pass and f in rule.kinds):
             continue
-        best = _merge([p[f] for p in projs if f in p])
+        if all(may for _, may in order):
+            best = _merge([p[f] for p in projs if f in p])
+        else:
+            best = tuple(_candidate(projs, f, order, mesh))
         keep, prod = [], 1
         for a in best:
-            if any(_overlap(a, u, mesh) for u in used) or (
-                    st.divisible and rule.sizes[f] % (prod * a.size(mesh))):
+            if st.divisible and rule.sizes[f] % (prod * a.size(mesh)):
                 break
             prod *= a.size(mesh)
             keep.append(a)
-        used.extend(keep)
         if keep:
             factor_axes[f] = tuple(keep)
-    return factor_axes
+            src = max((n for p, n in zip(projs, nelems) if p.get(f)), default=0)
+            keys.append((-src, -prod if elementwise else 0, f))
+    return {k[2]: factor_axes[k[2]] for k in sorted(keys)}
 
 
 def _propagate_op(st: _State, values: list[Value], slots: list, rule: Rule,
-                  fixed: set[int]) -> bool:
+                  fixed: set[int], direction: str = "BOTH", n_in: int = 0,
+                  only_pass: bool = False, elementwise: bool = True) -> bool:
     """One op: ``values[i]`` has dims->factors ``slots[i]``; tensors in ``fixed`` are
-    read but not updated. Returns True when a sharding changed."""
+    read but not updated. ``direction`` FORWARD lets only the first ``n_in`` values
+    (the operands) extend a factor's axes, BACKWARD only the others; ``only_pass``
+    leaves reduction factors alone. Returns True when a sharding changed."""
     shs = [st.visible(st.get(v)) for v in values]
 
     def mesh_for(sh):
@@ -314,7 +347,11 @@ def _propagate_op(st: _State, values: list[Value], slots: list, rule: Rule,
     if any(mesh_for(s).axes != mesh.axes for s in named[1:]):
         return False  # tensors on different meshes: nothing propagates between them
     projs = [_project(s, fs, rule.sizes, mesh, st.sub_axes) for s, fs in zip(shs, slots)]
-    factor_axes = _factor_axes(st, rule, slots, shs, projs, mesh)
+    nelems = [_nelems(v) for v in values]
+    factor_axes = _factor_axes(st, rule, slots, shs, projs, mesh,
+                               _order(len(values), n_in, direction), only_pass, nelems,
+                               elementwise)
+    rank_of = {f: k for k, f in enumerate(factor_axes)}
     if not factor_axes:
         return False
     changed = False
@@ -333,7 +370,10 @@ def _propagate_op(st: _State, values: list[Value], slots: list, rule: Rule,
         dims = list(cur.dims) if cur is not None else [DimSharding((), False)] * rank
         taken = [a for d in dims for a in d.axes]
         new = list(dims)
-        for d in range(rank):
+        # dims in the order of their factors' claims (see _greedy_factor_axes)
+        for d in sorted(range(rank), key=lambda d: min(
+                (rank_of.get(f, len(rank_of)) for f in fs[d]), default=len(rank_of))
+                if d < len(fs) else len(rank_of)):
             if d >= len(fs) or dims[d].closed:
                 continue
             want = _compose(fs[d], factor_axes, rule.sizes, mesh)
@@ -353,6 +393,13 @@ def _propagate_op(st: _State, values: list[Value], slots: list, rule: Rule,
                                           cur.unreduced if cur else ())
             changed = True
     return changed
+
+
+def _nelems(v: Value) -> int:
+    n = 1
+    for x in (v.type.shape if _rank(v) >= 0 else ()):
+        n *= x if isinstance(x, int) and x > 0 else 1
+    return n
 
 
 def _identity_rule(v: Value) -> tuple[Rule, list]:

@@ -138,15 +138,14 @@ class ShardingPropagation:
         prios = set()
         for s in st.sh.values():
             prios.update(d.priority for d in s.dims if d.priority is not None)
-        # op priorities inside each user priority: element-wise ops (and the edges of
-        # returns and constraints) first, then every op
-        first = [s for s in steps if getattr(s, "elementwise", True)]
+        # op priorities inside each user priority: the stages of _Step.direction
         for prio in sorted(prios) + [None]:
             st.priority = prio
-            for phase in ((first, steps) if self.op_priorities else (steps,)):
+            for stage in ((0, 1, 2) if self.op_priorities else (2,)):
+                st.stage = stage
                 for _ in range(self.max_iterations):
                     changed = False
-                    for step in phase + phase[::-1]:
+                    for step in steps + steps[::-1]:
                         changed |= step(st)
                     if not changed:
                         break
@@ -191,8 +190,64 @@ def _no_priorities(s: TensorShardingAttr) -> TensorShardingAttr:
                               s.replicated, s.unreduced)
 
 
-def _step(values, slots, rule, fixed=frozenset()):
-    return lambda st: _propagate_op(st, values, slots, rule, set(fixed))
+class _Step:
+    """One op's (or data-flow edge's) propagation step. Its direction follows Shardy's
+    op-priority schedule, stage by stage (``st.stage``):
+
+    0. edges both ways; pass-through ops (element-wise, reshape, transpose) both ways,
+       except forward when a result has several users and backward when an operand
+       has; ``dynamic_slice``/``dynamic_update_slice`` forward only;
+    1. also every other op along its pass-through (non-reduction) factors, and
+       ``broadcast_in_dim`` backward only;
+    2. every op, both ways.
+    """
+
+    def __init__(self, values, slots, rule, fixed=frozenset(), op: Operation | None = None):
+        self.values, self.slots, self.rule, self.fixed = values, slots, rule, set(fixed)
+        self.kind, self.n_in = "edge", 0
+        self.defer_fwd = self.defer_bwd = False
+        self.elementwise = op is None or op.has_trait(ELEMENTWISE)
+        if op is not None:
+            self.n_in = len(op.operands)
+            self.kind = _KINDS.get(op.name, "pass" if op.has_trait(ELEMENTWISE) else "other")
+            self.defer_fwd = any(_users(r) > 1 for r in op.results)
+            self.defer_bwd = any(_users(v) > 1 for v in op.operands)
+
+    def direction(self, stage: int) -> tuple[str, bool]:
+        """(direction, pass-through factors only) in ``stage``."""
+        if stage >= 2 or self.kind == "edge":
+            return "BOTH", False
+        if self.kind == "pass":
+            if stage == 1:
+                return "BOTH", False
+            fwd, bwd = not self.defer_fwd, not self.defer_bwd
+            return ("BOTH" if fwd and bwd else "FORWARD" if fwd else
+                    "BACKWARD" if bwd else "NONE"), False
+        if self.kind == "forward":
+            return ("FORWARD", False) if stage == 0 else ("BOTH", True)
+        if stage == 0:
+            return "NONE", False
+        return ("BACKWARD" if self.kind == "broadcast" else "BOTH"), True
+
+    def __call__(self, st: _State) -> bool:
+        d, only_pass = self.direction(getattr(st, "stage", 2))
+        if d == "NONE":
+            return False
+        return _propagate_op(st, self.values, self.slots, self.rule, self.fixed, d,
+                             self.n_in, only_pass, self.kind == "edge" or self.elementwise)
+
+
+_KINDS = {"stablehlo.reshape": "pass", "stablehlo.transpose": "pass",
+          "stablehlo.dynamic_slice": "forward", "stablehlo.dynamic_update_slice": "forward",
+          "stablehlo.broadcast_in_dim": "broadcast"}
+
+
+def _users(v: Value) -> int:
+    return len({id(u.owner) for u in v.uses})
+
+
+def _step(values, slots, rule, fixed=frozenset(), op: Operation | None = None) -> _Step:
+    return _Step(values, slots, rule, fixed, op)
 
 
 def _seeded(step, value: Value, sharding: TensorShardingAttr):
@@ -327,9 +382,7 @@ def _steps(ops: list[Operation], ret, outs: list[Value],
         slots = rule.operands + rule.results
         if len(slots) != len(values):
             continue
-        step = _step(values, slots, rule)
-        step.elementwise = op.has_trait(ELEMENTWISE)  # type: ignore[attr-defined]
-        steps.append(step)
+        steps.append(_step(values, slots, rule, op=op))
     return steps
 
 
