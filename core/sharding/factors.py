@@ -336,10 +336,13 @@ def _propagate_op(st: _State, values: list[Value], slots: list, rule: Rule,
     def mesh_for(sh):
         return sh.mesh if isinstance(sh.mesh, MeshAttr) else st.table.get(sh.mesh)
 
-    # a sharding over a mesh without axes says nothing: it is replaced
-    shs = [s if s is not None and (m := mesh_for(s)) is not None and m.axes else None
-           for s in shs]
-    named = [s for s in shs if s is not None]
+    def has_axes(sh) -> bool:
+        return (m := mesh_for(sh)) is not None and bool(m.axes)
+
+    # a sharding over a mesh without axes shards nothing; only its closed dims count
+    # (it takes the op's mesh when it grows)
+    shs = [s if s is None or has_axes(s) or s.dims else None for s in shs]
+    named = [s for s in shs if s is not None and has_axes(s)]
     if not named:
         return False
     mesh_name = named[0].mesh
@@ -362,10 +365,8 @@ def _propagate_op(st: _State, values: list[Value], slots: list, rule: Rule,
         if cur is None and v in st.sh and not (len(st.sh[v].dims) == _rank(v) and not (
                 (m := mesh_for(st.sh[v])) is not None and m.axes)):
             continue  # a single-device sharding stays as written
-        if cur is not None and not ((m := mesh_for(cur)) is not None and m.axes):
-            cur = None if not any(d.closed for d in cur.dims) else cur
-            if cur is not None:
-                continue  # closed dims over an empty mesh stay replicated
+        if cur is not None and not has_axes(cur):
+            cur = TensorShardingAttr(mesh_name, cur.dims, (), ())
         rank = _rank(v)
         dims = list(cur.dims) if cur is not None else [DimSharding((), False)] * rank
         taken = [a for d in dims for a in d.axes]

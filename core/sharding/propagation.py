@@ -84,6 +84,7 @@ class ShardingPropagation:
         steps: list = []
         per_func = []
         callee_outs: dict[str, tuple[list, list[Value]]] = {}
+        groups: dict[int, list[Value]] = {}  # sharding groups span the module
         for func in funcs:
             block = func.regions[0].blocks[0]
             for i, a in enumerate(block.args):
@@ -112,16 +113,10 @@ class ShardingPropagation:
                     for v, sh in zip(stand_ins[op], ins):
                         st.sh[v] = sh
             steps += _steps(ops, ret, outs, stand_ins) + _steps(inner, None, [], {})
-            groups: dict[int, list[Value]] = {}
             for op in ops + inner:  # values of one sharding group share one sharding
                 if op.name == "sdy.sharding_group":
                     groups.setdefault(op.attributes["group_id"].value, []).append(  # type: ignore
                         op.operands[0])
-            for members in groups.values():
-                for v in members[1:]:
-                    if _rank(v) == _rank(members[0]) >= 0:
-                        r, slots = _identity_rule(v)
-                        steps.append(_step([members[0], v], slots, r))
             per_func.append((func, block, ops + inner, outs, stand_ins))
             callee_outs[func.attributes["sym_name"].value] = (list(block.args), outs)  # type: ignore
         for _f, _, ops, _, _ in per_func:
@@ -135,6 +130,14 @@ class ShardingPropagation:
                     if _rank(a) >= 0 and a.type == b.type:
                         r, slots = _identity_rule(a)
                         steps.append(_step([a, b], slots, r))
+        # a group's members are joined in one step, run again after every step that
+        # changed something (Shardy syncs a group whenever a member changes)
+        group_steps = []
+        for members in groups.values():
+            members = [v for v in members if _rank(v) == _rank(members[0]) >= 0]
+            if len(members) > 1:
+                r, slots = _identity_rule(members[0])
+                group_steps.append(_step(members, [slots[0]] * len(members), r))
         prios = set()
         for s in st.sh.values():
             prios.update(d.priority for d in s.dims if d.priority is not None)
@@ -145,8 +148,11 @@ class ShardingPropagation:
                 st.stage = stage
                 for _ in range(self.max_iterations):
                     changed = False
-                    for step in steps + steps[::-1]:
-                        changed |= step(st)
+                    for step in group_steps + steps + steps[::-1]:
+                        if step(st):
+                            changed = True
+                            for g in group_steps:
+                                g(st)
                     if not changed:
                         break
         # priorities have done their work: they are dropped, as Shardy does
