@@ -189,21 +189,23 @@ def run_propagation_chunk(chunk: str, path: str = "<string>", offset: int = 0,
     m = parse_module(chunk, path, offset)
     # Shardy propagates axes that split a dimension unevenly (its partitioner pads);
     # oxla's default keeps shards even
-    ShardingPropagation(divisible=False, sub_axes=True, strategy=strategy).run(m)
+    ShardingPropagation(divisible=False, sub_axes=True, strategy=strategy,
+                        connect_calls=pipeline).run(m)
     if pipeline:  # -sdy-propagation-pipeline ends by closing every sharding
         close_shardings(m)
     return filecheck(print_module(m, func_default_dialect=True), checks)
 
 
 def close_shardings(module) -> None:
-    """Removes every open mark (``?``), as the end of Shardy's propagation pipeline."""
+    """Removes every open mark (``?``) and explicit replicated axes, as the end of
+    Shardy's propagation pipeline does."""
     from oxla.ir import attributes as A
     from oxla.ir.sdy import DimSharding, ShardingPerValueAttr, TensorShardingAttr
 
     def close(x):
-        if isinstance(x, TensorShardingAttr):
+        if isinstance(x, TensorShardingAttr):  # replicated axes become implicit
             return TensorShardingAttr(x.mesh, tuple(DimSharding(d.axes) for d in x.dims),
-                                      x.replicated, x.unreduced)
+                                      (), x.unreduced)
         if isinstance(x, ShardingPerValueAttr):
             return ShardingPerValueAttr(tuple(close(y) for y in x.shardings))
         if isinstance(x, A.ArrayAttr):

@@ -64,6 +64,10 @@ class ShardingPropagation:
     op_priorities: bool = True  # element-wise ops propagate first (Shardy's default)
     sub_axes: bool = False  # True: split axes across reshape factors (Shardy's rule)
     strategy: str = "aggressive"  # or "basic": conflicts across factors (see _State)
+    # calls join their operands and results to the callee's arguments and results; off
+    # (Shardy's propagation passes alone): only through sdy.func_data_flow_edge ops, and
+    # a private function's results are left to its callers
+    connect_calls: bool = True
 
     def run(self, module: Module) -> Module:
         table = M.meshes(module)
@@ -127,7 +131,10 @@ class ShardingPropagation:
                 if target is None:
                     continue
                 for a, b in list(zip(op.operands, target[0])) + list(zip(op.results, target[1])):
-                    if _rank(a) >= 0 and a.type == b.type:
+                    # without connect_calls only data-flow edges join a call to its callee
+                    edge = any(u.owner.name == "sdy.func_data_flow_edge"
+                               for u in list(a.uses) + list(b.uses))
+                    if _rank(a) >= 0 and a.type == b.type and (self.connect_calls or edge):
                         r, slots = _identity_rule(a)
                         steps.append(_step([a, b], slots, r))
         # a group's members are joined in one step, run again after every step that
@@ -158,12 +165,20 @@ class ShardingPropagation:
         # priorities have done their work: they are dropped, as Shardy does
         st.sh = {v: _no_priorities(s) for v, s in st.sh.items()}
         for func, block, ops, outs, stand_ins in per_func:
-            _write_back(st, func, block, ops, outs, stand_ins)
+            private = _is_private(func) and not self.connect_calls
+            _write_back(st, func, block, ops, [] if private else outs, stand_ins)
+
+
+def _is_private(func: Operation) -> bool:
+    v = func.attributes.get("sym_visibility")
+    return getattr(v, "value", v) == "private"
 
 
 def _write_back(st: _State, func, block, ops, outs, stand_ins) -> None:
     """Stores the shardings of one function's values where Shardy keeps them."""
     for i, a in enumerate(block.args):
+        if any(u.owner.name == "sdy.func_data_flow_edge" for u in a.uses):
+            continue  # its sharding lives on the edge
         if a in st.sh and st.sh[a] != M.arg_sharding(func, i):
             M.set_arg_sharding(func, i, st.sh[a])
     for i, o in enumerate(outs):
