@@ -197,6 +197,8 @@ class _FuncPartitioner(DeviceOps):
                 if _axes(got_out[0], d):
                     lim[d] = size
             new.attributes["limit_indices"] = A.i64_array(lim)
+        if n == "stablehlo.dynamic_slice":  # whole dimensions are sliced at local size
+            new.attributes["slice_sizes"] = A.i64_array(list(new.results[0].type.shape))
         self.b.insert(new)
         red = tuple(a for f, ax in fa.items() if rule.kinds.get(f) == REDUCTION for a in ax)
         results = list(new.results)

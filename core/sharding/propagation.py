@@ -216,8 +216,9 @@ class _Step:
     op-priority schedule, stage by stage (``st.stage``):
 
     0. edges both ways; pass-through ops (element-wise, reshape, transpose) both ways,
-       except forward when a result has several users and backward when an operand
-       has; ``dynamic_slice``/``dynamic_update_slice`` forward only;
+       except forward when a result has several users and backward into an operand
+       that other pass-through ops use too; ``dynamic_slice``/``dynamic_update_slice``
+       forward only (unless a result has several users);
     1. also every other op along its pass-through (non-reduction) factors, and
        ``broadcast_in_dim`` backward only;
     2. every op, both ways.
@@ -232,7 +233,8 @@ class _Step:
             self.n_in = len(op.operands)
             self.kind = _KINDS.get(op.name, "pass" if op.has_trait(ELEMENTWISE) else "other")
             self.defer_fwd = any(_users(r) > 1 for r in op.results)
-            self.defer_bwd = any(_users(v) > 1 for v in op.operands)
+            # backward into a value that another pass-through user could also shard
+            self.defer_bwd = any(_users(v, pass_only=True) > 1 for v in op.operands)
 
     def direction(self, stage: int) -> tuple[str, bool]:
         """(direction, pass-through factors only) in ``stage``."""
@@ -245,7 +247,9 @@ class _Step:
             return ("BOTH" if fwd and bwd else "FORWARD" if fwd else
                     "BACKWARD" if bwd else "NONE"), False
         if self.kind == "forward":
-            return ("FORWARD", False) if stage == 0 else ("BOTH", True)
+            if stage == 0:
+                return ("NONE" if self.defer_fwd else "FORWARD"), False
+            return "BOTH", True
         if stage == 0:
             return "NONE", False
         return ("BACKWARD" if self.kind == "broadcast" else "BOTH"), True
@@ -263,8 +267,10 @@ _KINDS = {"stablehlo.reshape": "pass", "stablehlo.transpose": "pass",
           "stablehlo.broadcast_in_dim": "broadcast"}
 
 
-def _users(v: Value) -> int:
-    return len({id(u.owner) for u in v.uses})
+def _users(v: Value, pass_only: bool = False) -> int:
+    """The number of distinct ops using ``v`` (only pass-through ones: ``pass_only``)."""
+    return len({id(u.owner) for u in v.uses if not pass_only or _KINDS.get(
+        u.owner.name, "pass" if u.owner.has_trait(ELEMENTWISE) else "other") == "pass"})
 
 
 def _step(values, slots, rule, fixed=frozenset(), op: Operation | None = None) -> _Step:

@@ -113,3 +113,35 @@ def test_compile_sharded_reports_collectives_in_stats(jax_programs):
     assert exe.stats["collectives"] == {"all_reduce": 1}
     assert exe.stats["collective_bytes"] == 4 * 4 * 4  # the 4x4 f32 local result
     assert exe.stats["num_devices"] == 4
+
+
+SLICES_AND_DOT = """\
+sdy.mesh @mesh = <["x"=2, "y"=2]>
+func.func @main(%arg0: tensor<8x6xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>},
+                %arg1: tensor<6x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"y"}]>},
+                %arg2: tensor<i32>, %arg3: tensor<8x2xf32>)
+    -> (tensor<8x4xf32>, tensor<8x6xf32>) {
+  %0 = stablehlo.dynamic_slice %arg0, %arg2, %arg2, sizes = [8, 3] : (tensor<8x6xf32>, tensor<i32>, tensor<i32>) -> tensor<8x3xf32>
+  %1 = stablehlo.dynamic_update_slice %arg0, %arg3, %arg2, %arg2 : (tensor<8x6xf32>, tensor<8x2xf32>, tensor<i32>, tensor<i32>) -> tensor<8x6xf32>
+  %2 = stablehlo.dot %1, %arg1 : (tensor<8x6xf32>, tensor<6x4xf32>) -> tensor<8x4xf32>
+  %3 = stablehlo.slice %0 [0:8, 0:2] : (tensor<8x3xf32>) -> tensor<8x2xf32>
+  %4 = stablehlo.dynamic_update_slice %arg0, %3, %arg2, %arg2 : (tensor<8x6xf32>, tensor<8x2xf32>, tensor<i32>, tensor<i32>) -> tensor<8x6xf32>
+  return %2, %4 : tensor<8x4xf32>, tensor<8x6xf32>
+}
+"""
+
+
+def test_dynamic_slices_and_dot_keep_whole_dims_sharded(backend):
+    """dynamic_slice/dynamic_update_slice pass whole dimensions through (sharded, with
+    local sizes), stablehlo.dot shards its m and n factors: same as unsharded."""
+    rng = np.random.default_rng(0)
+    ins = [rng.standard_normal((8, 6)).astype(np.float32),
+           rng.standard_normal((6, 4)).astype(np.float32), np.array(2, np.int32),
+           rng.standard_normal((8, 2)).astype(np.float32)]
+    outs, report = run_sharded(SLICES_AND_DOT, ins, backend)
+    ref = run_function(drop_shardings(parse_module(SLICES_AND_DOT)), "main", ins)
+    for o, r in zip(outs, ref):
+        np.testing.assert_allclose(o, r, rtol=1e-5, atol=1e-5)
+    shardings = dict(report.op_shardings)
+    assert '{"x"}' in shardings["stablehlo.dynamic_slice"]
+    assert '{"x"}, {"y"}' in shardings["stablehlo.dot"]
