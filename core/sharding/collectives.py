@@ -1,5 +1,6 @@
 """What the partitioner emits on each device: its coordinates in the mesh, collectives,
-reshards (``all_gather`` to remove axes, ``dynamic_slice`` to add them), and the report
+reshards (``all_gather`` to remove axes, ``dynamic_slice`` to add them, ``all_to_all``
+to move them from one dimension to another), and the report
 of what was inserted (:class:`Collective`, :class:`PartitionReport`).
 
 Device ids come from ``partition_id + replica_id`` (a ``1 x N`` or ``N x 1`` grid);
@@ -185,6 +186,24 @@ class DeviceOps:
                 if t:
                     add[d] = t
         now = [list(_axes(cur, d)) for d in range(rank)]
+        # axes leaving the minor end of one dimension for the minor end of another move
+        # in one all_to_all (each device sends each peer the part it will own)
+        for d1, (keep, extra) in list(gather.items()):
+            for d2, t in list(add.items()):
+                if d2 == d1 or d2 in gather or not extra or \
+                        tuple(t[len(now[d2]):]) != tuple(extra):
+                    continue
+                now[d1], now[d2] = list(keep), list(t)
+                shape = [gshape[k] // self._count(now[k]) for k in range(rank)]
+                op = self._mk("stablehlo.all_to_all", [x], [_tensor(shape, x.type.element_type)], {
+                    "split_dimension": A.i64_attr(d2), "concat_dimension": A.i64_attr(d1),
+                    "split_count": A.i64_attr(self._count(extra)),
+                    "replica_groups": self._groups_attr(extra),
+                    "channel_handle": self._channel()})
+                self._record("all_to_all", x.type, extra, "reshard", why)
+                x = op.results[0]
+                del gather[d1], add[d2]
+                break
         for d, (keep, extra) in gather.items():
             now[d] = list(keep)
             shape = [gshape[k] // self._count(now[k]) for k in range(rank)]

@@ -145,3 +145,26 @@ def test_dynamic_slices_and_dot_keep_whole_dims_sharded(backend):
     shardings = dict(report.op_shardings)
     assert '{"x"}' in shardings["stablehlo.dynamic_slice"]
     assert '{"x"}, {"y"}' in shardings["stablehlo.dot"]
+
+
+MOVE_AXIS = """\
+sdy.mesh @mesh = <["x"=2, "y"=2]>
+func.func @main(%arg0: tensor<8x12xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"y", "x"}, {}]>})
+    -> (tensor<8x12xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"y"}, {"x"}]>}) {
+  %0 = sdy.reshard %arg0 <@mesh, [{"y"}, {"x"}]> : tensor<8x12xf32>
+  %1 = stablehlo.negate %0 : tensor<8x12xf32>
+  return %1 : tensor<8x12xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("src,dst", [('[{"y", "x"}, {}]', '[{"y"}, {"x"}]'),
+                                     ('[{}, {"x", "y"}]', '[{"x", "y"}, {}]')])
+def test_moving_axes_between_dims_is_one_all_to_all(backend, src, dst):
+    text = MOVE_AXIS.replace('[{"y", "x"}, {}]', src).replace('[{"y"}, {"x"}]', dst)
+    x = np.arange(96, dtype=np.float32).reshape(8, 12)
+    outs, report = run_sharded(text, [x], backend)
+    np.testing.assert_array_equal(outs[0], -x)
+    assert report.counts() == {"all_to_all": 1}
+    c = report.collectives[0]
+    assert c.reason == "reshard" and c.bytes == 8 * 12 * 4 // 4
