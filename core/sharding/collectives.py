@@ -77,6 +77,18 @@ def _axes(s: TensorShardingAttr | None, d: int) -> tuple[AxisRef, ...]:
 
 
 
+def _add_region(et) -> Region:
+    """The ``(a, b) -> a + b`` body of a summing collective."""
+    blk = Block()
+    s = _tensor((), et)
+    a0, a1 = blk.add_arg(s), blk.add_arg(s)
+    bb = Builder.at_end(blk)
+    bb.insert(Operation.create("stablehlo.return", [bb.add(a0, a1)]))
+    body = Region()
+    body.add_block(blk)
+    return body
+
+
 class DeviceOps:
     """Emits per-device code into ``self.b`` for a mesh ``self.mesh``; subclasses set
     ``mesh``, ``b``, ``report``, ``channel`` and ``_coords``."""
@@ -148,19 +160,26 @@ class DeviceOps:
                                                         ("type", 1)))
 
     def all_reduce(self, x: Value, axes, body: Region | None, reason: str, why: str) -> Value:
-        et = x.type.element_type
         if body is None:
-            blk = Block()
-            s = _tensor((), et)
-            a0, a1 = blk.add_arg(s), blk.add_arg(s)
-            bb = Builder.at_end(blk)
-            bb.insert(Operation.create("stablehlo.return", [bb.add(a0, a1)]))
-            body = Region()
-            body.add_block(blk)
+            body = _add_region(x.type.element_type)
         op = self._mk("stablehlo.all_reduce", [x], [x.type], {
             "replica_groups": self._groups_attr(axes), "channel_handle": self._channel(),
             "use_global_device_ids": A.UnitAttr()}, regions=[body])
         self._record("all_reduce", x.type, axes, reason, why)
+        return op.results[0]
+
+    def reduce_scatter(self, x: Value, axes, dim: int, body: Region | None, why: str) -> Value:
+        """Sums ``x`` over ``axes`` and keeps this device's part of dimension ``dim``
+        (the axes become its minor sharding)."""
+        if body is None:
+            body = _add_region(x.type.element_type)
+        shape = list(x.type.shape)
+        shape[dim] //= self._count(axes)
+        op = self._mk("stablehlo.reduce_scatter", [x], [_tensor(shape, x.type.element_type)], {
+            "scatter_dimension": A.i64_attr(dim), "replica_groups": self._groups_attr(axes),
+            "channel_handle": self._channel(), "use_global_device_ids": A.UnitAttr()},
+            regions=[body])
+        self._record("reduce_scatter", x.type, axes, "reduction", why)
         return op.results[0]
 
     def _record(self, kind, t, axes, reason, why) -> None:

@@ -76,8 +76,9 @@ def test_reshards_between_any_two_shardings(backend):
     outs, report = run_sharded(RESHARD, [x], backend)
     np.testing.assert_allclose(outs[0], np.exp(x), rtol=1e-6)
     kinds = [c.kind for c in report.collectives]
-    assert set(kinds) == {"all_gather"} and all(c.reason == "reshard"
-                                                for c in report.collectives)
+    # axes moving between dims go by all_to_all, the others by all_gather
+    assert set(kinds) == {"all_gather", "all_to_all"} and all(c.reason == "reshard"
+                                                              for c in report.collectives)
 
 
 def test_uneven_shards_are_refused_in_one_line():
@@ -168,3 +169,33 @@ def test_moving_axes_between_dims_is_one_all_to_all(backend, src, dst):
     assert report.counts() == {"all_to_all": 1}
     c = report.collectives[0]
     assert c.reason == "reshard" and c.bytes == 8 * 12 * 4 // 4
+
+
+REDUCE_SCATTER = """\
+sdy.mesh @mesh = <["x"=2, "y"=2]>
+func.func @main(%arg0: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"x", "y"}]>},
+                %arg1: tensor<16x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x", "y"}, {}]>},
+                %arg2: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"y"}]>})
+    -> (tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x", "y"}, {}]>},
+        tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"y"}]>}) {
+  %0 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0] : (tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<8x4xf32>
+  %c = stablehlo.constant dense<0.0> : tensor<f32>
+  %1 = stablehlo.reduce(%arg2 init: %c) applies stablehlo.add across dimensions = [1] : (tensor<8x16xf32>, tensor<f32>) -> tensor<8xf32>
+  return %0, %1 : tensor<8x4xf32>, tensor<8xf32>
+}
+"""
+
+
+def test_sharded_contraction_into_a_sharded_result_is_a_reduce_scatter(backend):
+    """Operands sharded on the contracted (reduced) dimension and a result wanted
+    sharded on the same axes: partial results and one reduce_scatter each, as XLA does
+    (no all_gather of the operands, no all_reduce)."""
+    rng = np.random.default_rng(1)
+    ins = [rng.standard_normal(s).astype(np.float32) for s in ((8, 16), (16, 4), (8, 16))]
+    outs, report = run_sharded(REDUCE_SCATTER, ins, backend)
+    ref = run_function(drop_shardings(parse_module(REDUCE_SCATTER)), "main", ins)
+    for o, r in zip(outs, ref):
+        np.testing.assert_allclose(o, r, rtol=1e-5, atol=1e-5)
+    assert report.counts() == {"reduce_scatter": 2}
+    # each device sends its partial 8x4 (dot) and 8 (reduce) f32 results
+    assert sorted(c.bytes for c in report.collectives) == [8 * 4, 8 * 4 * 4]
