@@ -59,6 +59,7 @@ class _FuncPartitioner(DeviceOps):
         self.vals: dict[Value, tuple[Value, TensorShardingAttr | None]] = {}
         self._coords: dict[str, Value] = {}
         self.complete: set[Value] = set()  # results of ops run whole (replicated)
+        self.partial: set[Value] = set()  # partial sums left to an explicit all-reduce
         self.block = Block()
         self.b = Builder.at_end(self.block)
 
@@ -209,6 +210,12 @@ class _FuncPartitioner(DeviceOps):
             new.attributes["limit_indices"] = A.i64_array(lim)
         if n == "stablehlo.dynamic_slice":  # whole dimensions are sliced at local size
             new.attributes["slice_sizes"] = A.i64_array(list(new.results[0].type.shape))
+        if n == "stablehlo.gather":  # operand passthrough dims: their local size
+            ss = list(A.to_python(new.attributes["slice_sizes"]))
+            for d, size in enumerate(locals_in[0].type.shape):
+                if _axes(want_in[0], d):
+                    ss[d] = size
+            new.attributes["slice_sizes"] = A.i64_array(ss)
         self.b.insert(new)
         red = tuple(a for f, ax in fa.items() if rule.kinds.get(f) == REDUCTION for a in ax)
         results = list(new.results)
@@ -225,6 +232,11 @@ class _FuncPartitioner(DeviceOps):
                                            "reduction", n) for r in results]
         for r, lv, s in zip(op.results, results, got_out):
             self.vals[r] = (lv, s)
+            # no partial sums in it: an explicit all-reduce of it has nothing to add
+            if not (red and explicit) and not any(v in self.partial for v in op.operands):
+                self.complete.add(r)
+            else:
+                self.partial.add(r)
         self.report.op_shardings.append((n, ", ".join(str(s.body()) if s else "replicated"
                                                       for s in got_out)))
 

@@ -297,7 +297,50 @@ def _dynamic_slice(op: Operation) -> Rule:
     return r
 
 
+def _gather(op: Operation) -> Rule | None:
+    """``gather``: the batch dimensions of the indices pass through to the result's
+    batch dimensions (index passthrough), operand dimensions taken whole and not indexed
+    pass through to their offset dimensions (operand passthrough); the rest need
+    replication. Batching dims (``operand_batching_dims``): no rule."""
+    dn = op.attributes.get("dimension_numbers")
+    get = getattr(dn, "get", None)
+    if get is None or tuple(get("operand_batching_dims", ()) or ()):
+        return None
+    offset = tuple(get("offset_dims", ()) or ())
+    collapsed = set(get("collapsed_slice_dims", ()) or ())
+    indexed = set(get("start_index_map", ()) or ())
+    ivd = int(get("index_vector_dim", 0) or 0)
+    sizes = _ints(op, "slice_sizes")
+    xs, ids, out = _shape(op.operands[0]), _shape(op.operands[1]), _shape(op.results[0])
+    r = Rule()
+    x_f: list[tuple[int, ...]] = [()] * len(xs)
+    i_f: list[tuple[int, ...]] = [()] * len(ids)
+    o_f: list[tuple[int, ...]] = [()] * len(out)
+    batch_out = [d for d in range(len(out)) if d not in offset]
+    batch_in = [d for d in range(len(ids)) if d != ivd]
+    if len(batch_out) != len(batch_in):
+        return None
+    for di, do in zip(batch_in, batch_out):
+        f = r.factor(ids[di])
+        i_f[di] = o_f[do] = (f,)
+    if ivd < len(ids):
+        i_f[ivd] = (r.factor(ids[ivd], NEED_REPLICATION),)
+    kept = [d for d in range(len(xs)) if d not in collapsed]
+    for d, do in zip(kept, offset):
+        if sizes[d] == xs[d] and d not in indexed:
+            f = r.factor(xs[d])
+            x_f[d] = o_f[do] = (f,)
+        else:
+            x_f[d] = (r.factor(xs[d], NEED_REPLICATION),)
+            o_f[do] = (r.factor(out[do], NEED_REPLICATION),)
+    for d in collapsed:
+        x_f[d] = (r.factor(xs[d], NEED_REPLICATION),)
+    r.operands, r.results = [x_f, i_f], [o_f]
+    return r
+
+
 _RULES = {
+    "stablehlo.gather": _gather,
     "stablehlo.dynamic_slice": _dynamic_slice,
     "stablehlo.dynamic_update_slice": _dynamic_slice,
     "stablehlo.slice": _slice,

@@ -199,3 +199,27 @@ def test_sharded_contraction_into_a_sharded_result_is_a_reduce_scatter(backend):
     assert report.counts() == {"reduce_scatter": 2}
     # each device sends its partial 8x4 (dot) and 8 (reduce) f32 results
     assert sorted(c.bytes for c in report.collectives) == [8 * 4, 8 * 4 * 4]
+
+
+GATHER = """\
+sdy.mesh @mesh = <["x"=2, "y"=2]>
+func.func @main(%arg0: tensor<16x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"y"}]>},
+                %arg1: tensor<6x1xi32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>})
+    -> tensor<6x8xf32> {
+  %0 = "stablehlo.gather"(%arg0, %arg1) <{dimension_numbers = #stablehlo.gather<offset_dims = [1], collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 1>, slice_sizes = array<i64: 1, 8>}> : (tensor<16x8xf32>, tensor<6x1xi32>) -> tensor<6x8xf32>
+  %1 = stablehlo.tanh %0 : tensor<6x8xf32>
+  return %1 : tensor<6x8xf32>
+}
+"""
+
+
+def test_gather_passes_indices_and_whole_operand_dims_through(backend):
+    """An embedding lookup: the indices' batch dimension (on "x") and the table's
+    hidden dimension (on "y", taken whole) stay sharded: no collective at all."""
+    rng = np.random.default_rng(2)
+    ins = [rng.standard_normal((16, 8)).astype(np.float32),
+           rng.integers(0, 16, (6, 1)).astype(np.int32)]
+    outs, report = run_sharded(GATHER, ins, backend)
+    np.testing.assert_allclose(outs[0], np.tanh(ins[0][ins[1][:, 0]]), rtol=1e-6)
+    assert dict(report.op_shardings)["stablehlo.gather"] == '<@mesh, [{"x"}, {"y"}]>'
+    assert report.counts() == {}
