@@ -430,11 +430,12 @@ class Complex(Syntax):
 
 @dataclass(frozen=True)
 class PairwiseTypes(Syntax):
-    """``op %a, %b attr-dict : T1, T2`` where result i has operand i's type
-    (``optimization_barrier``)."""
+    """``op attr-dict %a, %b : T1, T2`` where result i has operand i's type
+    (``optimization_barrier``; MLIR's order; attr-dict after the operands is read too)."""
 
     def parse(self, p: Parser, name: str) -> OpState:
         st = _state()
+        st.attributes.update(p.parse_optional_attr_dict())
         st.operands = p.parse_operand_list()
         st.attributes.update(p.parse_optional_attr_dict())
         if st.operands:
@@ -446,7 +447,7 @@ class PairwiseTypes(Syntax):
         return st
 
     def print(self, pr: Printer, op: Operation) -> None:
-        pr.emit(f"{pr.op_name(op)} {pr.operands(op.operands)}".rstrip() + _attr_dict_text(op))
+        pr.emit(f"{pr.op_name(op)}{_attr_dict_text(op)} {pr.operands(op.operands)}".rstrip())
         if op.operands:
             pr.emit(f" : {_types(op.operand_types)}")
 

@@ -1,5 +1,6 @@
 """What the partitioner emits on each device: its coordinates in the mesh, collectives,
-reshards (``all_gather`` to remove axes, ``dynamic_slice`` to add them), and the report
+reshards (``all_gather`` to remove axes, ``dynamic_slice`` to add them, ``all_to_all``
+to move them from one dimension to another), and the report
 of what was inserted (:class:`Collective`, :class:`PartitionReport`).
 
 Device ids come from ``partition_id + replica_id`` (a ``1 x N`` or ``N x 1`` grid);
@@ -76,6 +77,18 @@ def _axes(s: TensorShardingAttr | None, d: int) -> tuple[AxisRef, ...]:
 
 
 
+def _add_region(et) -> Region:
+    """The ``(a, b) -> a + b`` body of a summing collective."""
+    blk = Block()
+    s = _tensor((), et)
+    a0, a1 = blk.add_arg(s), blk.add_arg(s)
+    bb = Builder.at_end(blk)
+    bb.insert(Operation.create("stablehlo.return", [bb.add(a0, a1)]))
+    body = Region()
+    body.add_block(blk)
+    return body
+
+
 class DeviceOps:
     """Emits per-device code into ``self.b`` for a mesh ``self.mesh``; subclasses set
     ``mesh``, ``b``, ``report``, ``channel`` and ``_coords``."""
@@ -147,19 +160,26 @@ class DeviceOps:
                                                         ("type", 1)))
 
     def all_reduce(self, x: Value, axes, body: Region | None, reason: str, why: str) -> Value:
-        et = x.type.element_type
         if body is None:
-            blk = Block()
-            s = _tensor((), et)
-            a0, a1 = blk.add_arg(s), blk.add_arg(s)
-            bb = Builder.at_end(blk)
-            bb.insert(Operation.create("stablehlo.return", [bb.add(a0, a1)]))
-            body = Region()
-            body.add_block(blk)
+            body = _add_region(x.type.element_type)
         op = self._mk("stablehlo.all_reduce", [x], [x.type], {
             "replica_groups": self._groups_attr(axes), "channel_handle": self._channel(),
             "use_global_device_ids": A.UnitAttr()}, regions=[body])
         self._record("all_reduce", x.type, axes, reason, why)
+        return op.results[0]
+
+    def reduce_scatter(self, x: Value, axes, dim: int, body: Region | None, why: str) -> Value:
+        """Sums ``x`` over ``axes`` and keeps this device's part of dimension ``dim``
+        (the axes become its minor sharding)."""
+        if body is None:
+            body = _add_region(x.type.element_type)
+        shape = list(x.type.shape)
+        shape[dim] //= self._count(axes)
+        op = self._mk("stablehlo.reduce_scatter", [x], [_tensor(shape, x.type.element_type)], {
+            "scatter_dimension": A.i64_attr(dim), "replica_groups": self._groups_attr(axes),
+            "channel_handle": self._channel(), "use_global_device_ids": A.UnitAttr()},
+            regions=[body])
+        self._record("reduce_scatter", x.type, axes, "reduction", why)
         return op.results[0]
 
     def _record(self, kind, t, axes, reason, why) -> None:
@@ -185,6 +205,24 @@ class DeviceOps:
                 if t:
                     add[d] = t
         now = [list(_axes(cur, d)) for d in range(rank)]
+        # axes leaving the minor end of one dimension for the minor end of another move
+        # in one all_to_all (each device sends each peer the part it will own)
+        for d1, (keep, extra) in list(gather.items()):
+            for d2, t in list(add.items()):
+                if d2 == d1 or d2 in gather or not extra or \
+                        tuple(t[len(now[d2]):]) != tuple(extra):
+                    continue
+                now[d1], now[d2] = list(keep), list(t)
+                shape = [gshape[k] // self._count(now[k]) for k in range(rank)]
+                op = self._mk("stablehlo.all_to_all", [x], [_tensor(shape, x.type.element_type)], {
+                    "split_dimension": A.i64_attr(d2), "concat_dimension": A.i64_attr(d1),
+                    "split_count": A.i64_attr(self._count(extra)),
+                    "replica_groups": self._groups_attr(extra),
+                    "channel_handle": self._channel()})
+                self._record("all_to_all", x.type, extra, "reshard", why)
+                x = op.results[0]
+                del gather[d1], add[d2]
+                break
         for d, (keep, extra) in gather.items():
             now[d] = list(keep)
             shape = [gshape[k] // self._count(now[k]) for k in range(rank)]

@@ -175,8 +175,11 @@ def check_directives(chunk: str) -> list[tuple[str, str]]:
 
 
 def run_propagation_chunk(chunk: str, path: str = "<string>", offset: int = 0,
-                          pipeline: bool = False) -> CheckResult:
-    """Propagates one chunk and matches its CHECK lines."""
+                          pipeline: bool = False, strategy: str = "aggressive") -> CheckResult:
+    """Propagates one chunk and matches its CHECK lines.
+
+    ``strategy`` is Shardy's conflict strategy the file's RUN line asks for
+    (``-sdy-basic-propagate``: basic; the other propagation passes: aggressive)."""
     from oxla.ir import parse_module, print_module
     from oxla.sharding.propagation import ShardingPropagation
 
@@ -186,21 +189,23 @@ def run_propagation_chunk(chunk: str, path: str = "<string>", offset: int = 0,
     m = parse_module(chunk, path, offset)
     # Shardy propagates axes that split a dimension unevenly (its partitioner pads);
     # oxla's default keeps shards even
-    ShardingPropagation(divisible=False, sub_axes=True).run(m)
+    ShardingPropagation(divisible=False, sub_axes=True, strategy=strategy,
+                        connect_calls=pipeline).run(m)
     if pipeline:  # -sdy-propagation-pipeline ends by closing every sharding
         close_shardings(m)
     return filecheck(print_module(m, func_default_dialect=True), checks)
 
 
 def close_shardings(module) -> None:
-    """Removes every open mark (``?``), as the end of Shardy's propagation pipeline."""
+    """Removes every open mark (``?``) and explicit replicated axes, as the end of
+    Shardy's propagation pipeline does."""
     from oxla.ir import attributes as A
     from oxla.ir.sdy import DimSharding, ShardingPerValueAttr, TensorShardingAttr
 
     def close(x):
-        if isinstance(x, TensorShardingAttr):
+        if isinstance(x, TensorShardingAttr):  # replicated axes become implicit
             return TensorShardingAttr(x.mesh, tuple(DimSharding(d.axes) for d in x.dims),
-                                      x.replicated, x.unreduced)
+                                      (), x.unreduced)
         if isinstance(x, ShardingPerValueAttr):
             return ShardingPerValueAttr(tuple(close(y) for y in x.shardings))
         if isinstance(x, A.ArrayAttr):
@@ -251,8 +256,11 @@ def run_file(path: str, text: str, backend: str, compiled: bool):
                               chunk)
             name = label.group(1) if label else f"line{offset + 1}"
             try:
+                run_line = text.split("\n", 1)[0]
                 r = run_propagation_chunk(chunk, path, offset,
-                                          "-sdy-propagation-pipeline" in text.split("\n", 1)[0])
+                                          "-sdy-propagation-pipeline" in run_line,
+                                          "basic" if "-sdy-basic-propagate" in run_line
+                                          else "aggressive")
                 res.functions.append(FunctionResult(offset + 1, name,
                                                     "pass" if r.ok else "fail",
                                                     [] if r.ok else [r.message]))

@@ -230,7 +230,7 @@ def shard_array(x: np.ndarray, sh: TensorShardingAttr | None, mesh: MeshAttr) ->
         sl = tuple(slice(None) if idx[d] is None else
                    slice(int(idx[d][dev]) * loc[d], (int(idx[d][dev]) + 1) * loc[d])
                    for d in range(x.ndim))
-        out.append(np.ascontiguousarray(x[sl]))
+        out.append(np.array(x[sl], order="C"))  # (ascontiguousarray makes scalars 1-d)
     return out
 
 

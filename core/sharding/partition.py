@@ -59,6 +59,7 @@ class _FuncPartitioner(DeviceOps):
         self.vals: dict[Value, tuple[Value, TensorShardingAttr | None]] = {}
         self._coords: dict[str, Value] = {}
         self.complete: set[Value] = set()  # results of ops run whole (replicated)
+        self.partial: set[Value] = set()  # partial sums left to an explicit all-reduce
         self.block = Block()
         self.b = Builder.at_end(self.block)
 
@@ -166,7 +167,17 @@ class _FuncPartitioner(DeviceOps):
         projs = [_project(s, fs, rule.sizes, self.mesh) for s, fs in zip(res_sh, rule.results)]
         projs += [_project(s, fs, rule.sizes, self.mesh) for s, fs in zip(opd_sh, rule.operands)]
         used: set[str] = set()
-        for f in range(len(rule.sizes)):
+        nres = len(op.results)
+
+        def sharded_operands(f: int) -> bool:  # every operand holding f is sharded on it
+            return all(p.get(f) for p, fs in zip(projs[nres:], rule.operands)
+                       if any(f in d for d in fs))
+
+        # a contraction the operands are already sharded on is kept (partial results,
+        # then all_reduce or reduce_scatter) rather than gathered for the result's sake
+        first = [f for f in range(len(rule.sizes)) if rule.kinds.get(f) == REDUCTION
+                 and n in _REDUCING and sharded_operands(f)]
+        for f in first + [f for f in range(len(rule.sizes)) if f not in first]:
             kind = rule.kinds.get(f)
             if kind == NEED_REPLICATION:
                 continue
@@ -197,16 +208,35 @@ class _FuncPartitioner(DeviceOps):
                 if _axes(got_out[0], d):
                     lim[d] = size
             new.attributes["limit_indices"] = A.i64_array(lim)
+        if n == "stablehlo.dynamic_slice":  # whole dimensions are sliced at local size
+            new.attributes["slice_sizes"] = A.i64_array(list(new.results[0].type.shape))
+        if n == "stablehlo.gather":  # operand passthrough dims: their local size
+            ss = list(A.to_python(new.attributes["slice_sizes"]))
+            for d, size in enumerate(locals_in[0].type.shape):
+                if _axes(want_in[0], d):
+                    ss[d] = size
+            new.attributes["slice_sizes"] = A.i64_array(ss)
         self.b.insert(new)
         red = tuple(a for f, ax in fa.items() if rule.kinds.get(f) == REDUCTION for a in ax)
         results = list(new.results)
         explicit = all(u.owner.name == "sdy.all_reduce" for r in op.results for u in r.uses)
         if red and not explicit:  # (an explicit sdy.all_reduce completes the sum itself)
             body = op.regions[0] if n == "stablehlo.reduce" else None
-            results = [self.all_reduce(r, red, body.clone() if body else None, "reduction", n)
-                       for r in results]
+            d = _scatter_dim(res_sh, got_out, red) if len(results) == 1 else None
+            if d is not None:  # the result is wanted sharded on the reduced axes
+                results = [self.reduce_scatter(results[0], red, d, body.clone() if body
+                                               else None, n)]
+                got_out = [res_sh[0]]
+            else:
+                results = [self.all_reduce(r, red, body.clone() if body else None,
+                                           "reduction", n) for r in results]
         for r, lv, s in zip(op.results, results, got_out):
             self.vals[r] = (lv, s)
+            # no partial sums in it: an explicit all-reduce of it has nothing to add
+            if not (red and explicit) and not any(v in self.partial for v in op.operands):
+                self.complete.add(r)
+            else:
+                self.partial.add(r)
         self.report.op_shardings.append((n, ", ".join(str(s.body()) if s else "replicated"
                                                       for s in got_out)))
 
@@ -288,6 +318,18 @@ class _FuncPartitioner(DeviceOps):
             for ro, rn in zip(inner.results, c.results):
                 mapping[ro] = rn
         self.report.op_shardings.append(("sdy.manual_computation", "manual"))
+
+
+def _scatter_dim(want: list, got: list, red: tuple) -> int | None:
+    """The one dimension where the wanted result sharding is the computed one plus the
+    reduced axes (then a reduce_scatter), or None."""
+    w, g = want[0], got[0]
+    if w is None or g is None or len(w.dims) != len(g.dims):
+        return None
+    diff = [d for d in range(len(w.dims)) if w.dims[d].axes != g.dims[d].axes]
+    if len(diff) == 1 and w.dims[diff[0]].axes == g.dims[diff[0]].axes + tuple(red):
+        return diff[0]
+    return None
 
 
 def _same(a: TensorShardingAttr | None, b: TensorShardingAttr | None, rank: int) -> bool:

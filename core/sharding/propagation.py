@@ -63,6 +63,11 @@ class ShardingPropagation:
     divisible: bool = True  # False: Shardy's rule (uneven shards, padded later)
     op_priorities: bool = True  # element-wise ops propagate first (Shardy's default)
     sub_axes: bool = False  # True: split axes across reshape factors (Shardy's rule)
+    strategy: str = "aggressive"  # or "basic": conflicts across factors (see _State)
+    # calls join their operands and results to the callee's arguments and results; off
+    # (Shardy's propagation passes alone): only through sdy.func_data_flow_edge ops, and
+    # a private function's results are left to its callers
+    connect_calls: bool = True
 
     def run(self, module: Module) -> Module:
         table = M.meshes(module)
@@ -79,9 +84,11 @@ class ShardingPropagation:
         st = _State(funcs[0] if funcs else None, table)
         st.divisible = self.divisible
         st.sub_axes = self.sub_axes
+        st.strategy = self.strategy
         steps: list = []
         per_func = []
         callee_outs: dict[str, tuple[list, list[Value]]] = {}
+        groups: dict[int, list[Value]] = {}  # sharding groups span the module
         for func in funcs:
             block = func.regions[0].blocks[0]
             for i, a in enumerate(block.args):
@@ -110,16 +117,10 @@ class ShardingPropagation:
                     for v, sh in zip(stand_ins[op], ins):
                         st.sh[v] = sh
             steps += _steps(ops, ret, outs, stand_ins) + _steps(inner, None, [], {})
-            groups: dict[int, list[Value]] = {}
             for op in ops + inner:  # values of one sharding group share one sharding
                 if op.name == "sdy.sharding_group":
                     groups.setdefault(op.attributes["group_id"].value, []).append(  # type: ignore
                         op.operands[0])
-            for members in groups.values():
-                for v in members[1:]:
-                    if _rank(v) == _rank(members[0]) >= 0:
-                        r, slots = _identity_rule(v)
-                        steps.append(_step([members[0], v], slots, r))
             per_func.append((func, block, ops + inner, outs, stand_ins))
             callee_outs[func.attributes["sym_name"].value] = (list(block.args), outs)  # type: ignore
         for _f, _, ops, _, _ in per_func:
@@ -130,33 +131,54 @@ class ShardingPropagation:
                 if target is None:
                     continue
                 for a, b in list(zip(op.operands, target[0])) + list(zip(op.results, target[1])):
-                    if _rank(a) >= 0 and a.type == b.type:
+                    # without connect_calls only data-flow edges join a call to its callee
+                    edge = any(u.owner.name == "sdy.func_data_flow_edge"
+                               for u in list(a.uses) + list(b.uses))
+                    if _rank(a) >= 0 and a.type == b.type and (self.connect_calls or edge):
                         r, slots = _identity_rule(a)
                         steps.append(_step([a, b], slots, r))
+        # a group's members are joined in one step, run again after every step that
+        # changed something (Shardy syncs a group whenever a member changes)
+        group_steps = []
+        for members in groups.values():
+            members = [v for v in members if _rank(v) == _rank(members[0]) >= 0]
+            if len(members) > 1:
+                r, slots = _identity_rule(members[0])
+                group_steps.append(_step(members, [slots[0]] * len(members), r))
         prios = set()
         for s in st.sh.values():
             prios.update(d.priority for d in s.dims if d.priority is not None)
-        # op priorities inside each user priority: element-wise ops (and the edges of
-        # returns and constraints) first, then every op
-        first = [s for s in steps if getattr(s, "elementwise", True)]
+        # op priorities inside each user priority: the stages of _Step.direction
         for prio in sorted(prios) + [None]:
             st.priority = prio
-            for phase in ((first, steps) if self.op_priorities else (steps,)):
+            for stage in ((0, 1, 2) if self.op_priorities else (2,)):
+                st.stage = stage
                 for _ in range(self.max_iterations):
                     changed = False
-                    for step in phase + phase[::-1]:
-                        changed |= step(st)
+                    for step in group_steps + steps + steps[::-1]:
+                        if step(st):
+                            changed = True
+                            for g in group_steps:
+                                g(st)
                     if not changed:
                         break
         # priorities have done their work: they are dropped, as Shardy does
         st.sh = {v: _no_priorities(s) for v, s in st.sh.items()}
         for func, block, ops, outs, stand_ins in per_func:
-            _write_back(st, func, block, ops, outs, stand_ins)
+            private = _is_private(func) and not self.connect_calls
+            _write_back(st, func, block, ops, [] if private else outs, stand_ins)
+
+
+def _is_private(func: Operation) -> bool:
+    v = func.attributes.get("sym_visibility")
+    return getattr(v, "value", v) == "private"
 
 
 def _write_back(st: _State, func, block, ops, outs, stand_ins) -> None:
     """Stores the shardings of one function's values where Shardy keeps them."""
     for i, a in enumerate(block.args):
+        if any(u.owner.name == "sdy.func_data_flow_edge" for u in a.uses):
+            continue  # its sharding lives on the edge
         if a in st.sh and st.sh[a] != M.arg_sharding(func, i):
             M.set_arg_sharding(func, i, st.sh[a])
     for i, o in enumerate(outs):
@@ -189,8 +211,70 @@ def _no_priorities(s: TensorShardingAttr) -> TensorShardingAttr:
                               s.replicated, s.unreduced)
 
 
-def _step(values, slots, rule, fixed=frozenset()):
-    return lambda st: _propagate_op(st, values, slots, rule, set(fixed))
+class _Step:
+    """One op's (or data-flow edge's) propagation step. Its direction follows Shardy's
+    op-priority schedule, stage by stage (``st.stage``):
+
+    0. edges both ways; pass-through ops (element-wise, reshape, transpose) both ways,
+       except forward when a result has several users and backward into an operand
+       that other pass-through ops use too; ``dynamic_slice``/``dynamic_update_slice``
+       forward only (unless a result has several users);
+    1. also every other op along its pass-through (non-reduction) factors, and
+       ``broadcast_in_dim`` backward only;
+    2. every op, both ways.
+    """
+
+    def __init__(self, values, slots, rule, fixed=frozenset(), op: Operation | None = None):
+        self.values, self.slots, self.rule, self.fixed = values, slots, rule, set(fixed)
+        self.kind, self.n_in = "edge", 0
+        self.defer_fwd = self.defer_bwd = False
+        self.elementwise = op is None or op.has_trait(ELEMENTWISE)
+        if op is not None:
+            self.n_in = len(op.operands)
+            self.kind = _KINDS.get(op.name, "pass" if op.has_trait(ELEMENTWISE) else "other")
+            self.defer_fwd = any(_users(r) > 1 for r in op.results)
+            # backward into a value that another pass-through user could also shard
+            self.defer_bwd = any(_users(v, pass_only=True) > 1 for v in op.operands)
+
+    def direction(self, stage: int) -> tuple[str, bool]:
+        """(direction, pass-through factors only) in ``stage``."""
+        if stage >= 2 or self.kind == "edge":
+            return "BOTH", False
+        if self.kind == "pass":
+            if stage == 1:
+                return "BOTH", False
+            fwd, bwd = not self.defer_fwd, not self.defer_bwd
+            return ("BOTH" if fwd and bwd else "FORWARD" if fwd else
+                    "BACKWARD" if bwd else "NONE"), False
+        if self.kind == "forward":
+            if stage == 0:
+                return ("NONE" if self.defer_fwd else "FORWARD"), False
+            return "BOTH", True
+        if stage == 0:
+            return "NONE", False
+        return ("BACKWARD" if self.kind == "broadcast" else "BOTH"), True
+
+    def __call__(self, st: _State) -> bool:
+        d, only_pass = self.direction(getattr(st, "stage", 2))
+        if d == "NONE":
+            return False
+        return _propagate_op(st, self.values, self.slots, self.rule, self.fixed, d,
+                             self.n_in, only_pass, self.kind == "edge" or self.elementwise)
+
+
+_KINDS = {"stablehlo.reshape": "pass", "stablehlo.transpose": "pass",
+          "stablehlo.dynamic_slice": "forward", "stablehlo.dynamic_update_slice": "forward",
+          "stablehlo.broadcast_in_dim": "broadcast"}
+
+
+def _users(v: Value, pass_only: bool = False) -> int:
+    """The number of distinct ops using ``v`` (only pass-through ones: ``pass_only``)."""
+    return len({id(u.owner) for u in v.uses if not pass_only or _KINDS.get(
+        u.owner.name, "pass" if u.owner.has_trait(ELEMENTWISE) else "other") == "pass"})
+
+
+def _step(values, slots, rule, fixed=frozenset(), op: Operation | None = None) -> _Step:
+    return _Step(values, slots, rule, fixed, op)
 
 
 def _seeded(step, value: Value, sharding: TensorShardingAttr):
@@ -203,29 +287,28 @@ def _seeded(step, value: Value, sharding: TensorShardingAttr):
 
 def _control_flow_edges(op: Operation) -> list:
     """Data-flow edges of ``case``/``if`` (each result and every branch's returned value)
-    and ``while`` (operand, result, body and condition arguments, body's returned value)."""
+    and ``while`` (operand, result, body and condition arguments, body's returned value).
+
+    One edge joins all its values at once, as Shardy's data-flow edge op does: a result
+    whose branches disagree takes only what they have in common."""
     steps = []
 
-    def join(a: Value, b: Value) -> None:
-        if _rank(a) >= 0 and _rank(b) >= 0 and a.type == b.type:
-            r, slots = _identity_rule(a)
-            steps.append(_step([a, b], slots, r))
+    def join(vals: list[Value]) -> None:
+        vals = [v for v in vals if _rank(v) >= 0 and v.type == vals[0].type]
+        if len(vals) > 1:
+            r, slots = _identity_rule(vals[0])
+            steps.append(_step(vals, [slots[0]] * len(vals), r))
 
     terms = [reg.blocks[0].ops[-1] for reg in op.regions if reg.blocks and reg.blocks[0].ops]
     if op.name == "stablehlo.while":
         cond, body = op.regions[0].blocks[0], op.regions[1].blocks[0]
         ret = body.ops[-1] if body.ops else None
         for i, r in enumerate(op.results):
-            join(op.operands[i], r)
-            join(r, body.args[i])
-            join(r, cond.args[i])
-            if ret is not None and i < len(ret.operands):
-                join(ret.operands[i], r)
+            back = [ret.operands[i]] if ret is not None and i < len(ret.operands) else []
+            join([r, op.operands[i], body.args[i], cond.args[i]] + back)
     else:
         for i, r in enumerate(op.results):
-            for t in terms:
-                if i < len(t.operands):
-                    join(t.operands[i], r)
+            join([r] + [t.operands[i] for t in terms if i < len(t.operands)])
     return steps
 
 
@@ -326,9 +409,7 @@ def _steps(ops: list[Operation], ret, outs: list[Value],
         slots = rule.operands + rule.results
         if len(slots) != len(values):
             continue
-        step = _step(values, slots, rule)
-        step.elementwise = op.has_trait(ELEMENTWISE)  # type: ignore[attr-defined]
-        steps.append(step)
+        steps.append(_step(values, slots, rule, op=op))
     return steps
 
 

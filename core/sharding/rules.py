@@ -97,6 +97,29 @@ def _dot(op: Operation) -> Rule:
     return r
 
 
+def _dot_legacy(op: Operation) -> Rule | None:
+    """``stablehlo.dot``: ``[m, k] x [k, n]`` (either side may be a vector ``[k]``)."""
+    ls, rs = _shape(op.operands[0]), _shape(op.operands[1])
+    if not (1 <= len(ls) <= 2 and 1 <= len(rs) <= 2):
+        return None
+    r = Rule()
+    out: list[tuple[int, ...]] = []
+    lhs: list[tuple[int, ...]] = []
+    if len(ls) == 2:
+        m = r.factor(ls[0])
+        lhs.append((m,))
+        out.append((m,))
+    k = r.factor(ls[-1], REDUCTION)
+    lhs.append((k,))
+    rhs: list[tuple[int, ...]] = [(k,)]
+    if len(rs) == 2:
+        n = r.factor(rs[1])
+        rhs.append((n,))
+        out.append((n,))
+    r.operands, r.results = [lhs, rhs], [out]
+    return r
+
+
 def _reduce(op: Operation) -> Rule:
     n = len(op.operands) // 2
     dims = set(_ints(op, "dimensions"))
@@ -248,10 +271,82 @@ def _slice(op: Operation) -> Rule:
     return r
 
 
+def _dynamic_slice(op: Operation) -> Rule:
+    """``dynamic_slice``/``dynamic_update_slice``: dimensions taken whole pass through;
+    the others need replication (the offsets are run-time values); the scalar offsets
+    have no factors."""
+    dus = op.name == "stablehlo.dynamic_update_slice"
+    ins = _shape(op.operands[0])
+    part = _shape(op.operands[1] if dus else op.results[0])
+    r = Rule()
+    a, b = [], []
+    for d in range(len(ins)):
+        if ins[d] == part[d]:
+            f = r.factor(ins[d])
+            a.append((f,))
+            b.append((f,))
+        else:
+            a.append((r.factor(ins[d], NEED_REPLICATION),))
+            b.append((r.factor(part[d], NEED_REPLICATION),))
+    if dus:  # operand, update, offsets -> result (the operand's dims)
+        r.operands = [a, b] + [[] for _ in op.operands[2:]]
+        r.results = [a]
+    else:
+        r.operands = [a] + [[] for _ in op.operands[1:]]
+        r.results = [b]
+    return r
+
+
+def _gather(op: Operation) -> Rule | None:
+    """``gather``: the batch dimensions of the indices pass through to the result's
+    batch dimensions (index passthrough), operand dimensions taken whole and not indexed
+    pass through to their offset dimensions (operand passthrough); the rest need
+    replication. Batching dims (``operand_batching_dims``): no rule."""
+    dn = op.attributes.get("dimension_numbers")
+    get = getattr(dn, "get", None)
+    if get is None or tuple(get("operand_batching_dims", ()) or ()):
+        return None
+    offset = tuple(get("offset_dims", ()) or ())
+    collapsed = set(get("collapsed_slice_dims", ()) or ())
+    indexed = set(get("start_index_map", ()) or ())
+    ivd = int(get("index_vector_dim", 0) or 0)
+    sizes = _ints(op, "slice_sizes")
+    xs, ids, out = _shape(op.operands[0]), _shape(op.operands[1]), _shape(op.results[0])
+    r = Rule()
+    x_f: list[tuple[int, ...]] = [()] * len(xs)
+    i_f: list[tuple[int, ...]] = [()] * len(ids)
+    o_f: list[tuple[int, ...]] = [()] * len(out)
+    batch_out = [d for d in range(len(out)) if d not in offset]
+    batch_in = [d for d in range(len(ids)) if d != ivd]
+    if len(batch_out) != len(batch_in):
+        return None
+    for di, do in zip(batch_in, batch_out):
+        f = r.factor(ids[di])
+        i_f[di] = o_f[do] = (f,)
+    if ivd < len(ids):
+        i_f[ivd] = (r.factor(ids[ivd], NEED_REPLICATION),)
+    kept = [d for d in range(len(xs)) if d not in collapsed]
+    for d, do in zip(kept, offset):
+        if sizes[d] == xs[d] and d not in indexed:
+            f = r.factor(xs[d])
+            x_f[d] = o_f[do] = (f,)
+        else:
+            x_f[d] = (r.factor(xs[d], NEED_REPLICATION),)
+            o_f[do] = (r.factor(out[do], NEED_REPLICATION),)
+    for d in collapsed:
+        x_f[d] = (r.factor(xs[d], NEED_REPLICATION),)
+    r.operands, r.results = [x_f, i_f], [o_f]
+    return r
+
+
 _RULES = {
+    "stablehlo.gather": _gather,
+    "stablehlo.dynamic_slice": _dynamic_slice,
+    "stablehlo.dynamic_update_slice": _dynamic_slice,
     "stablehlo.slice": _slice,
     "stablehlo.convolution": _convolution,
     "stablehlo.dot_general": _dot,
+    "stablehlo.dot": _dot_legacy,
     "stablehlo.reduce": _reduce,
     "stablehlo.transpose": _transpose,
     "stablehlo.broadcast_in_dim": _broadcast,

@@ -93,9 +93,9 @@ def test_shardy_propagation_tests(shardy_dir):
         total += len(r.functions)
         passed += sum(f.status == "pass" for f in r.functions)
     assert total > 250
-    # measured: 202 of 296 reach every CHECK line (many files check other Shardy
+    # measured: 237 of 296 (80.1%) reach every CHECK line (many files check other Shardy
     # pipelines: export steps, data-flow edges, sharding groups, sub-axis splitting)
-    assert passed >= 200, f"{passed} of {total}"
+    assert passed >= 237, f"{passed} of {total}"
 
 
 @pytest.mark.parametrize("backend_name", ["interpreter", "cpu"])

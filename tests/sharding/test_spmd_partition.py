@@ -76,8 +76,9 @@ def test_reshards_between_any_two_shardings(backend):
     outs, report = run_sharded(RESHARD, [x], backend)
     np.testing.assert_allclose(outs[0], np.exp(x), rtol=1e-6)
     kinds = [c.kind for c in report.collectives]
-    assert set(kinds) == {"all_gather"} and all(c.reason == "reshard"
-                                                for c in report.collectives)
+    # axes moving between dims go by all_to_all, the others by all_gather
+    assert set(kinds) == {"all_gather", "all_to_all"} and all(c.reason == "reshard"
+                                                              for c in report.collectives)
 
 
 def test_uneven_shards_are_refused_in_one_line():
@@ -113,3 +114,112 @@ def test_compile_sharded_reports_collectives_in_stats(jax_programs):
     assert exe.stats["collectives"] == {"all_reduce": 1}
     assert exe.stats["collective_bytes"] == 4 * 4 * 4  # the 4x4 f32 local result
     assert exe.stats["num_devices"] == 4
+
+
+SLICES_AND_DOT = """\
+sdy.mesh @mesh = <["x"=2, "y"=2]>
+func.func @main(%arg0: tensor<8x6xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>},
+                %arg1: tensor<6x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"y"}]>},
+                %arg2: tensor<i32>, %arg3: tensor<8x2xf32>)
+    -> (tensor<8x4xf32>, tensor<8x6xf32>) {
+  %0 = stablehlo.dynamic_slice %arg0, %arg2, %arg2, sizes = [8, 3] : (tensor<8x6xf32>, tensor<i32>, tensor<i32>) -> tensor<8x3xf32>
+  %1 = stablehlo.dynamic_update_slice %arg0, %arg3, %arg2, %arg2 : (tensor<8x6xf32>, tensor<8x2xf32>, tensor<i32>, tensor<i32>) -> tensor<8x6xf32>
+  %2 = stablehlo.dot %1, %arg1 : (tensor<8x6xf32>, tensor<6x4xf32>) -> tensor<8x4xf32>
+  %3 = stablehlo.slice %0 [0:8, 0:2] : (tensor<8x3xf32>) -> tensor<8x2xf32>
+  %4 = stablehlo.dynamic_update_slice %arg0, %3, %arg2, %arg2 : (tensor<8x6xf32>, tensor<8x2xf32>, tensor<i32>, tensor<i32>) -> tensor<8x6xf32>
+  return %2, %4 : tensor<8x4xf32>, tensor<8x6xf32>
+}
+"""
+
+
+def test_dynamic_slices_and_dot_keep_whole_dims_sharded(backend):
+    """dynamic_slice/dynamic_update_slice pass whole dimensions through (sharded, with
+    local sizes), stablehlo.dot shards its m and n factors: same as unsharded."""
+    rng = np.random.default_rng(0)
+    ins = [rng.standard_normal((8, 6)).astype(np.float32),
+           rng.standard_normal((6, 4)).astype(np.float32), np.array(2, np.int32),
+           rng.standard_normal((8, 2)).astype(np.float32)]
+    outs, report = run_sharded(SLICES_AND_DOT, ins, backend)
+    ref = run_function(drop_shardings(parse_module(SLICES_AND_DOT)), "main", ins)
+    for o, r in zip(outs, ref):
+        np.testing.assert_allclose(o, r, rtol=1e-5, atol=1e-5)
+    shardings = dict(report.op_shardings)
+    assert '{"x"}' in shardings["stablehlo.dynamic_slice"]
+    assert '{"x"}, {"y"}' in shardings["stablehlo.dot"]
+
+
+MOVE_AXIS = """\
+sdy.mesh @mesh = <["x"=2, "y"=2]>
+func.func @main(%arg0: tensor<8x12xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"y", "x"}, {}]>})
+    -> (tensor<8x12xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"y"}, {"x"}]>}) {
+  %0 = sdy.reshard %arg0 <@mesh, [{"y"}, {"x"}]> : tensor<8x12xf32>
+  %1 = stablehlo.negate %0 : tensor<8x12xf32>
+  return %1 : tensor<8x12xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("src,dst", [('[{"y", "x"}, {}]', '[{"y"}, {"x"}]'),
+                                     ('[{}, {"x", "y"}]', '[{"x", "y"}, {}]')])
+def test_moving_axes_between_dims_is_one_all_to_all(backend, src, dst):
+    text = MOVE_AXIS.replace('[{"y", "x"}, {}]', src).replace('[{"y"}, {"x"}]', dst)
+    x = np.arange(96, dtype=np.float32).reshape(8, 12)
+    outs, report = run_sharded(text, [x], backend)
+    np.testing.assert_array_equal(outs[0], -x)
+    assert report.counts() == {"all_to_all": 1}
+    c = report.collectives[0]
+    assert c.reason == "reshard" and c.bytes == 8 * 12 * 4 // 4
+
+
+REDUCE_SCATTER = """\
+sdy.mesh @mesh = <["x"=2, "y"=2]>
+func.func @main(%arg0: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"x", "y"}]>},
+                %arg1: tensor<16x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x", "y"}, {}]>},
+                %arg2: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"y"}]>})
+    -> (tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x", "y"}, {}]>},
+        tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"y"}]>}) {
+  %0 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0] : (tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<8x4xf32>
+  %c = stablehlo.constant dense<0.0> : tensor<f32>
+  %1 = stablehlo.reduce(%arg2 init: %c) applies stablehlo.add across dimensions = [1] : (tensor<8x16xf32>, tensor<f32>) -> tensor<8xf32>
+  return %0, %1 : tensor<8x4xf32>, tensor<8xf32>
+}
+"""
+
+
+def test_sharded_contraction_into_a_sharded_result_is_a_reduce_scatter(backend):
+    """Operands sharded on the contracted (reduced) dimension and a result wanted
+    sharded on the same axes: partial results and one reduce_scatter each, as XLA does
+    (no all_gather of the operands, no all_reduce)."""
+    rng = np.random.default_rng(1)
+    ins = [rng.standard_normal(s).astype(np.float32) for s in ((8, 16), (16, 4), (8, 16))]
+    outs, report = run_sharded(REDUCE_SCATTER, ins, backend)
+    ref = run_function(drop_shardings(parse_module(REDUCE_SCATTER)), "main", ins)
+    for o, r in zip(outs, ref):
+        np.testing.assert_allclose(o, r, rtol=1e-5, atol=1e-5)
+    assert report.counts() == {"reduce_scatter": 2}
+    # each device sends its partial 8x4 (dot) and 8 (reduce) f32 results
+    assert sorted(c.bytes for c in report.collectives) == [8 * 4, 8 * 4 * 4]
+
+
+GATHER = """\
+sdy.mesh @mesh = <["x"=2, "y"=2]>
+func.func @main(%arg0: tensor<16x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"y"}]>},
+                %arg1: tensor<6x1xi32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>})
+    -> tensor<6x8xf32> {
+  %0 = "stablehlo.gather"(%arg0, %arg1) <{dimension_numbers = #stablehlo.gather<offset_dims = [1], collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 1>, slice_sizes = array<i64: 1, 8>}> : (tensor<16x8xf32>, tensor<6x1xi32>) -> tensor<6x8xf32>
+  %1 = stablehlo.tanh %0 : tensor<6x8xf32>
+  return %1 : tensor<6x8xf32>
+}
+"""
+
+
+def test_gather_passes_indices_and_whole_operand_dims_through(backend):
+    """An embedding lookup: the indices' batch dimension (on "x") and the table's
+    hidden dimension (on "y", taken whole) stay sharded: no collective at all."""
+    rng = np.random.default_rng(2)
+    ins = [rng.standard_normal((16, 8)).astype(np.float32),
+           rng.integers(0, 16, (6, 1)).astype(np.int32)]
+    outs, report = run_sharded(GATHER, ins, backend)
+    np.testing.assert_allclose(outs[0], np.tanh(ins[0][ins[1][:, 0]]), rtol=1e-6)
+    assert dict(report.op_shardings)["stablehlo.gather"] == '<@mesh, [{"x"}, {"y"}]>'
+    assert report.counts() == {}
