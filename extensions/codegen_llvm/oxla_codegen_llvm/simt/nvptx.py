@@ -161,8 +161,9 @@ def to_ptx(kernels: Sequence[Kernel], arch: str = "sm_90") -> str:
     if needs:
         path = libdevice_path()
         if path is None:
-            raise NotSupportedError("math functions on the GPU need libdevice "
-                                    "(pip install nvidia-cuda-nvcc, or set OXLA_LIBDEVICE)")
+            raise NotSupportedError("math functions on the GPU need libdevice (the "
+                                    "nvidia-cuda-nvcc wheel oxla-backend-cuda depends on, "
+                                    "the CUDA toolkit, or $OXLA_LIBDEVICE)")
         extra.append(llvm.parse_bitcode(_libdevice_bitcode(path)))
     tm = target.new_target_machine(3)
     mod = link(text, kernels, extra)
@@ -192,8 +193,9 @@ def check_ptx(ptx: str, arch: str) -> None:
     """
     exe = ptxas_path()
     if exe is None:
-        raise NotSupportedError("ptxas not found (pip install nvidia-cuda-nvcc, or put "
-                                "the CUDA toolkit's bin on PATH)")
+        raise NotSupportedError("ptxas not found (the nvidia-cuda-nvcc wheel "
+                                "oxla-backend-cuda depends on, or the CUDA toolkit's bin "
+                                "on PATH)")
     with tempfile.TemporaryDirectory(prefix="oxla-ptxas-") as d:
         src = os.path.join(d, "k.ptx")
         with open(src, "w") as f:
