@@ -77,7 +77,7 @@ def compile(  # noqa: A001 - the public name mirrors jax.jit(...).lower().compil
             f"oxla.compile takes MLIR text, a path, an oxla.ir.Module or a model object of "
             f"an installed frontend, got {type(program).__name__}")
     if backend is not None:
-        return plugins.get_backend(backend, to_compile=True).compile(program, options)
+        return plugins.backend_to_compile(backend).compile(program, options)
     return compile_first(program, plugins.available_backends() or [plugins.best_backend()],
                          options)
 
