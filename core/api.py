@@ -79,8 +79,8 @@ def compile(  # noqa: A001 - the public name mirrors jax.jit(...).lower().compil
     if backend is not None:
         from oxla.passes.override_compile import compile_with_overrides
 
-        return compile_with_overrides(plugins.get_backend(backend, to_compile=True), backend,
-                                      program, options)
+        return compile_with_overrides(plugins.backend_to_compile(backend), backend, program,
+                                      options)
     return compile_first(program, plugins.available_backends() or [plugins.best_backend()],
                          options)
 

@@ -528,6 +528,23 @@ def get_backend(name: str, check_available: bool = True, to_compile: bool = Fals
     return get_registry().get_backend(name, check_available, to_compile)
 
 
+def backend_to_compile(name: str) -> Backend:
+    """:func:`get_backend`, or, when that says the backend is unavailable here, the
+    backend itself if its ``compile_only()`` is true (it compiles without its device: a
+    GPU backend on a machine without the GPU's driver).
+
+    Raises:
+        PluginError: as :func:`get_backend`, for a backend that cannot compile here.
+    """
+    try:
+        return get_backend(name)
+    except PluginError:
+        backend = get_registry().get_backend(name, check_available=False, to_compile=True)
+        if not _compiles_here(backend):
+            raise
+        return backend
+
+
 def frontends() -> dict[str, FrontendInfo]:
     """Returns every installed frontend by name."""
     return get_registry().frontends()

@@ -168,7 +168,7 @@ CHILD = textwrap.dedent("""
     import oxla
     from oxla.errors import OxlaError
     for name in oxla.plugins.backends():  # importing a backend (once per process: 1-3 s
-        oxla.plugins.get_backend(name)     # for llvmlite) is not the loader's time
+        oxla.plugins.get_backend(name, check_available=False)  # (llvmlite) is not the loader's time
     out = {}
     for name, path in json.loads(sys.argv[1]).items():
         t0 = time.perf_counter()

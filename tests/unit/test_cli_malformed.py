@@ -165,7 +165,7 @@ CASES = [
     ("compile-directory", ["compile", "{adir}"], {}, ""),
     ("compile-missing", ["compile", "{missing}"], {}, ""),
     ("compile-artifact", ["compile", "{interp.oxla}"], {}, ""),
-    ("compile-bad-emit", ["compile", "{add.mlir}", "--emit", "llvm"], {}, ""),
+    ("compile-bad-emit", ["compile", "{add.mlir}", "--emit", "bogus"], {}, ""),
     ("compile-missing-key", ["compile", "{add.mlir}", "-o", "{out}", "--sign-key-file",
                              "{missing}"], {}, ""),
     ("compile-empty-key", ["compile", "{add.mlir}", "-o", "{out}", "--sign-key-file",
