@@ -30,6 +30,7 @@ from oxla.errors import NotSupportedError
 from oxla.ir import types as T
 from oxla.lowering import OpKernel
 from oxla_backend_cpu.opkernels import op_emitter, window_params
+from oxla_backend_cpu.topk import emit_topk, topk_rows
 
 I1, I64 = ir.IntType(1), ir.IntType(64)
 PTR = ir.PointerType()
@@ -53,8 +54,6 @@ def emit_sort(s: Scalar, k: OpKernel, buffers: dict, outs: list) -> None:
     """Spec ``sort`` along ``dimension`` with the comparator region (see the module doc);
     one read only through slices of its first K positions is a K-element selection
     (:mod:`oxla_backend_cpu.topk`)."""
-    from oxla_backend_cpu.topk import emit_topk, topk_rows
-
     b, op = s.b, k.op
     top = topk_rows(op)
     if top is not None:

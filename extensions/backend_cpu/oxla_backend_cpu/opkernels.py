@@ -24,6 +24,7 @@ from oxla_codegen_llvm.rules import RULES
 from oxla.ir import Value
 from oxla.lowering import OpKernel
 from oxla_backend_cpu.reduction import MINMAX, freeze, reduce_parallel, vector_reduce
+from oxla_backend_cpu.scan import emit_scan, prefix_scan, window_params
 
 I64 = ir.IntType(64)
 OpEmitter = Callable[[Scalar, OpKernel, dict[Value, ir.Value], list[ir.Value]], None]
@@ -200,36 +201,11 @@ def emit_scatter(s: Scalar, k: OpKernel, buffers: dict, outs: list) -> None:
         f.reset()
 
 
-def window_params(op, rank: int) -> tuple[tuple[int, ...], ...]:
-    """``(window_dimensions, strides, base_dilations, window_dilations, pad_lo, pad_hi)``
-    of a windowed op, defaults filled in (spec ``reduce_window``)."""
-    import numpy as np
-
-    from oxla.ir import attributes as A
-
-    def get(name: str, default: tuple[int, ...]) -> tuple[int, ...]:
-        a = op.attr(name)
-        v = A.to_python(a) if a is not None else None
-        return tuple(int(x) for x in v) if v else default
-
-    ones = (1,) * rank
-    pad = op.attr("padding")
-    pad = (pad.array if isinstance(pad, A.DenseElementsAttr) else
-           np.asarray(A.to_python(pad) if pad is not None else [], np.int64))
-    pad = np.asarray(pad, np.int64).reshape(rank, 2) if np.size(pad) else \
-        np.zeros((rank, 2), np.int64)
-    return (get("window_dimensions", ones), get("window_strides", ones),
-            get("base_dilations", ones), get("window_dilations", ones),
-            tuple(int(x) for x in pad[:, 0]), tuple(int(x) for x in pad[:, 1]))
-
-
 @op_emitter("stablehlo.reduce_window")
 def emit_reduce_window(s: Scalar, k: OpKernel, buffers: dict, outs: list) -> None:
     """Spec ``reduce_window``: padding (and base-dilation holes) read as the init value,
     as the interpreter pads with it; windows reduced in row-major order. A prefix
     window (cumsum, cummax, ...) runs as an O(n) scan (:mod:`oxla_backend_cpu.scan`)."""
-    from oxla_backend_cpu.scan import emit_scan, prefix_scan
-
     b, op = s.b, k.op
     scan = prefix_scan(op)
     if scan is not None:

@@ -41,6 +41,7 @@ from oxla_codegen_llvm.fused import load as load_elem
 from oxla_codegen_llvm.fused import store as store_elem
 from oxla_codegen_llvm.loops import for_range
 
+from oxla.ir import attributes as A
 from oxla.ir import types as T
 from oxla_backend_cpu.parallel import grain_for, worth_parallel
 
@@ -75,10 +76,27 @@ def _init_constant(v) -> np.ndarray | None:
     return None if a is None or a.size != 1 else a.reshape(())
 
 
+def window_params(op, rank: int) -> tuple[tuple[int, ...], ...]:
+    """``(window_dimensions, strides, base_dilations, window_dilations, pad_lo, pad_hi)``
+    of a windowed op, defaults filled in (spec ``reduce_window``)."""
+    def get(name: str, default: tuple[int, ...]) -> tuple[int, ...]:
+        a = op.attr(name)
+        v = A.to_python(a) if a is not None else None
+        return tuple(int(x) for x in v) if v else default
+
+    ones = (1,) * rank
+    pad = op.attr("padding")
+    pad = (pad.array if isinstance(pad, A.DenseElementsAttr) else
+           np.asarray(A.to_python(pad) if pad is not None else [], np.int64))
+    pad = np.asarray(pad, np.int64).reshape(rank, 2) if np.size(pad) else \
+        np.zeros((rank, 2), np.int64)
+    return (get("window_dimensions", ones), get("window_strides", ones),
+            get("base_dilations", ones), get("window_dilations", ones),
+            tuple(int(x) for x in pad[:, 0]), tuple(int(x) for x in pad[:, 1]))
+
+
 def prefix_scan(op) -> PrefixScan | None:
     """The :class:`PrefixScan` a ``reduce_window`` is, else None (see the module doc)."""
-    from oxla_backend_cpu.opkernels import window_params
-
     if len(op.results) != 1 or len(op.operands) != 2:
         return None
     shape, out_shape = shape_of(op.operands[0]), shape_of(op.results[0])

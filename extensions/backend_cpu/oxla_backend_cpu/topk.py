@@ -25,6 +25,8 @@ from oxla_codegen_llvm.fused import load as load_elem
 from oxla_codegen_llvm.fused import store as store_elem
 from oxla_codegen_llvm.loops import for_range
 
+from oxla_backend_cpu.parallel import grain_for, worth_parallel
+
 I64 = ir.IntType(64)
 MAX_K = 256
 
@@ -64,8 +66,6 @@ def topk_rows(op) -> int | None:
 def topk_parallel(op) -> tuple[int, int] | None:
     """``(n, grain)`` of a parallel-for over the outermost dimension when it is not the
     sort dimension (chunks select whole rows), else None."""
-    from oxla_backend_cpu.parallel import grain_for, worth_parallel
-
     shape = shape_of(op.operands[0])
     dim = op.attr("dimension").value
     dim = dim + len(shape) if dim < 0 else dim
