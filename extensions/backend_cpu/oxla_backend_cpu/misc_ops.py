@@ -30,7 +30,7 @@ from oxla.errors import NotSupportedError
 from oxla.ir import types as T
 from oxla.lowering import OpKernel
 from oxla_backend_cpu.opkernels import op_emitter, window_params
-from oxla_backend_cpu.topk import emit_topk, topk_rows
+from oxla_backend_cpu.topk import emit_topk, sort_layout, topk_rows
 
 I1, I64 = ir.IntType(1), ir.IntType(64)
 PTR = ir.PointerType()
@@ -59,15 +59,9 @@ def emit_sort(s: Scalar, k: OpKernel, buffers: dict, outs: list) -> None:
     if top is not None:
         emit_topk(s, op, top, buffers, outs)
         return
-    xs = list(op.operands)
-    ets = [x.type.element_type for x in xs]
-    shape = shape_of(xs[0])
-    dim = op.attr("dimension").value
-    dim = dim + len(shape) if dim < 0 else dim
-    n = shape[dim]
+    xs, ets, shape, dim, n, outer = sort_layout(op)
     if 0 in shape:
         return
-    outer = [d for i, d in enumerate(shape) if i != dim]
     malloc = libc(s.module, "malloc", PTR, [I64])
     free = libc(s.module, "free", ir.VoidType(), [PTR])
     bufs = [b.call(malloc, [_i64(8 * n)]), b.call(malloc, [_i64(8 * n)])]

@@ -76,18 +76,23 @@ def topk_parallel(op) -> tuple[int, int] | None:
     return (n, grain_for(n, per)) if worth_parallel(n, per) else None
 
 
-def emit_topk(s: Scalar, op, K: int, buffers: dict, outs: list) -> None:
-    """The first ``K`` positions of every row of the stable ``sort`` ``op``."""
-    b = s.b
+def sort_layout(op) -> tuple[list, list, tuple[int, ...], int, int, list[int]]:
+    """``(operands, element types, shape, sort dim, its size, the other dims' sizes)`` of a
+    ``sort`` (spec ``sort``; a negative ``dimension`` counts from the end)."""
     xs = list(op.operands)
-    ets = [x.type.element_type for x in xs]
     shape = shape_of(xs[0])
     dim = op.attr("dimension").value
     dim = dim + len(shape) if dim < 0 else dim
-    n = shape[dim]
+    return (xs, [x.type.element_type for x in xs], shape, dim, shape[dim],
+            [d for i, d in enumerate(shape) if i != dim])
+
+
+def emit_topk(s: Scalar, op, K: int, buffers: dict, outs: list) -> None:
+    """The first ``K`` positions of every row of the stable ``sort`` ``op``."""
+    b = s.b
+    xs, ets, shape, dim, n, outer = sort_layout(op)
     if 0 in shape:
         return
-    outer = [d for i, d in enumerate(shape) if i != dim]
     fn, chunk = b.function, None
     if len(fn.args) >= 2 and fn.args[-1].type == I64:  # a parallel kernel (see codegen)
         fn.oxla_parallel = topk_parallel(op)
