@@ -69,6 +69,22 @@ def test_symbolic_dim_without_spec_is_a_clear_error():
         import_model(mlp())
 
 
+def test_symbolic_dims_without_spec_compile_per_call_shape(tmp_path):
+    m = mlp()
+    fn = onnx_compile(m, backend="cpu")
+    rng = np.random.default_rng(2)
+    for batch in (2, 5, 2):
+        x = rng.standard_normal((batch, 8)).astype(np.float32)
+        (ref,) = ort_run(m, x)
+        np.testing.assert_allclose(fn(x)[0], ref, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(fn(x=x)[0], ref, rtol=1e-5, atol=1e-6)
+    assert sorted(k[0][0] for k in fn.compiled) == [(2, 8), (5, 8)]
+    with pytest.raises(OxlaError, match="compiled per input shape"):
+        fn.save(tmp_path / "m.oxla")
+    with pytest.raises(RuntimeInputError, match="unknown input"):
+        fn(y=x)
+
+
 def test_unsupported_op_names_op_domain_opset_node_index_and_route():
     m = model([helper.make_node("Relu", ["x"], ["r"]),
                helper.make_node("Unique", ["r"], ["y"], name="uniq")],

@@ -9,8 +9,16 @@ from typing import Any
 
 import numpy as np
 
-from oxla.errors import RuntimeInputError
+import oxla
+from oxla.errors import OxlaError, RuntimeInputError
 from oxla.protocols import CompileOptions
+from oxla_frontend_onnx.importer import (
+    SymbolicDimsError,
+    group_results,
+    import_model,
+    input_names,
+    result_names,
+)
 
 
 class OnnxFunction:
@@ -61,8 +69,6 @@ class OnnxFunction:
             if missing:
                 raise RuntimeInputError(f"missing input(s) {', '.join(missing)}")
             args = tuple(named[n] for n in self.input_names)
-        from oxla_frontend_onnx.importer import group_results
-
         return group_results(self.module, self.executable(*args))
 
     def run(self, output_names: Sequence[str] | None, feeds: dict[str, Any]) -> list[np.ndarray]:
@@ -83,16 +89,15 @@ def compile(model: Any, backend: str = "interpreter", *,  # noqa: A001
         model: ``ModelProto``, path or bytes.
         backend: an installed backend name.
         example_inputs: arrays whose shapes fix the graph inputs' symbolic dims.
-        input_specs: shapes (``1x3x224x224``) instead of ``example_inputs``.
+        input_specs: shapes (``1x3x224x224``) instead of ``example_inputs``. Without
+            either, a model with symbolic dims gives a ``PerShapeOnnxFunction``, which
+            compiles on first call for each new tuple of input shapes.
         params_as_inputs: floating initializers become leading arguments.
         options: compile options, or ``option_fields`` (``fast_math=``, ``cache=``...).
 
     Raises:
         OxlaError: invalid model; NotSupportedError: an op without a rule.
     """
-    import oxla
-    from oxla_frontend_onnx.importer import import_model, input_names, result_names
-
     fields = {f.name for f in dataclasses.fields(CompileOptions)}
     bad = sorted(set(option_fields) - fields)
     if bad:
@@ -100,9 +105,86 @@ def compile(model: Any, backend: str = "interpreter", *,  # noqa: A001
     if options is None:
         options = CompileOptions(**option_fields)
     specs = input_specs or example_specs(example_inputs or ())
-    module = import_model(model, input_specs=specs, params_as_inputs=params_as_inputs)
+    try:
+        module = import_model(model, input_specs=specs, params_as_inputs=params_as_inputs)
+    except SymbolicDimsError as exc:
+        if specs:
+            raise
+        # no shapes given for a model with symbolic dims: compile per input shape
+        return PerShapeOnnxFunction(model, backend, options, params_as_inputs,
+                                    exc.input_names)
     exe = oxla.compile(module, backend=backend, options=options)
     return OnnxFunction(exe, input_names(module), result_names(module), module)
+
+
+class PerShapeOnnxFunction(OnnxFunction):
+    """An ONNX model with symbolic dims, compiled once per distinct input signature.
+
+    What ``compile`` returns when a graph input has symbolic dims (``batch``, ``seq``)
+    and no ``input_specs``/``example_inputs`` were given: each call with a new tuple of
+    input shapes and dtypes imports the model with those shapes (shape inference then
+    fixes every dim, and shape computations fold) and compiles it; later calls with the
+    same shapes reuse that executable. ``executable``/``module`` are the last ones used;
+    ``compiled`` maps each signature to its function.
+    """
+
+    def __init__(self, model: Any, backend: str, options: CompileOptions,
+                 params_as_inputs: bool, graph_input_names: list[str]) -> None:
+        super().__init__(None, list(graph_input_names), [], None)
+        self._model = model
+        self._backend = backend
+        self._options = options
+        self._params_as_inputs = params_as_inputs
+        self.compiled: dict[tuple, OnnxFunction] = {}
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        return {} if self.executable is None else self.executable.stats
+
+    def save(self, path: Any) -> None:
+        raise OxlaError("this model has symbolic dims and was compiled per input shape; "
+                        "to save an artifact, compile it for one shape (input_specs= in "
+                        "Python, --input-spec on the command line)")
+
+    def __call__(self, *args: Any, **named: Any) -> list[np.ndarray]:
+        """Runs the model, compiling it first for a new input signature.
+
+        Args:
+            *args: inputs in graph order (with ``params_as_inputs``, the parameters
+                first, as the compiled function takes them); or
+            **named: graph inputs by name.
+
+        Raises:
+            RuntimeInputError: a missing or unknown input; an input that is not an array.
+            OxlaError: the model does not import or compile for these shapes.
+        """
+        if named and args:
+            raise RuntimeInputError("pass inputs by position or by name, not both")
+        if named:
+            unknown = sorted(set(named) - set(self.input_names))
+            if unknown:
+                raise RuntimeInputError(f"unknown input(s) {', '.join(unknown)}; the model "
+                                        f"takes {', '.join(self.input_names)}")
+            missing = [n for n in self.input_names if n not in named]
+            if missing:
+                raise RuntimeInputError(f"missing input(s) {', '.join(missing)}")
+        elif len(args) < len(self.input_names):
+            raise RuntimeInputError(f"expected {len(self.input_names)} input(s) "
+                                    f"({', '.join(self.input_names)}), got {len(args)}")
+        graph_args = [named[n] for n in self.input_names] if named else \
+            list(args[len(args) - len(self.input_names):])
+        arrays = [np.asarray(a) for a in graph_args]
+        key = tuple((a.shape, a.dtype.str) for a in arrays)
+        fn = self.compiled.get(key)
+        if fn is None:
+            module = import_model(self._model, input_specs=[a.shape for a in arrays],
+                                  params_as_inputs=self._params_as_inputs)
+            exe = oxla.compile(module, backend=self._backend, options=self._options)
+            fn = self.compiled[key] = OnnxFunction(exe, input_names(module),
+                                                   result_names(module), module)
+        self.executable, self.module, self.output_names = \
+            fn.executable, fn.module, fn.output_names
+        return fn(**named) if named else fn(*args)
 
 
 def example_specs(example_inputs: Sequence[Any]) -> list[Any] | None:

@@ -57,6 +57,19 @@ CUSTOM_ROUTE = ("add a rule from a plugin: an `oxla_onnx_rules` hook returning "
                 "or open an issue for a rule in oxla_frontend_onnx.rules")
 
 
+class SymbolicDimsError(NotSupportedError):
+    """A graph input has symbolic dims and no shape was given for it.
+
+    Attributes:
+        input_names: the graph inputs the model takes, in order (initializers and static
+            inputs left out), so a caller can compile per shape instead.
+    """
+
+    def __init__(self, message: str, input_names: list[str]) -> None:
+        super().__init__(message)
+        self.input_names = input_names
+
+
 def load_model(model: Any, external_data: bool = True) -> Any:
     """Reads a model: a ``ModelProto``, a path (external data files next to it) or bytes.
 
@@ -489,10 +502,12 @@ def import_model(model: Any, *, input_specs: Sequence[Any] | None = None,
             dims = "x".join("?" if d is None else str(d) for d in vt[1])
             sym = [d.dim_param or "?" for d in inp.type.tensor_type.shape.dim
                    if not d.HasField("dim_value")]
-            raise NotSupportedError(
+            raise SymbolicDimsError(
                 f"graph input '{inp.name}' has symbolic dims ({', '.join(sym)}: {dims}); "
                 "oxla compiles ONNX models for static shapes: give each input its shape "
-                "(--input-spec 2x16:i64 per input in order; input_specs= in Python)")
+                "(--input-spec 2x16:i64 per input in order; input_specs= in Python, or "
+                "oxla_frontend_onnx.compile(model) without it to compile per call shape)",
+                [i.name for i in graph_inputs(graph) if i.name not in static_inputs])
         arg_names.append(inp.name)
         arg_types.append(TensorType(vt[1], vt[0]))
     module = Builder.module()
