@@ -151,6 +151,7 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--compile-rounds", type=int, default=3)
     p.add_argument("--no-torch", action="store_true")
+    p.add_argument("--only", default=None, help="comma-separated workload names")
     p.add_argument("--json", default=None)
     args = p.parse_args()
     if args.worker:
@@ -163,6 +164,9 @@ def main() -> None:
 
     tmp = tempfile.mkdtemp(prefix="oxla_ab_")
     workloads = _workloads(args.quick)
+    only = set(args.only.split(",")) if args.only else None
+    if only:
+        workloads = [w for w in workloads if w.name in only or w is workloads[-1]]
     procs = {"A": _Proc(args.a), "B": _Proc(args.b)}
     rows: dict[str, dict] = {}
     smallest = workloads[-1]
@@ -178,6 +182,7 @@ def main() -> None:
         jobs.append((w.name, {"op": "text", "name": w.name, "path": path, "args": files}))
     if not args.no_torch:
         shapes = [("gpt2", 1, 32)] if args.quick else [("gpt2", 1, 128), ("bert", 1, 128)]
+        shapes = [s for s in shapes if only is None or s[0] in only]
         for m, bsz, seq in shapes:
             jobs.append((f"{m}_{bsz}x{seq}", {"op": "torch", "name": m, "batch": bsz,
                                               "seq": seq}))
