@@ -222,7 +222,8 @@ class CudaImpl(GpuImpl):
 
 class HipImpl(GpuImpl):
     """HIP C++ for the hip backend, compiled with ``hipcc --genco`` (``$OXLA_HIPCC``)
-    to a code object for ``arch``; same arguments as :class:`CudaImpl`."""
+    to a code object for ``arch`` (a plain AMDGPU ELF, not a clang offload bundle:
+    ``--no-gpu-bundle-output``); same arguments as :class:`CudaImpl`."""
 
     backend = "hip"
     language = "hip"
@@ -241,8 +242,9 @@ class HipImpl(GpuImpl):
         with tempfile.TemporaryDirectory() as tmp:
             src, out = Path(tmp) / "k.hip", Path(tmp) / "k.hsaco"
             src.write_text(self.source)
-            res = subprocess.run([exe, "--genco", f"--offload-arch={self.arch}", str(src),
-                                  "-o", str(out)], capture_output=True, text=True,
+            res = subprocess.run([exe, "--genco", f"--offload-arch={self.arch}",
+                                  "--no-gpu-bundle-output", str(src), "-o", str(out)],
+                                 capture_output=True, text=True,
                                  check=False, env={**os.environ, "HIP_PLATFORM": "amd"})
             if res.returncode:
                 raise LoweringError("hipcc failed", notes=[res.stderr.strip()[-2000:]])
