@@ -101,9 +101,18 @@ def test_sycl_implementation_matches_the_interpreter():
         pytest.skip(why)
     kernels, _ = demo_modules()
     x, w = _inputs()
+    impl = kernels.RMSNORM.impl("sycl")
+    assert impl.spirv[:4] == b"\x03\x02\x23\x07"  # the demo ships a SPIR-V device image
     got = kernels.RMSNORM.run("sycl", x, w)[0]
     ref = kernels.RMSNORM.run("numpy", x, w)[0]
     assert _rel_err(got, ref) <= 1e-6
+    # the OpenCL C it was compiled from runs the same on the device
+    src = kernels.SRC / "rmsnorm.cl"
+    k = kernels_sdk.Kernel("t.rmsnorm_cl", kernels.RMSNORM.operands, kernels.RMSNORM.results,
+                           attributes={"eps": 1e-6}, impls=[kernels_sdk.SyclImpl(
+                               "demo_rmsnorm", impl.global_size, opencl=src.read_text(),
+                               scalars=impl.scalars)])
+    assert _rel_err(k.run("sycl", x, w)[0], ref) <= 1e-6
 
 
 def test_cuda_c_compiles_to_ptx_with_the_launch_record():
