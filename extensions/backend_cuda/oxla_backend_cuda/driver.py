@@ -58,6 +58,10 @@ class Device(Protocol):
     def function(self, module: Any, name: str) -> Any: ...
     def launch(self, fn: Any, grid: tuple[int, int, int], block: tuple[int, int, int],
                shared_bytes: int, stream: Any, args: list[tuple[str, int]]) -> None: ...
+    def load_custom(self, rec: Any) -> Any: ...
+    def launch_custom(self, kernel: Any, grid: tuple[int, int, int],
+                      block: tuple[int, int, int], shared_bytes: int, stream: Any,
+                      args: list[tuple[str, Any, int]]) -> None: ...
     def gemm(self, call: GemmCall, stream: Any) -> None: ...
     def begin_capture(self, stream: Any) -> None: ...
     def end_capture(self, stream: Any) -> Any: ...
@@ -80,7 +84,8 @@ def check(result: tuple) -> Any:
     return values[0] if len(values) == 1 else tuple(values) if values else None
 
 
-_PARAM_TYPES = {"buf": ctypes.c_void_p, "i64": ctypes.c_int64}
+_PARAM_TYPES = {"buf": ctypes.c_void_p, "i64": ctypes.c_int64, "in": ctypes.c_void_p,
+                "out": ctypes.c_void_p, "f32": ctypes.c_float}
 
 
 class DriverDevice:
@@ -181,6 +186,27 @@ class DriverDevice:
             if args else 0
         check(self._d.cuLaunchKernel(fn, *grid, *block, shared_bytes, stream, params, 0))
 
+    def load_custom(self, rec: Any) -> Any:
+        """A custom call's kernel (``oxla_kernels.DeviceKernel``): its cubin when it is
+        for this device's arch, else its PTX JIT-compiled for it."""
+        self._current()
+        if rec.format == "cubin" and rec.arch == self.arch:
+            image = rec.image
+        else:
+            ptx = rec.extra.get("ptx") or (rec.image if rec.format == "ptx" else None)
+            if ptx is None:
+                raise OxlaError(f"custom call kernel {rec.entry}: its cubin is not for "
+                                f"{self.arch} and it has no PTX")
+            image = ptx_to_cubin(ptx.decode() if isinstance(ptx, bytes) else ptx, self.arch)
+        module = check(self._d.cuModuleLoadData(image))
+        return module, check(self._d.cuModuleGetFunction(module, rec.entry.encode()))
+
+    def launch_custom(self, kernel: Any, grid: tuple[int, int, int],
+                      block: tuple[int, int, int], shared_bytes: int, stream: Any,
+                      args: list[tuple[str, Any, int]]) -> None:
+        self.launch(kernel[1], grid, block, shared_bytes, stream,
+                    [(k, v) for k, v, _ in args])
+
     def gemm(self, call: GemmCall, stream: Any) -> None:
         if self._blas is None:
             self._blas = CuBLAS()
@@ -201,3 +227,4 @@ class DriverDevice:
 
     def graph_destroy(self, graph: Any) -> None:
         check(self._d.cuGraphExecDestroy(graph))
+

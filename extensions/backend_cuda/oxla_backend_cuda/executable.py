@@ -8,7 +8,8 @@ A call (one stream, taken from the runtime's pool):
    torch/cupy tensor) is read in place;
 2. the steps run: kernel launches with their buffers' addresses (``arena + offset``,
    an input's, a result slot's or a constant's), cuBLAS GEMMs, copies; ``while``/``if``/
-   ``case`` copy their predicate back to the host and choose there;
+   ``case`` copy their predicate back to the host and choose there; custom calls
+   launch their plugin's kernel (:mod:`oxla_backend_cuda.custom_call`);
 3. a loop-free program runs as one **graph**: captured on first use for its input
    addresses (input slots and the arena never move, so a call with numpy inputs always
    replays the same graph; device inputs at new addresses capture another, at most
@@ -34,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from oxla.artifact import write_artifact
-from oxla.errors import OxlaError
+from oxla.errors import NotSupportedError, OxlaError
 from oxla.interpreter import check_inputs
 from oxla.interpreter.registry import TOKEN
 from oxla.ir import parse_main_signature
@@ -61,6 +62,7 @@ class _Loaded:
         self.module = dev.load_module(exe.image) if exe.program.kernels else None
         self.functions = {k.name: dev.function(self.module, k.name)
                           for k in exe.program.kernels}
+        self.custom = [dev.load_custom(rec) for rec in exe.program.custom]
         self.ptrs: list[int] = []
         self.consts = [self._keep(rt.upload(c)) for c in exe.program.constants]
         with rt.stream() as s:
@@ -236,6 +238,11 @@ class CUDAExecutable:
                 args = [(kind, addr(v) if kind == "buf" else int(v)) for kind, v in st["args"]]
                 dev.launch(loaded.functions[st["kernel"]], tuple(st["grid"]),
                            tuple(st["block"]), st["shared"], s, args)
+            elif op == "custom":
+                args = [(a[0], addr(a[1]), a[2]) if a[0] in ("in", "out") else
+                        (a[0], a[1], 0) for a in st["args"]]
+                dev.launch_custom(loaded.custom[st["kernel"]], tuple(st["grid"]),
+                                  tuple(st["block"]), st["shared"], s, args)
             elif op == "gemm":
                 dev.gemm(dot_call(st["batch"], st["m"], st["n"], st["k"], st["trans_lhs"],
                                   st["trans_rhs"], st["dtype"], addr(st["lhs"]),
@@ -301,7 +308,16 @@ def _npy(a: np.ndarray) -> bytes:
 
 
 def save_artifact(exe: CUDAExecutable, path: str | os.PathLike[str]) -> None:
-    """Writes ``exe`` to ``path`` (module doc)."""
+    """Writes ``exe`` to ``path`` (module doc).
+
+    Raises:
+        NotSupportedError: the program launches custom-call kernels (their launch
+            records are not serialized yet).
+    """
+    if exe.program.custom:
+        raise NotSupportedError("a cuda executable with custom-call kernels cannot be "
+                                "saved yet (their launch records are not serialized); "
+                                "compile the program where it runs")
     kernels = [{"name": k.name, "grid": list(k.grid), "block": list(k.block),
                 "shared_bytes": int(k.shared_bytes), "llvm_ir": k.llvm_ir,
                 "params": [[p.kind, int(p.value)] for p in k.params]}

@@ -7,6 +7,8 @@
 * dots: f32/f64 GEMMs through cuBLAS (:mod:`oxla_backend_cuda.cublas`), operands laid
   out ``[B,M,K]``/``[B,K,M]`` and ``[B,K,N]``/``[B,N,K]`` read in place, others copied
   into that layout first (a :class:`~oxla.lowering.PackKernel`);
+* ``custom_call``: a GPU kernel from the ``oxla_custom_calls`` hook, launched as it is
+  (:mod:`oxla_backend_cuda.custom_call`);
 * every other op the op table has is its own kernel (an ``OpKernel``): whether simt has
   a GPU kernel for it is known at codegen, which raises ``NotSupportedError`` naming it;
 * ``prepare``: inline composites, the core pipeline, the plugins' patterns for ``cuda``,
@@ -45,6 +47,7 @@ from oxla.lowering import (
 from oxla.lowering import unsupported as _unsupported
 from oxla.passes import absorb_transposes, inline_composites, legalized_ops, run_pipeline
 from oxla.protocols import CompileOptions
+from oxla_backend_cuda import custom_call
 from oxla_backend_cuda import device as devices
 from oxla_backend_cuda.nvjit import parse_archs
 from oxla_backend_cuda.runtime import get_runtime
@@ -54,7 +57,7 @@ BACKEND = "cuda"
 DOTS = ("stablehlo.dot_general", "stablehlo.dot")
 BLAS_TYPES = ("f32", "f64")
 PREPARED_AWAY = frozenset({"func.call", "stablehlo.composite"})
-HOST_OPS = frozenset({"stablehlo.custom_call", "interpreter.probe", "stablehlo.infeed",
+HOST_OPS = frozenset({"interpreter.probe", "stablehlo.infeed",
                       "stablehlo.outfeed", "stablehlo.send", "stablehlo.recv"})
 """Ops that need a host runtime this backend does not have yet."""
 
@@ -140,6 +143,9 @@ class CUDAPolicy(PolicyBase):
     def classify(self, op: Operation) -> str | None:
         if op.name in DOTS and blas_dot(op):
             return "dot"
+        if op.name == custom_call.OP:
+            custom_call.implementation(op)  # a registered GPU kernel, a form it takes
+            return "op"
         if op.name in HOST_OPS or op.name in CONTROL_OPS:
             return None
         return "op"  # simt's kernels_for says at codegen whether it has a GPU kernel

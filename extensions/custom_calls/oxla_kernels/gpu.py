@@ -3,12 +3,14 @@
 (Triton: :mod:`oxla_kernels.triton_impl`).
 
 The record is the whole contract with a backend: ``CustomCallInfo(target, "cuda",
-impl)``'s ``fn`` is the implementation, whose ``device_kernel(ins, outs, attrs)`` a
-backend calls at compile time with the call's static types; it launches
-``entry`` from ``image`` with ``grid`` x ``block`` threads and ``shared_mem`` bytes on
-the executable's own stream, passing the operands' device pointers, then the
-results', then the ``scalars`` attributes (as 32-bit floats or 64-bit ints, in that
-order). NVRTC is the pinned ``nvidia-cuda-nvrtc`` wheel (its PTX ISA is what the CUDA
+impl)``'s ``fn`` is the implementation, whose ``for_call(ins, outs, backend_config)`` a
+backend calls at compile time with the call's static types and its ``backend_config``
+string (decoded into the kernel's attributes, then ``device_kernel(ins, outs, attrs)``);
+it launches ``entry`` from ``image`` with ``grid`` x ``block`` threads and
+``shared_mem`` bytes on the executable's own stream, passing the operands' device
+pointers, then the results', then the ``scalars`` attributes (as 32-bit floats or
+64-bit ints, in that order). A simulated device runs the record's PTX in an emulator,
+or calls its ``host`` function when it has one (Triton's interpreter). NVRTC is the pinned ``nvidia-cuda-nvrtc`` wheel (its PTX ISA is what the CUDA
 backend's ``ptxas`` accepts); ``ptxas``, when found (``$OXLA_PTXAS``, PATH, Triton's
 bundled copy), also assembles a cubin for ``arch``.
 """
@@ -32,7 +34,7 @@ import numpy as np
 
 from oxla.errors import LoweringError
 from oxla.ir import types as T
-from oxla_kernels.kernel import scalar_values
+from oxla_kernels.kernel import decode_config, scalar_values
 
 Grid = Callable[[Sequence[T.TensorType], Mapping[str, Any]], tuple[int, ...]]
 
@@ -51,6 +53,10 @@ class DeviceKernel:
         shared_mem: dynamic shared memory bytes.
         scalars: attribute values passed after the buffers, in order.
         extra: other images of the same kernel (``{"ptx": ...}`` beside a cubin).
+        arch: the ``sm_XY`` (or ``gfxNNN``) a cubin (code object) is for.
+        host: ``host(buffers)`` runs the kernel on host memory (the operands' then the
+            results' bytes as ``uint8`` arrays, results written in place), for a
+            simulated device; None: it runs the PTX.
     """
 
     backend: str
@@ -62,6 +68,8 @@ class DeviceKernel:
     shared_mem: int = 0
     scalars: tuple[float | int, ...] = ()
     extra: dict[str, bytes] = field(default_factory=dict)
+    arch: str = ""
+    host: Callable[[list[np.ndarray]], None] | None = field(default=None, compare=False)
 
 
 def dims3(t: Sequence[int]) -> tuple[int, int, int]:
@@ -77,7 +85,17 @@ class GpuImpl:
         self.kernel = kernel
 
     def custom_call_fn(self) -> Any:
-        return self  # the backend calls device_kernel(ins, outs, attrs)
+        return self  # the backend calls for_call(ins, outs, backend_config)
+
+    def for_call(self, ins: Sequence[T.TensorType], outs: Sequence[T.TensorType],
+                 backend_config: str) -> DeviceKernel:
+        """The launch record of one call site (module doc).
+
+        Raises:
+            LoweringError: the kernel does not compile (the compiler's log in the notes).
+        """
+        return self.device_kernel(ins, outs, decode_config(backend_config,
+                                                           self.kernel.attributes))
 
     def run(self, arrays, ins, outs, attrs) -> list[np.ndarray]:
         raise LoweringError(f"the {self.language} implementation of "
@@ -217,7 +235,8 @@ class CudaImpl(GpuImpl):
                 pass
         return DeviceKernel("cuda", fmt, image, self.entry, dims3(self.grid(ins, attrs)),
                             self.block, self.shared_mem,
-                            scalar_values(self.scalars, ins, attrs), {"ptx": ptx})
+                            scalar_values(self.scalars, ins, attrs), {"ptx": ptx},
+                            self.arch if fmt == "cubin" else "")
 
 
 class HipImpl(GpuImpl):
@@ -253,4 +272,4 @@ class HipImpl(GpuImpl):
     def device_kernel(self, ins, outs, attrs) -> DeviceKernel:
         return DeviceKernel("hip", "hsaco", self.code_object(), self.entry,
                             dims3(self.grid(ins, attrs)), self.block, self.shared_mem,
-                            scalar_values(self.scalars, ins, attrs))
+                            scalar_values(self.scalars, ins, attrs), arch=self.arch)
