@@ -21,7 +21,7 @@ from tests.custom_calls.test_sdk import _inputs, _program, _rel_err
 CI = os.environ.get("CI") == "true"
 kernels_sdk = pytest.importorskip("oxla_kernels")
 pytest.importorskip("oxla_backend_cuda")
-from oxla_backend_cuda import custom_call  # noqa: E402
+from oxla_codegen_llvm.gpu import custom_call  # noqa: E402
 from oxla_codegen_llvm.simt import ocelot  # noqa: E402
 
 

@@ -4,11 +4,11 @@
 
 * loop fusions, op kernels and layout copies -> GPU kernels from
   ``oxla_codegen_llvm.simt.kernels_for`` (``launch`` steps, in their launch order);
-* dots -> one cuBLAS GEMM each (``gemm``; :func:`oxla_backend_cuda.cublas.dot_call`
+* dots -> one BLAS GEMM each (``gemm``; :func:`oxla_codegen_llvm.gpu.gemm.dot_call`
   maps it to the column-major call when it runs);
 * plain copies (control flow's loop-carried values) -> ``copy`` (``cuMemcpyDtoDAsync``);
 * ``custom_call`` -> ``custom``, a plugin's GPU kernel launched from its own image
-  (:mod:`oxla_backend_cuda.custom_call`; the records are ``Program.custom``);
+  (:mod:`oxla_codegen_llvm.gpu.custom_call`; the records are ``Program.custom``);
 * ``while``/``if``/``case`` -> host-driven steps whose predicate is copied back to the
   host after the condition's kernels (``while``, ``if``, ``case``).
 
@@ -29,7 +29,7 @@ import numpy as np
 
 from oxla.errors import OxlaError
 from oxla.lowering import Buf, ControlKernel, DotKernel, OpKernel, PackKernel, Plan
-from oxla_backend_cuda import custom_call
+from oxla_codegen_llvm.gpu import custom_call
 
 Ref = list  # [region, index, offset]
 
@@ -62,8 +62,8 @@ class Program:
 
 
 class _Builder:
-    def __init__(self, simt: Any):
-        self.simt = simt
+    def __init__(self, simt: Any, backend: str):
+        self.simt, self.backend = simt, backend
         self.consts: dict[int, int] = {}
         self.constants: list[np.ndarray] = []
         self.kernels: list[Any] = []
@@ -108,7 +108,7 @@ class _Builder:
                      "trans_lhs": k.trans_lhs, "trans_rhs": k.trans_rhs, "dtype": k.dtype,
                      "lhs": self.ref(k.lhs), "rhs": self.ref(k.rhs), "out": self.ref(k.out)}]
         if isinstance(k, OpKernel) and k.op.name == custom_call.OP:
-            rec = custom_call.launch_record(k.op)
+            rec = custom_call.launch_record(k.op, self.backend)
             self.custom.append(rec)
             return [custom_call.custom_step(k.op, len(self.custom) - 1, self.ref, plan.vbuf,
                                             k.outs, rec)]
@@ -148,15 +148,16 @@ def ptx_name(name: str) -> str:
     return out if re.match(r"[A-Za-z_$]", out) else "k_" + out
 
 
-def build_program(plan: Plan, simt: Any) -> Program:
+def build_program(plan: Plan, simt: Any, backend: str = "cuda") -> Program:
     """The launch program of ``plan`` (module doc); ``simt`` is
-    ``oxla_codegen_llvm.simt`` (passed in: the kernels are its).
+    ``oxla_codegen_llvm.simt`` (passed in: the kernels are its); ``backend`` names the
+    custom calls' implementations.
 
     Raises:
         NotSupportedError: a plan kernel simt has no GPU kernel for yet (its message
             names the op or kind).
     """
-    b = _Builder(simt)
+    b = _Builder(simt, backend)
     steps = b.steps(plan)
     return Program(steps, b.constants, b.kernels, plan.temp_bytes, b.custom)
 

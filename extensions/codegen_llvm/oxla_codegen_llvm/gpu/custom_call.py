@@ -1,33 +1,35 @@
-"""``stablehlo.custom_call`` on the cuda backend: GPU kernels bound through the
-``oxla_custom_calls`` hook (``CustomCallInfo(target, "cuda", fn)``), launched on the
+"""``stablehlo.custom_call`` on the GPU backends (cuda, hip): kernels bound through the
+``oxla_custom_calls`` hook (``CustomCallInfo(target, backend, fn)``), launched on the
 executable's stream.
 
-``fn`` is a GPU implementation (``oxla_kernels.CudaImpl`` for CUDA C, ``TritonImpl``
-for Triton): an object whose ``for_call(ins, outs, backend_config)`` returns, at compile
-time, the call site's launch record (``oxla_kernels.DeviceKernel``: ``format`` ``ptx``
-or ``cubin``, ``image``, ``entry``, ``grid``, ``block``, ``shared_mem``, ``scalars``,
-``extra["ptx"]``, ``host``). The program gets one ``custom`` step per call
+``fn`` is a GPU implementation (``oxla_kernels.CudaImpl`` for CUDA C, ``HipImpl`` for
+HIP, ``TritonImpl`` for Triton): an object whose ``for_call(ins, outs, backend_config)``
+returns, at compile time, the call site's launch record (``oxla_kernels.DeviceKernel``:
+``format`` (cuda: ``ptx`` or ``cubin``; hip: ``hsaco``), ``image``, ``entry``, ``arch``,
+``grid``, ``block``, ``shared_mem``, ``scalars``, ``extra["ptx"]``, ``host``). The program gets one ``custom`` step per call
 (:func:`custom_step`): the kernel is launched with the operands' device pointers, then
 the results', then the scalars (a Python ``float`` as a 32-bit float, an ``int`` as a
 64-bit integer).
 
-* **A driver**: the cubin when it is for the device's arch, else the PTX JIT-compiled
-  for it, through ``cuModuleLoadData``; ``cuLaunchKernel`` with the declared grid,
-  block and dynamic shared memory.
-* **The simulated device** (``OXLA_CUDA_DEVICE=sim``): a record with a ``host`` function
-  runs it on the buffers' bytes (Triton: Triton's interpreter, ``TRITON_INTERPRET=1``, in
-  its worker process); otherwise the PTX runs in gpuocelot
-  (``oxla_codegen_llvm.simt.ocelot``), its ``.target`` rewritten to ``sm_35``. PTX that
-  uses what gpuocelot lacks (:data:`OCELOT_LACKS`: f16 arithmetic, warp shuffles and
-  votes, tensor cores, async copies, clusters) is refused with a
-  ``NotSupportedError`` naming the instructions, when the executable is first loaded.
+* **A device**: the backend's ``load_custom``/``launch_custom`` (cuda: the cubin when it
+  is for the device's arch, else the PTX JIT-compiled for it, through
+  ``cuModuleLoadData``; ``cuLaunchKernel`` with the declared grid, block and dynamic
+  shared memory).
+* **The simulated device** (``OXLA_CUDA_DEVICE=sim``, ``OXLA_HIP_DEVICE=sim``): a record
+  with a ``host`` function runs it on the buffers' bytes (Triton: Triton's interpreter,
+  ``TRITON_INTERPRET=1``, in its worker process); otherwise a cuda record's PTX runs in
+  gpuocelot (``oxla_codegen_llvm.simt.ocelot``), its ``.target`` rewritten to ``sm_35``.
+  PTX that uses what gpuocelot lacks (:data:`OCELOT_LACKS`: f16 arithmetic, warp
+  shuffles and votes, tensor cores, async copies, clusters) is refused with a
+  ``NotSupportedError`` naming the instructions, when the executable is first loaded;
+  so is a HIP code object (no AMDGPU emulator exists).
 
 What compiles: string ``backend_config`` (``api_version`` unset or 1-3), static tensor
 (and token) operands and results, ``has_side_effect``. Refused with a
 ``NotSupportedError``: typed FFI calls (``api_version = 4`` or a dictionary
 ``mhlo.backend_config``), ``called_computations``, ``output_operand_aliases``,
-non-row-major layouts, tuple or dynamic types. A target without a cuda implementation
-is a ``LoweringError`` saying how to supply one. Executables with custom calls cannot
+non-row-major layouts, tuple or dynamic types. A target without an implementation for
+the backend is a ``LoweringError`` saying how to supply one. Executables with custom calls cannot
 be saved as artifacts yet (the records are not serialized).
 """
 
@@ -46,7 +48,8 @@ from oxla.ir import attributes as A
 from oxla.ir import types as T
 
 OP = "stablehlo.custom_call"
-BACKEND = "cuda"
+FORMATS = {"cuda": ("ptx", "cubin"), "hip": ("hsaco",)}
+"""The image formats each backend launches."""
 OCELOT_LACKS = {
     r"\.f16x2\b|\.f16\b": "f16 arithmetic",
     r"\bshfl\.": "warp shuffles (shfl)",
@@ -66,17 +69,17 @@ def _tensor(v: Any) -> bool:
     return isinstance(v.type, T.TensorType) and v.type.is_static
 
 
-def _reject(op: Operation, what: str) -> NotSupportedError:
+def _reject(op: Operation, what: str, backend: str) -> NotSupportedError:
     return NotSupportedError(f"stablehlo.custom_call @{_target(op)} with {what} is not "
-                             f"supported on {BACKEND}", loc=op.loc)
+                             f"supported on {backend}", loc=op.loc)
 
 
-def implementation(op: Operation) -> Any:
-    """The cuda implementation of ``op``'s target, after checking the forms the module doc
-    refuses (fusion calls this before any code is generated).
+def implementation(op: Operation, backend: str) -> Any:
+    """The ``backend`` implementation of ``op``'s target, after checking the forms the
+    module doc refuses (fusion calls this before any code is generated).
 
     Raises:
-        LoweringError: no plugin implements the target for cuda.
+        LoweringError: no plugin implements the target for ``backend``.
         NotSupportedError: a refused form.
     """
     api = A.to_python(op.attributes["api_version"]) if "api_version" in op.attributes else 0
@@ -84,55 +87,54 @@ def implementation(op: Operation) -> Any:
     if api in (4, "API_VERSION_TYPED_FFI") or (cfg is not None and not isinstance(
             A.to_python(cfg), str | bytes)):
         raise _reject(op, "a typed FFI call (api_version 4 / an mhlo.backend_config "
-                          "dictionary)")
+                          "dictionary)", backend)
     for name in ("called_computations", "output_operand_aliases"):
         a = op.attributes.get(name)
         if a is not None and len(A.to_python(a)):
-            raise _reject(op, name)
+            raise _reject(op, name, backend)
     for vals, kind in ((op.operands, "operand"), (op.results, "result")):
         for v in vals:
             if not _tensor(v) and not isinstance(v.type, T.TokenType):
-                raise _reject(op, f"a {kind} of type {v.type}")
+                raise _reject(op, f"a {kind} of type {v.type}", backend)
         lay = op.attributes.get(f"{kind}_layouts")
         if lay is not None:
             for v, layout in zip(vals, A.to_python(lay)):
                 got = [int(x) for x in np.asarray(layout).reshape(-1)]
                 if _tensor(v) and got != list(range(v.type.rank - 1, -1, -1)):
-                    raise _reject(op, f"a non-row-major {kind} layout")
-    info = plugins.custom_calls(BACKEND).get(_target(op))
+                    raise _reject(op, f"a non-row-major {kind} layout", backend)
+    info = plugins.custom_calls(backend).get(_target(op))
+    impls = "CudaImpl or TritonImpl" if backend == "cuda" else "HipImpl or TritonImpl"
     if info is None:
         raise LoweringError(
-            f"no implementation of custom call target '{_target(op)}' for the {BACKEND} "
+            f"no implementation of custom call target '{_target(op)}' for the {backend} "
             "backend", loc=op.loc,
             notes=["supply one with a plugin: an `oxla_custom_calls` hookimpl returning "
-                   f"CustomCallInfo(target={_target(op)!r}, backend='cuda', fn=...), fn "
-                   "an oxla_kernels CudaImpl or TritonImpl (see "
-                   "oxla_backend_cuda.custom_call)"])
+                   f"CustomCallInfo(target={_target(op)!r}, backend={backend!r}, fn=...), "
+                   f"fn an oxla_kernels {impls} (see oxla_codegen_llvm.gpu.custom_call)"])
     if not callable(getattr(info.fn, "for_call", None)):
-        raise LoweringError(f"the cuda implementation of '{_target(op)}' is not a GPU "
+        raise LoweringError(f"the {backend} implementation of '{_target(op)}' is not a GPU "
                             f"kernel: {info.fn!r} has no for_call(ins, outs, "
-                            "backend_config) (use oxla_kernels.CudaImpl or TritonImpl)",
-                            loc=op.loc)
+                            f"backend_config) (use oxla_kernels' {impls})", loc=op.loc)
     return info.fn
 
 
-def launch_record(op: Operation) -> Any:
+def launch_record(op: Operation, backend: str) -> Any:
     """The launch record of one call site (module doc).
 
     Raises:
         LoweringError: as :func:`implementation`, or the kernel did not compile.
         NotSupportedError: as :func:`implementation`.
     """
-    fn = implementation(op)
+    fn = implementation(op, backend)
     ins = [v.type for v in op.operands if _tensor(v)]
     outs = [v.type for v in op.results if _tensor(v)]
     cfg = A.to_python(op.attributes["backend_config"]) if "backend_config" in \
         op.attributes else ""
     rec = fn.for_call(ins, outs, cfg.decode() if isinstance(cfg, bytes) else str(cfg))
-    if getattr(rec, "backend", BACKEND) != BACKEND or rec.format not in ("ptx", "cubin"):
-        raise LoweringError(f"the cuda implementation of '{_target(op)}' gave a "
-                            f"{rec.backend} {rec.format} kernel, not cuda PTX or a cubin",
-                            loc=op.loc)
+    if getattr(rec, "backend", backend) != backend or rec.format not in FORMATS[backend]:
+        raise LoweringError(f"the {backend} implementation of '{_target(op)}' gave a "
+                            f"{rec.backend} {rec.format} kernel, not one of "
+                            f"{backend}'s {', '.join(FORMATS[backend])}", loc=op.loc)
     return rec
 
 
@@ -165,6 +167,9 @@ def ocelot_ptx(rec: Any, target: str = "") -> str:
     """
     ptx = rec.extra.get("ptx") or (rec.image if rec.format == "ptx" else None)
     what = f"kernel {rec.entry}" + (f" of custom call '{target}'" if target else "")
+    if rec.backend == "hip":
+        raise NotSupportedError(f"{what}: a HIP code object cannot run on the simulated "
+                                "device (no AMDGPU emulator exists); run it on a ROCm GPU")
     if ptx is None:
         raise NotSupportedError(f"{what}: the simulated cuda device runs PTX, and this "
                                 "record has only a cubin")
