@@ -16,7 +16,7 @@ from oxla.errors import LoweringError, NotSupportedError
 from oxla.ir import parse_type
 from oxla.plugins import PluginRegistry, PluginSource
 from tests.custom_calls.demo_pkg import demo_modules
-from tests.custom_calls.test_sdk import _inputs, _program, _rel_err
+from tests.custom_calls.test_sdk import _inputs, _program, _rel_err, _types
 
 CI = os.environ.get("CI") == "true"
 kernels_sdk = pytest.importorskip("oxla_kernels")
@@ -161,3 +161,54 @@ def test_triton_kernel_runs_on_the_simulated_device_through_its_interpreter(regi
     assert rec.format == "cubin" and rec.arch == "sm_90" and rec.host is not None
     got = np.asarray(exe(x, w)[0])
     assert _rel_err(got, kernels.rmsnorm_reference(x, w, 1e-5)) <= 1e-6
+
+
+class _FakeDriver:
+    """The three ``cuda.bindings.driver`` calls a custom kernel's load and launch make,
+    recorded (``(error, value)`` results as cuda-python returns them)."""
+
+    def __init__(self):
+        self.calls: list[tuple] = []
+
+    def cuCtxSetCurrent(self, ctx):
+        return (0,)
+
+    def cuModuleLoadData(self, image):
+        self.calls.append(("load", bytes(image)))
+        return (0, "module")
+
+    def cuModuleGetFunction(self, module, name):
+        self.calls.append(("function", module, name))
+        return (0, "function")
+
+    def cuLaunchKernel(self, fn, *rest):
+        self.calls.append(("launch", fn, *rest))
+        return (0,)
+
+
+def test_a_driver_loads_the_cubin_or_jits_the_ptx_and_launches_with_the_declared_grid():
+    """The real-driver path without a GPU: what reaches cuModuleLoadData/cuLaunchKernel."""
+    import ctypes
+
+    from oxla_backend_cuda.driver import DriverDevice
+
+    kernels, _ = demo_modules()
+    ins, outs = _types((2, 3, 40))
+    rec = kernels.RMSNORM.impl("cuda").device_kernel(ins, outs, {"eps": 1e-6})
+    for arch in ("sm_90", "sm_100"):  # its cubin as it is; its PTX JIT-compiled forward
+        dev = DriverDevice.__new__(DriverDevice)
+        dev._d, dev._ctx, dev.arch = _FakeDriver(), None, arch
+        kernel = dev.load_custom(rec)
+        (_, image), fn = dev._d.calls[0], dev._d.calls[1]
+        assert image[:4] == b"\x7fELF" and fn == ("function", "module", b"demo_rmsnorm")
+        if rec.format == "cubin":
+            assert (image == rec.image) == (arch == rec.arch == "sm_90")
+        dev.launch_custom(kernel, (6, 1, 1), (128, 1, 1), 512, "stream",
+                          [("in", 0x1000, 960), ("in", 0x2000, 160), ("out", 0x3000, 960),
+                           ("i64", 40, 0), ("f32", 1e-6, 0)])
+        launch = dev._d.calls[2]
+        assert launch[:9] == ("launch", "function", 6, 1, 1, 128, 1, 1, 512)
+        assert launch[9] == "stream"
+        values, types = launch[10]
+        assert values == (0x1000, 0x2000, 0x3000, 40, 1e-6)
+        assert types == (ctypes.c_void_p,) * 3 + (ctypes.c_int64, ctypes.c_float)
