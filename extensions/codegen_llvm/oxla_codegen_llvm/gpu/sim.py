@@ -174,7 +174,7 @@ class SimDevice:
     # -- modules and launches --------------------------------------------------------------
     def load_module(self, image: Any) -> Any:
         """Host twins of ``image.kernels`` (a backend's module image)."""
-        return HostTwin(image.kernels) if image.kernels else None
+        return HostTwin(image.kernels, self.warp_size) if image.kernels else None
 
     def function(self, module: Any, name: str) -> Any:
         if module is None:
