@@ -6,13 +6,14 @@ interpreter runs) is the oracle."""
 from __future__ import annotations
 
 import os
+import shutil
 
 import numpy as np
 import pytest
 
 import oxla
 from oxla import hookimpl, plugins
-from oxla.errors import LoweringError, NotSupportedError
+from oxla.errors import LoweringError, NotSupportedError, OxlaError
 from oxla.ir import parse_type
 from oxla.plugins import PluginRegistry, PluginSource
 from tests.custom_calls.demo_pkg import demo_modules
@@ -20,6 +21,8 @@ from tests.custom_calls.test_sdk import _inputs, _program, _rel_err, _types
 
 CI = os.environ.get("CI") == "true"
 kernels_sdk = pytest.importorskip("oxla_kernels")
+from oxla_kernels import hip_host  # noqa: E402
+
 pytest.importorskip("oxla_backend_cuda")
 from oxla_codegen_llvm.gpu import custom_call  # noqa: E402
 from oxla_codegen_llvm.simt import ocelot  # noqa: E402
@@ -45,6 +48,7 @@ class _Plugin:
 def register(monkeypatch):
     """``register(kernel)`` installs a kernel's implementations for the test."""
     monkeypatch.setenv("OXLA_CUDA_DEVICE", "sim")
+    monkeypatch.setenv("OXLA_HIP_DEVICE", "sim")
     old = plugins.get_registry()
 
     def reg(kernel):
@@ -81,17 +85,22 @@ def test_cuda_c_kernel_runs_on_the_simulated_device_like_the_interpreter(registe
         <= 1e-6  # a second call replays the captured graph with new inputs
 
 
+def _mixed_program(kernel, shape=(1, 4, 64)) -> str:
+    """``exp(kernel(x + x, w))``: the custom call between two of oxla's own kernels."""
+    t, wt = f"tensor<{'x'.join(map(str, shape))}xf32>", f"tensor<{shape[-1]}xf32>"
+    body = _program(kernel, shape).split("\n")[1].strip()
+    body = body.replace("(%x, %w)", "(%a, %w)").replace("%0 =", "%b =")
+    return (f"func.func @main(%x: {t}, %w: {wt}) -> {t} {{\n"
+            f"  %a = stablehlo.add %x, %x : {t}\n  {body}\n"
+            f"  %c = stablehlo.exponential %b : {t}\n  return %c : {t}\n}}\n")
+
+
 def test_cuda_c_kernel_feeds_and_is_fed_by_generated_kernels(register):
     """The custom call between two oxla kernels: buffers in the arena, in order."""
     _need_ocelot()
     kernels, _ = demo_modules()
     register(kernels.RMSNORM)
-    t, wt = "tensor<1x4x64xf32>", "tensor<64xf32>"
-    body = _program(kernels.RMSNORM, (1, 4, 64)).split("\n")[1].strip()
-    body = body.replace("(%x, %w)", "(%a, %w)").replace("%0 =", "%b =")
-    text = (f"func.func @main(%x: {t}, %w: {wt}) -> {t} {{\n"
-            f"  %a = stablehlo.add %x, %x : {t}\n  {body}\n"
-            f"  %c = stablehlo.exponential %b : {t}\n  return %c : {t}\n}}\n")
+    text = _mixed_program(kernels.RMSNORM)
     x, w = _inputs((1, 4, 64), seed=4)
     got = np.asarray(oxla.compile(text, backend="cuda", cache=False)(x, w)[0])
     ref = np.exp(kernels.rmsnorm_reference(2 * x, w, 1e-5))
@@ -212,3 +221,87 @@ def test_a_driver_loads_the_cubin_or_jits_the_ptx_and_launches_with_the_declared
         values, types = launch[10]
         assert values == (0x1000, 0x2000, 0x3000, 40, 1e-6)
         assert types == (ctypes.c_void_p,) * 3 + (ctypes.c_int64, ctypes.c_float)
+
+
+def _need_hipcc() -> None:
+    if not (os.environ.get("OXLA_HIPCC") or shutil.which("hipcc")):
+        assert not CI, "hipcc must be installed in CI (scripts/test installs Debian's)"
+        pytest.skip("hipcc is not installed (Debian: apt-get install hipcc)")
+
+
+def test_hip_kernel_runs_on_the_simulated_hip_device_like_the_interpreter(register):
+    """--backend hip: the code object is compiled and recorded; the simulated device runs
+    the same HIP source on the host (oxla_kernels.hip_host: blocks in turn, threads as
+    POSIX threads meeting at __syncthreads)."""
+    pytest.importorskip("oxla_backend_hip")
+    _need_hipcc()
+    kernels, _ = demo_modules()
+    k = _with_only(kernels.RMSNORM, "hip")
+    register(k)
+    text = _mixed_program(k, (2, 3, 200))
+    exe = oxla.compile(text, backend="hip", cache=False)
+    rec = exe.program.custom[0]
+    assert rec.format == "hsaco" and rec.arch == "gfx90a" and rec.image[:4] == b"\x7fELF"
+    assert [s["op"] for s in exe.program.steps].count("custom") == 1
+    x, w = _inputs((2, 3, 200), seed=6)
+    got = np.asarray(exe(x, w)[0])
+    ref = np.asarray(oxla.compile(text, backend="interpreter")(x, w)[0])
+    assert _rel_err(got, ref) <= 1e-6
+
+
+def test_hip_host_shim_refuses_warp_intrinsics_clearly():
+    src = """#include <hip/hip_runtime.h>
+    extern "C" __global__ void k(const float* x, float* y) {
+      y[threadIdx.x] = __shfl_down(x[threadIdx.x], 1);
+    }"""
+    with pytest.raises(LoweringError, match="does not compile for the host shim"):
+        hip_host.run_on_host(src, "k", ["ptr", "ptr"], (1, 1, 1), (32, 1, 1), 0, [],
+                             [np.zeros(128, np.uint8), np.zeros(128, np.uint8)])
+
+
+class _FakeHip:
+    """The HIP runtime calls a custom kernel's load and launch make, recorded."""
+
+    def __init__(self):
+        self.calls: list[tuple] = []
+
+    def hipModuleLoadData(self, module, image):
+        self.calls.append(("load", image.value))
+        return 0
+
+    def hipModuleGetFunction(self, fn, module, name):
+        self.calls.append(("function", name))
+        return 0
+
+    def hipModuleLaunchKernel(self, fn, gx, gy, gz, bx, by, bz, shared, stream, params,
+                              extra):
+        import ctypes
+
+        kinds = (ctypes.c_void_p,) * 3 + (ctypes.c_int64, ctypes.c_float)
+        vals = [ctypes.cast(params[i], ctypes.POINTER(t)).contents.value
+                for i, t in enumerate(kinds)]
+        self.calls.append(("launch", *(v.value for v in (gx, gy, gz, bx, by, bz, shared)),
+                           stream, vals))
+        return 0
+
+
+def test_a_hip_runtime_loads_the_code_object_and_launches_with_typed_parameters():
+    pytest.importorskip("oxla_backend_hip")
+    from oxla_backend_hip.hip import HIPDevice
+
+    rec = kernels_sdk.DeviceKernel("hip", "hsaco", b"\x7fELF code object", "demo_rmsnorm",
+                                   (6, 1, 1), (128, 1, 1), 512, (40, 1e-6), arch="gfx90a")
+    dev = HIPDevice.__new__(HIPDevice)
+    dev._h, dev.arch = _FakeHip(), "gfx90a"
+    kernel = dev.load_custom(rec)
+    assert dev._h.calls[:2] == [("load", b"\x7fELF code object"), ("function", b"demo_rmsnorm")]
+    dev.launch_custom(kernel, (6, 1, 1), (128, 1, 1), 512, "stream",
+                      [("in", 0x1000, 960), ("in", 0x2000, 160), ("out", 0x3000, 960),
+                       ("i64", 40, 0), ("f32", 1e-6, 0)])
+    launch = dev._h.calls[2]
+    assert launch[:9] == ("launch", 6, 1, 1, 128, 1, 1, 512, "stream")
+    assert launch[9][:4] == [0x1000, 0x2000, 0x3000, 40]
+    assert launch[9][4] == pytest.approx(1e-6, rel=1e-7)  # passed as a 32-bit float
+    dev.arch = "gfx942"
+    with pytest.raises(OxlaError, match="code object for gfx90a, not gfx942"):
+        dev.load_custom(rec)

@@ -135,6 +135,37 @@ class HIPDevice:
             ctypes.c_uint(shared_bytes), stream, params if values else None, None),
             "hipModuleLaunchKernel")
 
+    def load_custom(self, rec: Any) -> Any:
+        """A custom call's kernel (``oxla_kernels.DeviceKernel``,
+        :mod:`oxla_codegen_llvm.gpu.custom_call`): its code object, which must be for
+        this device's arch; ``(module, function)``.
+
+        Raises:
+            OxlaError: a code object for another arch.
+        """
+        if rec.arch and rec.arch != self.arch:
+            raise OxlaError(f"custom call kernel {rec.entry} is a code object for "
+                            f"{rec.arch}, not {self.arch or 'this GPU'} (declare the "
+                            f"HipImpl with arch={self.arch!r})")
+        m = ctypes.c_void_p()
+        self._check(self._h.hipModuleLoadData(ctypes.byref(m), ctypes.c_char_p(rec.image)),
+                    "hipModuleLoadData")
+        return m, self.function(m, rec.entry)
+
+    def launch_custom(self, kernel: Any, grid: tuple[int, int, int],
+                      block: tuple[int, int, int], shared_bytes: int, stream: Any,
+                      args: list[tuple[str, Any, int]]) -> None:
+        """``hipModuleLaunchKernel`` of a custom call's kernel: buffers as pointers, then
+        scalars (``f32`` as a 32-bit float, ``i64`` as a 64-bit integer)."""
+        values = [ctypes.c_float(v) if k == "f32" else
+                  ctypes.c_uint64(int(v) & 0xFFFFFFFFFFFFFFFF) for k, v, _ in args]
+        params = (ctypes.c_void_p * max(len(values), 1))(
+            *[ctypes.cast(ctypes.byref(v), ctypes.c_void_p) for v in values])
+        self._check(self._h.hipModuleLaunchKernel(
+            kernel[1], *[ctypes.c_uint(x) for x in grid], *[ctypes.c_uint(x) for x in block],
+            ctypes.c_uint(shared_bytes), stream, params if values else None, None),
+            "hipModuleLaunchKernel")
+
     def gemm(self, call: GemmCall, stream: Any) -> None:
         if self._blas is None:
             self._blas = RocBLAS()

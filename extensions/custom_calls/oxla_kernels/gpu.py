@@ -18,6 +18,7 @@ bundled copy), also assembles a cubin for ``arch``.
 from __future__ import annotations
 
 import ctypes
+import functools
 import glob
 import importlib.util
 import os
@@ -34,6 +35,7 @@ import numpy as np
 
 from oxla.errors import LoweringError
 from oxla.ir import types as T
+from oxla_kernels.hip_host import run_on_host
 from oxla_kernels.kernel import decode_config, scalar_values
 
 Grid = Callable[[Sequence[T.TensorType], Mapping[str, Any]], tuple[int, ...]]
@@ -270,6 +272,12 @@ class HipImpl(GpuImpl):
             return out.read_bytes()
 
     def device_kernel(self, ins, outs, attrs) -> DeviceKernel:
-        return DeviceKernel("hip", "hsaco", self.code_object(), self.entry,
-                            dims3(self.grid(ins, attrs)), self.block, self.shared_mem,
-                            scalar_values(self.scalars, ins, attrs), arch=self.arch)
+        """The launch record: the code object, and as ``host`` the same source run on
+        the host (:mod:`oxla_kernels.hip_host`, what the simulated hip device calls)."""
+        grid, scalars = dims3(self.grid(ins, attrs)), scalar_values(self.scalars, ins, attrs)
+        kinds = ["ptr"] * (len(ins) + len(outs)) + [
+            "i64" if isinstance(v, bool | int | np.integer) else "f32" for v in scalars]
+        host = functools.partial(run_on_host, self.source, self.entry, kinds, grid,
+                                 self.block, self.shared_mem, scalars)
+        return DeviceKernel("hip", "hsaco", self.code_object(), self.entry, grid, self.block,
+                            self.shared_mem, scalars, arch=self.arch, host=host)
