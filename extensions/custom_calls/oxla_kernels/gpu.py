@@ -10,7 +10,8 @@ it launches ``entry`` from ``image`` with ``grid`` x ``block`` threads and
 ``shared_mem`` bytes on the executable's own stream, passing the operands' device
 pointers, then the results', then the ``scalars`` attributes (as 32-bit floats or
 64-bit ints, in that order). A simulated device runs the record's PTX in an emulator,
-or calls its ``host`` function when it has one (Triton's interpreter). NVRTC is the pinned ``nvidia-cuda-nvrtc`` wheel (its PTX ISA is what the CUDA
+or calls its ``host`` function when it has one (Triton's interpreter; for HIP, the same
+source compiled for the host, :mod:`oxla_kernels.hip_host`). NVRTC is the pinned ``nvidia-cuda-nvrtc`` wheel (its PTX ISA is what the CUDA
 backend's ``ptxas`` accepts); ``ptxas``, when found (``$OXLA_PTXAS``, PATH, Triton's
 bundled copy), also assembles a cubin for ``arch``.
 """
