@@ -5,11 +5,14 @@ types, fusion, f32/f64 dots through rocBLAS, op kernels from simt, ``prepare``) 
 ``hip``, with its own stages (:mod:`oxla_backend_hip.stages`).
 
 :class:`HIPTarget` is the choice of archs: ``--hip-arch`` (``CompileOptions.extra
-["hip_arch"]``: ``gfx90a,gfx942,gfx1100``), else the current device's, else ``gfx942``.
+["hip_arch"]``: ``gfx90a,gfx942,gfx1100``), else ``$OXLA_HIP_ARCH`` (the same list: how
+runs that pass no options, such as ``oxla conformance --backend hip``, choose), else the
+current device's, else ``gfx942``.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from oxla_codegen_llvm.gpu.policy import GPUPolicy
@@ -24,6 +27,7 @@ from oxla_backend_hip.stages import STAGES
 
 BACKEND = "hip"
 DEFAULT_ARCH = "gfx942"
+ARCH_ENV = "OXLA_HIP_ARCH"
 
 
 def parse_archs(text: str | None, default: str = DEFAULT_ARCH) -> tuple[str, ...]:
@@ -54,9 +58,10 @@ class HIPTarget:
 
     @staticmethod
     def for_options(options: CompileOptions) -> HIPTarget:
-        """``options.extra["hip_arch"]``, else the current device's arch (a HIP runtime
-        present), else ``gfx942``."""
-        return HIPTarget(parse_archs(options.extra.get("hip_arch"), default_arch()))
+        """``options.extra["hip_arch"]``, else ``$OXLA_HIP_ARCH``, else the current
+        device's arch (a HIP runtime with a GPU), else ``gfx942``."""
+        text = options.extra.get("hip_arch") or os.environ.get(ARCH_ENV)
+        return HIPTarget(parse_archs(text, default_arch()))
 
 
 def default_arch() -> str:
