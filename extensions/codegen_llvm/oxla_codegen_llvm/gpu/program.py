@@ -4,9 +4,11 @@
 
 * loop fusions, op kernels and layout copies -> GPU kernels from
   ``oxla_codegen_llvm.simt.kernels_for`` (``launch`` steps, in their launch order);
-* dots -> one cuBLAS GEMM each (``gemm``; :func:`oxla_backend_cuda.cublas.dot_call`
+* dots -> one BLAS GEMM each (``gemm``; :func:`oxla_codegen_llvm.gpu.gemm.dot_call`
   maps it to the column-major call when it runs);
 * plain copies (control flow's loop-carried values) -> ``copy`` (``cuMemcpyDtoDAsync``);
+* ``custom_call`` -> ``custom``, a plugin's GPU kernel launched from its own image
+  (:mod:`oxla_codegen_llvm.gpu.custom_call`; the records are ``Program.custom``);
 * ``while``/``if``/``case`` -> host-driven steps whose predicate is copied back to the
   host after the condition's kernels (``while``, ``if``, ``case``).
 
@@ -26,7 +28,8 @@ from typing import Any
 import numpy as np
 
 from oxla.errors import OxlaError
-from oxla.lowering import Buf, ControlKernel, DotKernel, PackKernel, Plan
+from oxla.lowering import Buf, ControlKernel, DotKernel, OpKernel, PackKernel, Plan
+from oxla_codegen_llvm.gpu import custom_call
 
 Ref = list  # [region, index, offset]
 
@@ -41,26 +44,31 @@ class Program:
         kernels: the SIMT kernels (``oxla_codegen_llvm.simt.Kernel``), in first-launch
             order, names unique.
         temp_bytes: the arena's size.
+        custom: the custom calls' launch records (``oxla_kernels.DeviceKernel``), by a
+            ``custom`` step's ``kernel`` index.
     """
 
     steps: list[dict[str, Any]]
     constants: list[np.ndarray] = field(default_factory=list)
     kernels: list[Any] = field(default_factory=list)
     temp_bytes: int = 0
+    custom: list[Any] = field(default_factory=list)
 
     @property
     def loop_free(self) -> bool:
         """True when no step is host-driven control flow (the program can be one graph)."""
-        return all(s["op"] in ("launch", "gemm", "copy", "zero") for s in self.steps)
+        return all(s["op"] in ("launch", "gemm", "copy", "zero", "custom")
+                   for s in self.steps)
 
 
 class _Builder:
-    def __init__(self, simt: Any):
-        self.simt = simt
+    def __init__(self, simt: Any, backend: str):
+        self.simt, self.backend = simt, backend
         self.consts: dict[int, int] = {}
         self.constants: list[np.ndarray] = []
         self.kernels: list[Any] = []
         self.names: set[str] = set()
+        self.custom: list[Any] = []
 
     def ref(self, buf: Buf) -> Ref:
         root, off = buf, 0
@@ -99,6 +107,11 @@ class _Builder:
             return [{"op": "gemm", "batch": k.batch, "m": k.m, "n": k.n, "k": k.k,
                      "trans_lhs": k.trans_lhs, "trans_rhs": k.trans_rhs, "dtype": k.dtype,
                      "lhs": self.ref(k.lhs), "rhs": self.ref(k.rhs), "out": self.ref(k.out)}]
+        if isinstance(k, OpKernel) and k.op.name == custom_call.OP:
+            rec = custom_call.launch_record(k.op, self.backend)
+            self.custom.append(rec)
+            return [custom_call.custom_step(k.op, len(self.custom) - 1, self.ref, plan.vbuf,
+                                            k.outs, rec)]
         if isinstance(k, PackKernel) and tuple(k.perm) == tuple(range(len(k.perm))):
             return [{"op": "copy", "src": self.ref(k.src_buf), "dst": self.ref(k.out),
                      "nbytes": k.out.nbytes}]
@@ -135,17 +148,18 @@ def ptx_name(name: str) -> str:
     return out if re.match(r"[A-Za-z_$]", out) else "k_" + out
 
 
-def build_program(plan: Plan, simt: Any) -> Program:
+def build_program(plan: Plan, simt: Any, backend: str = "cuda") -> Program:
     """The launch program of ``plan`` (module doc); ``simt`` is
-    ``oxla_codegen_llvm.simt`` (passed in: the kernels are its).
+    ``oxla_codegen_llvm.simt`` (passed in: the kernels are its); ``backend`` names the
+    custom calls' implementations.
 
     Raises:
         NotSupportedError: a plan kernel simt has no GPU kernel for yet (its message
             names the op or kind).
     """
-    b = _Builder(simt)
+    b = _Builder(simt, backend)
     steps = b.steps(plan)
-    return Program(steps, b.constants, b.kernels, plan.temp_bytes)
+    return Program(steps, b.constants, b.kernels, plan.temp_bytes, b.custom)
 
 
 def count_steps(steps: list[dict[str, Any]], op: str) -> int:
