@@ -53,7 +53,9 @@ def _delete(managed) -> None:
 
 
 _CAPSULE_DESTRUCTOR = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-_pyapi = ctypes.pythonapi
+# a handle of our own: ctypes.pythonapi is shared, and another user's argtypes (or this
+# module run twice) would make our destructor's CFUNCTYPE class a mismatch
+_pyapi = ctypes.PyDLL(None)
 _pyapi.PyCapsule_New.restype = ctypes.py_object
 _pyapi.PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, _CAPSULE_DESTRUCTOR]
 _pyapi.PyCapsule_IsValid.restype = ctypes.c_int
