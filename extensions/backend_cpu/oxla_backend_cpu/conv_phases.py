@@ -11,15 +11,16 @@ gives the dense form instead: output position ``o = d*i + r`` (phase ``r`` in
 ``k0 = (lo - r) mod d`` (``lo``: the low padding), reading input ``i + c + t`` with
 ``c = (r + k0 - lo) / d``. So each phase is an ordinary stride-1 convolution with the
 kernel sliced by ``k0::d``, padding ``(-c, Hq - L + c + K' - 1)`` (``L`` input size,
-``K'`` taps of the phase, ``Hq = H / d`` output rows of the phase), and the phases are
-interleaved into the output (a size-1 axis after each spatial dimension, concatenated
-along it, reshaped: one pass over the output).
+``K'`` taps of the phase, ``Hq = ceil(H / d)`` output rows of every phase), and the
+phases are interleaved into the output (a size-1 axis after each spatial dimension,
+concatenated along it, reshaped, and sliced to ``H`` rows when ``d`` does not divide
+``H``: one pass over the output).
 
 Each output element is then the sum of the same nonzero products as before (the zero
 products dropped are exact zeros), so results differ only by summation order, as any
 f32 GEMM's. Applied to f32/f64 convolutions with static shapes, unit window strides, no
-batch groups, no window reversal or kernel dilation on the dilated dimensions, output
-sizes divisible by the dilation, at least one tap per phase and at most
+batch groups, no window reversal or kernel dilation on the dilated dimensions, at
+least one tap per phase and at most
 :data:`MAX_PHASES` phases; others are left as they are.
 """
 
@@ -66,13 +67,13 @@ def _phase_dims(op: Operation) -> list[tuple[int, int, int, int, int, int]] | No
         k = rhs.type.shape[int(dn.kernel_spatial_dimensions[i])]
         size = lhs.type.shape[int(dn.input_spatial_dimensions[i])]
         h = res.shape[int(dn.output_spatial_dimensions[i])]
-        if d > 1 and (rev[i] or rdil[i] != 1 or h % d or k < d):
+        if d > 1 and (rev[i] or rdil[i] != 1 or k < d):
             return None
         out.append((d, lo[i], k, size, h, i))
     # every phase must stay a GEMM: one below linalg.SMALL_CONV_MACS would take the f64
     # loop kernel, slower than the zero-filled GEMM it replaces
     cg = rhs.type.shape[int(dn.kernel_input_feature_dimension)]
-    per_phase = math.prod(res.shape) // math.prod(ldil) * cg  # MACs per tap
+    per_phase = math.prod(res.shape) // math.prod(ldil) * cg  # MACs per tap, about
     fewest = min(math.prod(-(-(x[2] - (x[1] - r) % x[0]) // x[0]) for x, r in zip(out, rs))
                  for rs in itertools.product(*(range(x[0]) for x in out)))
     if res.element_type.name == "f32" and per_phase * fewest <= linalg.SMALL_CONV_MACS:
@@ -95,7 +96,7 @@ def _phase(b: Builder, op: Operation, dims, r: tuple[int, ...]) -> Value:
         k0 = (lo - ri) % d
         taps = -(-(k - k0) // d)
         c = (ri + k0 - lo) // d
-        hq = h // d
+        hq = -(-h // d)
         kd = int(dn.kernel_spatial_dimensions[i])
         start[kd], step[kd] = k0, d
         pads[i] = (-c, hq - size + c + taps - 1)
@@ -141,7 +142,11 @@ def split_transposed_convs(module: Module) -> int:
                 joined[r[:i] + (0,) + r[i:]] = b.concatenate(parts, pos[i])
             vals = joined
         (v,) = vals.values()
-        out = b.reshape(v, list(res.shape))
+        full = [n * dims[osd.index(ax)][0] if ax in osd else n
+                for ax, n in enumerate(phases[next(iter(phases))].type.shape)]
+        out = b.reshape(v, full)
+        if full != list(res.shape):  # phases of ceil(H / d) rows: drop the extra ones
+            out = b.slice(out, [0] * len(full), list(res.shape))
         op.results[0].replace_all_uses_with(out)
         op.erase()
         count += 1
