@@ -425,3 +425,17 @@ def test_chunk_budget_scales_with_threads():
     assert conv.chunk_budget(g, 16) == conv.CHUNK_BYTES // 4
     ch = conv.chunks(g, 1)  # whole rows of 56: 2 rows, 112 columns
     assert (ch.rows, ch.col_elems) == (2, 2 * 56 * 576) and ch.n == 28
+
+
+@pytest.mark.parametrize("t", ["f32", "f64"])
+@pytest.mark.parametrize("stride,width", [(2, 65), (2, 32), (3, 97), (4, 23), (2, 3)])
+def test_strided_rows_by_shuffle(t, stride, width, tmp_path):
+    """NCHW stride 2-4 along W: im2col rows are copied by masked wide loads and a lane
+    shuffle (``conv_gemm._strided_blocks``); output rows of 1 to 33 elements, with the
+    padding on both sides, f32 (16 lanes) and f64 (8), against the interpreter."""
+    kw = dict(n=2, c=3, o=5, sp=(5, width), k=(3, 3), stride=(1, stride),
+              pad=((1, 1), (1, 2)), t=t)
+    check(**kw)
+    text, _ = conv_case(**kw)
+    compile_cpu(text, dump_dir=str(tmp_path), cache=False)
+    assert "llvm.masked.load" in (tmp_path / "5-codegen.ll").read_text()

@@ -53,6 +53,7 @@ from oxla.protocols import CompileOptions
 from oxla_backend_cpu import collectives, linalg, misc_ops, rng, rowlib, spectral  # noqa: F401
 from oxla_backend_cpu.batched_gemm import batched_tile
 from oxla_backend_cpu.conv import CONV_OPS, conv_kernels, fuse_conv_epilogues
+from oxla_backend_cpu.conv_phases import split_transposed_convs
 from oxla_backend_cpu.custom_call import check_custom_call
 from oxla_backend_cpu.opkernels import OP_EMITTERS
 from oxla_backend_cpu.packed_gemm import pack_constant_rhs
@@ -153,12 +154,14 @@ class CPUPolicy(PolicyBase):
         run_pipeline(module, f"plugin-patterns{{backend={BACKEND}}}")
         widened = widen_dots(module)
         unbatched = fold_broadcast_batch(module)
+        phased = split_transposed_convs(module)
         absorbed = absorb_transposes(module, BLAS_TYPES)
         return module, [f"core pipeline: {spec}",
                         f"plugin patterns: for {BACKEND}",
                         f"dot layout: {absorbed} transposed dot operands read in place",
                         f"dots widened to f32 GEMMs: {widened}",
-                        f"batched dots of a broadcast rhs unbatched: {unbatched}"]
+                        f"batched dots of a broadcast rhs unbatched: {unbatched}",
+                        f"transposed convolutions split into phases: {phased}"]
 
     def stages(self) -> list[Stage]:
         return list(STAGES)

@@ -591,6 +591,8 @@ def convert(s: Scalar, x: ir.Value, src: T.ElementType, dst: T.ElementType) -> i
         if to == ir.IntType(1):
             return b.fcmp_unordered("!=", x, _const(x.type, 0.0))
         kind = "fptoui" if is_unsigned(dst) else "fptosi"
+        if to.width < 32:
+            return _narrow_fp_to_int(b, x, to, is_unsigned(dst))
         name = f"llvm.{kind}.sat.i{to.width}.{'f32' if x.type == ir.FloatType() else 'f64'}"
         fn = s.module.globals.get(name) or ir.Function(s.module, ir.FunctionType(to, [x.type]),
                                                        name)
@@ -602,6 +604,20 @@ def convert(s: Scalar, x: ir.Value, src: T.ElementType, dst: T.ElementType) -> i
     if to.width == x.type.width:
         return x
     return b.zext(x, to) if is_unsigned(src) else b.sext(x, to)
+
+
+def _narrow_fp_to_int(b: ir.IRBuilder, x: ir.Value, to: ir.IntType, unsigned: bool
+                      ) -> ir.Value:
+    """Saturating float -> 8/16-bit integer, NaN -> 0, as ``llvm.fpto[su]i.sat`` but
+    as a float clamp to the integer range (both ends exact in f32), a conversion to i32
+    and a truncation: the same values, and it vectorizes (the ``sat`` intrinsic at i8
+    was scalarized on x86: a quantize loop ran 7x slower)."""
+    lo, hi = (0, (1 << to.width) - 1) if unsigned else \
+        (-(1 << (to.width - 1)), (1 << (to.width - 1)) - 1)
+    c = b.select(b.fcmp_ordered("<", x, _const(x.type, float(lo))), _const(x.type, float(lo)), x)
+    c = b.select(b.fcmp_ordered(">", c, _const(x.type, float(hi))), _const(x.type, float(hi)), c)
+    c = b.select(b.fcmp_unordered("uno", x, x), _const(x.type, 0.0), c)
+    return b.trunc(b.fptosi(c, ir.IntType(32)), to)
 
 
 @emitter("stablehlo.bitcast_convert")
