@@ -48,6 +48,7 @@ from oxla.lowering import (
 from oxla_backend_cpu.conv import ConvKernel
 from oxla_backend_cpu.conv_gemm import emit_conv_kernel
 from oxla_backend_cpu.gemm_emit import emit_gemm
+from oxla_backend_cpu.gemv import gemv_parallel
 from oxla_backend_cpu.opkernels import OP_EMITTERS
 from oxla_backend_cpu.parallel import call_parallel, grain_for, worth_parallel
 from oxla_backend_cpu.profile import Profiler, kernel_label
@@ -154,6 +155,8 @@ def _emit_kernel(module: ir.Module, target: Target, k: Kernel, plan: Plan,
     if isinstance(k, OpKernel) and k.op.name == "stablehlo.reduce_window":
         scan = prefix_scan(k.op)
         par = scan is not None and scan_parallel(k.op, scan) is not None
+    if isinstance(k, DotKernel) and k.strategy == "gemv":
+        par = gemv_parallel(k) is not None
     if isinstance(k, OpKernel) and k.op.name == "stablehlo.sort":
         par = topk_rows(k.op) is not None and topk_parallel(k.op) is not None
     # An in-place loop kernel reads the input it overwrites through its output pointer
