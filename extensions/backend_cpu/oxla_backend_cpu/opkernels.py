@@ -23,7 +23,13 @@ from oxla_codegen_llvm.rules import RULES
 
 from oxla.ir import Value
 from oxla.lowering import OpKernel
-from oxla_backend_cpu.reduction import MINMAX, freeze, reduce_parallel, vector_reduce
+from oxla_backend_cpu.reduction import (
+    MINMAX,
+    column_grain,
+    freeze,
+    reduce_parallel,
+    vector_reduce,
+)
 from oxla_backend_cpu.scan import emit_scan, prefix_scan, window_params
 
 I64 = ir.IntType(64)
@@ -124,6 +130,9 @@ def _reduce_across_columns(s: Scalar, op, f: FusedEmitter, ets: list, kept: list
     i_shape = [in_shape[d] for d in ikept]
     o_outer = outer if okept else None
     i_outer = outer if not okept else None
+    par = getattr(b.function, "oxla_parallel", None)
+    if i_outer is not None and par is not None:
+        b.function.oxla_parallel = (par[0], column_grain(par[1], i_shape))
     with loop_nest(b, o_shape, "o", outer=o_outer) as oi:
         f.reset()
         init_vals = [f.value_at(v, []) for v in inits]
