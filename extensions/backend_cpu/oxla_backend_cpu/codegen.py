@@ -29,6 +29,7 @@ from oxla_codegen_llvm import (
     shape_of,
     store,
 )
+from oxla_codegen_llvm.fused import clamp, to_index
 
 from oxla.errors import LoweringError
 from oxla.lowering import (
@@ -44,6 +45,7 @@ from oxla.lowering import (
     kernel_reads,
     kernel_writes,
     location,
+    window_update,
 )
 from oxla_backend_cpu.conv import ConvKernel
 from oxla_backend_cpu.conv_gemm import emit_conv_kernel
@@ -167,6 +169,11 @@ def _emit_kernel(module: ir.Module, target: Target, k: Kernel, plan: Plan,
         in_place = {i for i, r in enumerate(reads) if location(r) == location(k.out)}
     alias_free = distinct_locations([r for i, r in enumerate(reads) if i not in in_place]
                                     + writes)
+    window = window_update(k.root, k.inputs) if in_place else None
+    if window is not None and in_place != {k.inputs.index(window.operands[0])}:
+        window = None
+    if window is not None:
+        par = False  # one small window: serial
     fn, b = _new_function(module, k.name, len(reads) + len(writes), alias_free, par)
     s = Scalar(b, module, target, fast_math)
     out = fn.args[len(reads)] if len(fn.args) > len(reads) else None  # none: custom_call
@@ -175,10 +182,13 @@ def _emit_kernel(module: ir.Module, target: Target, k: Kernel, plan: Plan,
         f = FusedEmitter(s, dict(zip(k.inputs, params)))
         et = k.root.type.element_type
         shape = shape_of(k.root)
-        outer = _parallel_range(fn, shape)
-        with loop_nest(b, shape, outer=outer) as idx:
-            f.reset()
-            store(s, out, et, linearize(b, idx, shape), f.value_at(k.root, idx))
+        if window is not None:
+            _emit_window(s, f, window, out, et)  # the rest of out already holds its value
+        else:
+            outer = _parallel_range(fn, shape)
+            with loop_nest(b, shape, outer=outer) as idx:
+                f.reset()
+                store(s, out, et, linearize(b, idx, shape), f.value_at(k.root, idx))
     elif isinstance(k, RowKernel):  # reductions fused with their consumer
         emit_rows(s, k, dict(zip(k.inputs, fn.args)), list(fn.args[len(reads):]))
     elif isinstance(k, OpKernel):
@@ -195,6 +205,22 @@ def _emit_kernel(module: ir.Module, target: Target, k: Kernel, plan: Plan,
     return fn
 
 
+
+
+def _emit_window(s: Scalar, f: FusedEmitter, op, out: ir.Value, et) -> None:
+    """An in-place ``dynamic_update_slice`` (its operand is ``out`` itself, see
+    :func:`oxla.lowering.window_update`): only the update's elements are stored, at the
+    spec's clamped start indices (``clamp(start, 0, operand_dim - update_dim)``)."""
+    b = s.b
+    shape, ushape = shape_of(op.operands[0]), shape_of(op.operands[1])
+    if 0 in ushape:
+        return
+    starts = [clamp(b, to_index(f, v, []), 0, max(a - c, 0))
+              for v, a, c in zip(op.operands[2:], shape, ushape)]
+    with loop_nest(b, ushape, "w") as idx:
+        f.reset()
+        at = linearize(b, [b.add(st, i) for st, i in zip(starts, idx)], shape)
+        store(s, out, et, at, f.value_at(op.operands[1], idx))
 
 
 def _emit_pack(s: Scalar, k: PackKernel, src: ir.Value, out: ir.Value) -> None:
