@@ -43,6 +43,22 @@ def column_grain(grain: int, i_shape: list[int]) -> int:
     return max(grain, -(-COLUMN_CHUNK // max(inner, 1)))
 
 
+SHORT_RUN = 64  # contiguous reduced elements below which a row loop re-reads lines
+
+
+def interleaved_reduce(shape: list[int] | tuple[int, ...], red: list[int]) -> bool:
+    """True for reduced dimensions ``red`` (sorted, the last one innermost) with a kept
+    dimension between two of them and a contiguous reduced run at the end shorter than
+    :data:`SHORT_RUN` elements: read in memory order (``opkernels``'s
+    ``_reduce_in_memory_order``)."""
+    if not red or red[-1] != len(shape) - 1:
+        return False
+    gaps = [d for d in range(red[0], len(shape)) if d not in red]
+    if not gaps:
+        return False
+    return math.prod(shape[gaps[-1] + 1:]) < SHORT_RUN
+
+
 def vector_reduce(op, red: list[int], rank: int) -> bool:
     """True for a one-operand reduce over the innermost (contiguous) dimension whose body
     is one associative op: its inner loop gets the vectorize hint (partial accumulators;
