@@ -118,3 +118,28 @@ def test_scan_outputs_written_by_window(n, update):
     x = RNG.standard_normal((5, 3)).astype(np.float32)
     y = RNG.standard_normal((8, 5, 3)).astype(np.float32)
     run_both(text, [x, y], rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape,ushape,starts", [((300, 301), (17, 250), (290, -4)),
+                                                 ((9, 7, 5), (2, 7, 3), (3, 0, 4)),
+                                                 ((400, 200), (400, 1), (0, 199))])
+def test_dynamic_update_slice_copy_then_window(shape, ushape, starts):
+    """Outside loops a ``dynamic_update_slice`` is a copy of its (fused) operand and then
+    the window of its (fused) update, on threads for the larger shapes (chunks write the
+    window rows they own): clamped and negative starts as the spec says."""
+    t, u = "x".join(map(str, shape)), "x".join(map(str, ushape))
+    idx = ", ".join(f"%s{i}" for i in range(len(shape)))
+    consts = "\n".join(f"  %s{i} = stablehlo.constant dense<{v}> : tensor<i32>"
+                       for i, v in enumerate(starts))
+    text = f"""func.func @main(%x: tensor<{t}xf32>, %u: tensor<{u}xf32>) -> tensor<{t}xf32> {{
+{consts}
+  %x2 = stablehlo.add %x, %x : tensor<{t}xf32>
+  %u2 = stablehlo.negate %u : tensor<{u}xf32>
+  %r = stablehlo.dynamic_update_slice %x2, %u2, {idx}
+    : (tensor<{t}xf32>, tensor<{u}xf32>, {", ".join(["tensor<i32>"] * len(shape))})
+    -> tensor<{t}xf32>
+  return %r : tensor<{t}xf32>
+}}"""
+    x = RNG.standard_normal(shape).astype(np.float32)
+    y = RNG.standard_normal(ushape).astype(np.float32)
+    run_both(text, [x, y], rtol=0.0)

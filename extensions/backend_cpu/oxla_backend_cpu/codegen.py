@@ -182,8 +182,16 @@ def _emit_kernel(module: ir.Module, target: Target, k: Kernel, plan: Plan,
         f = FusedEmitter(s, dict(zip(k.inputs, params)))
         et = k.root.type.element_type
         shape = shape_of(k.root)
+        dus = k.root.owner_op
         if window is not None:
             _emit_window(s, f, window, out, et)  # the rest of out already holds its value
+        elif dus is not None and dus.name == "stablehlo.dynamic_update_slice":
+            # a copy of the operand (a plain vector loop), then the window over it
+            outer = _parallel_range(fn, shape)
+            with loop_nest(b, shape, outer=outer) as idx:
+                f.reset()
+                store(s, out, et, linearize(b, idx, shape), f.value_at(dus.operands[0], idx))
+            _emit_window(s, f, dus, out, et, outer)
         else:
             outer = _parallel_range(fn, shape)
             with loop_nest(b, shape, outer=outer) as idx:
@@ -207,10 +215,13 @@ def _emit_kernel(module: ir.Module, target: Target, k: Kernel, plan: Plan,
 
 
 
-def _emit_window(s: Scalar, f: FusedEmitter, op, out: ir.Value, et) -> None:
-    """An in-place ``dynamic_update_slice`` (its operand is ``out`` itself, see
-    :func:`oxla.lowering.window_update`): only the update's elements are stored, at the
-    spec's clamped start indices (``clamp(start, 0, operand_dim - update_dim)``)."""
+def _emit_window(s: Scalar, f: FusedEmitter, op, out: ir.Value, et,
+                 outer: tuple | None = None) -> None:
+    """The update of ``dynamic_update_slice`` ``op`` stored into ``out``, which already
+    holds the operand (in place, see :func:`oxla.lowering.window_update`, or copied just
+    before), at the spec's clamped start indices (``clamp(start, 0, operand_dim -
+    update_dim)``); with ``outer = (start, end)`` (a chunk of a parallel loop) only the
+    window's elements whose outermost index lies in the chunk."""
     b = s.b
     shape, ushape = shape_of(op.operands[0]), shape_of(op.operands[1])
     if 0 in ushape:
@@ -219,8 +230,15 @@ def _emit_window(s: Scalar, f: FusedEmitter, op, out: ir.Value, et) -> None:
               for v, a, c in zip(op.operands[2:], shape, ushape)]
     with loop_nest(b, ushape, "w") as idx:
         f.reset()
-        at = linearize(b, [b.add(st, i) for st, i in zip(starts, idx)], shape)
-        store(s, out, et, at, f.value_at(op.operands[1], idx))
+        pos = [b.add(st, i) for st, i in zip(starts, idx)]
+        at = linearize(b, pos, shape)
+        if outer is None:
+            store(s, out, et, at, f.value_at(op.operands[1], idx))
+        else:
+            mine = b.and_(b.icmp_signed(">=", pos[0], outer[0]),
+                          b.icmp_signed("<", pos[0], outer[1]))
+            with b.if_then(mine):
+                store(s, out, et, at, f.value_at(op.operands[1], idx))
 
 
 def _emit_pack(s: Scalar, k: PackKernel, src: ir.Value, out: ir.Value) -> None:
