@@ -133,13 +133,15 @@ def _write_in_place(plan: Plan, ret: list[Value], j: int, fresh: Buf, carried: B
                 window is not None and [v for v in k.inputs if plan.vbuf[v] is carried]
                 == [window.operands[0]]):
             return False
-    for f in fields(k):
-        val = getattr(k, f.name)
+    before = {f.name: getattr(k, f.name) for f in fields(k)}
+    for name, val in before.items():
         if val is fresh:
-            setattr(k, f.name, carried)
+            setattr(k, name, carried)
         elif isinstance(val, list) and any(x is fresh for x in val):
-            setattr(k, f.name, [carried if x is fresh else x for x in val])
-    if any(b is fresh for b in k.writes()):  # a field it writes through is not visible
+            setattr(k, name, [carried if x is fresh else x for x in val])
+    if any(b is fresh for b in k.writes()):  # it writes through something else: undo
+        for name, val in before.items():
+            setattr(k, name, val)
         return False
     plan.results[:] = [carried if b is fresh else b for b in plan.results]
     for v, b in list(plan.vbuf.items()):
