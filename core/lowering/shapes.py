@@ -82,7 +82,7 @@ def window_update(root: Value, inputs: list[Value]) -> Operation | None:
     write the window (every other element already holds its value), which is how a scan's
     stacked outputs are updated in place each iteration."""
     op = root.owner_op
-    if op is None or op.name != "stablehlo.dynamic_update_slice" or \
+    if op is None or op.name != "stablehlo.dynamic_update_slice" or root in inputs or \
             op.operands[0] not in inputs:
         return None
     src, leaves = op.operands[0], set(inputs)

@@ -143,3 +143,16 @@ def test_dynamic_update_slice_copy_then_window(shape, ushape, starts):
     x = RNG.standard_normal(shape).astype(np.float32)
     y = RNG.standard_normal(ushape).astype(np.float32)
     run_both(text, [x, y], rtol=0.0)
+
+
+def test_dynamic_update_slice_returned_twice():
+    """The second result is a copy kernel of the materialized slice (its root is the
+    ``dynamic_update_slice`` value, but as an input): a plain copy, not a window."""
+    text = """func.func @main(%x: tensor<3xf32>, %u: tensor<1xf32>, %i: tensor<i64>)
+    -> (tensor<3xf32>, tensor<3xf32>) {
+  %r = stablehlo.dynamic_update_slice %x, %u, %i
+    : (tensor<3xf32>, tensor<1xf32>, tensor<i64>) -> tensor<3xf32>
+  return %r, %r : tensor<3xf32>, tensor<3xf32>
+}"""
+    run_both(text, [np.array([1.0, 2.0, 3.0], np.float32), np.array([-4.0], np.float32),
+                    np.int64(1)], rtol=0.0)

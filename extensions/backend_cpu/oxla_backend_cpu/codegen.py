@@ -185,7 +185,8 @@ def _emit_kernel(module: ir.Module, target: Target, k: Kernel, plan: Plan,
         dus = k.root.owner_op
         if window is not None:
             _emit_window(s, f, window, out, et)  # the rest of out already holds its value
-        elif dus is not None and dus.name == "stablehlo.dynamic_update_slice":
+        elif dus is not None and dus.name == "stablehlo.dynamic_update_slice" and \
+                k.root not in k.inputs:  # (a copy of a materialized value is not one)
             # a copy of the operand (a plain vector loop), then the window over it
             outer = _parallel_range(fn, shape)
             with loop_nest(b, shape, outer=outer) as idx:
