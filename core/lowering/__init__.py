@@ -73,6 +73,7 @@ from oxla.lowering.shapes import (
     nbytes,
     same_index_inputs,
     shape_of,
+    window_update,
 )
 
 __all__ = [
@@ -82,5 +83,5 @@ __all__ = [
     "control_kernel", "dependences", "distinct_locations", "fuse", "fuse_block",
     "has_effect", "is_same_index_op", "is_splat_constant", "kernel_reads", "kernel_writes",
     "leaves", "location", "nbytes", "op_has_effect", "pipeline", "same_index_inputs",
-    "schedule", "shape_of", "unsupported",
+    "schedule", "shape_of", "unsupported", "window_update",
 ]

@@ -9,7 +9,8 @@ backend's entry code runs inside a loop or a branch. Values live in buffers:
   predicate buffer; the body region reads them and writes its results into fresh
   buffers, copied back into the carried ones at the end of each iteration (so a body
   that swaps two carried values is right); a result that is the body's argument at the
-  same position is neither computed nor copied.
+  same position is neither computed nor copied, and one whose kernel may write the
+  carried buffer itself (:func:`_write_in_place`) is computed there, with no copy.
 * ``if``/``case``: every branch writes the results' buffers directly; the predicate (or
   the index: out of range selects the last branch, spec ``case``) is read from its buffer.
 * values the regions capture from enclosing blocks are materialized there and read in
@@ -23,10 +24,11 @@ largest sub-plan's peak), placed first fit by liveness inside each sub-plan.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import fields, is_dataclass
 
 from oxla.ir import Block, Operation, Value
-from oxla.lowering.plan import Buf, ControlKernel, PackKernel, Plan
-from oxla.lowering.shapes import nbytes
+from oxla.lowering.plan import Buf, ControlKernel, LoopKernel, PackKernel, Plan
+from oxla.lowering.shapes import nbytes, window_update
 
 SubFuser = Callable[[Block, dict[Value, Buf], list[Buf], str], Plan]
 """Fuses one region block: ``(block, env, results, prefix) -> Plan``."""
@@ -67,6 +69,9 @@ def control_kernel(op: Operation, vbuf: dict[Value, Buf], name: str, counter,
                for j, v in enumerate(ret)]
         body_plan = fuse_block(body, {**vbuf, **dict(zip(body.args, outs))}, nxt,
                                f"{name}.body.")
+        for j in range(len(ret)):
+            if nxt[j] is not outs[j] and _write_in_place(body_plan, ret, j, nxt[j], outs[j]):
+                nxt[j] = outs[j]
         for j, v in enumerate(ret):
             if nxt[j] is not outs[j]:
                 body_plan.kernels.append(PackKernel(f"{name}.next{j}", v, nxt[j],
@@ -90,6 +95,59 @@ def control_kernel(op: Operation, vbuf: dict[Value, Buf], name: str, counter,
             reads.setdefault(id(b), b)
     return ControlKernel(name, op, op.name.split(".")[-1], pred, plans, init, outs,
                          list(reads.values()), scratch if size else None)
+
+
+def _write_in_place(plan: Plan, ret: list[Value], j: int, fresh: Buf, carried: Buf) -> bool:
+    """Retargets the kernel of ``plan`` (a while body) that writes body result ``j``
+    into ``fresh`` so that it writes the loop-carried buffer ``carried`` instead, when
+    that is safe; returns whether it did.
+
+    Safe when: result ``j`` is computed once (not returned twice), by one kernel that
+    writes nothing else and is not control flow; every other kernel that reads the
+    carried value (the old state) comes before that kernel in the plan (scheduling keeps
+    them there: a write after a read is a dependence); and that kernel itself reads the
+    carried value only as a loop kernel's same-index input
+    (:meth:`~oxla.lowering.plan.LoopKernel.in_place_inputs`) or as the operand of the
+    ``dynamic_update_slice`` it computes (:func:`~oxla.lowering.shapes.window_update`:
+    a backend then writes only the window), or not at all. A
+    128 x 256 f32 ``fori_loop`` body then runs one pass over the state per iteration
+    instead of a pass and a copy.
+    """
+    if sum(v is ret[j] for v in ret) != 1:
+        return False
+    writers = [t for t, k in enumerate(plan.kernels) if any(b is fresh for b in k.writes())]
+    if len(writers) != 1:
+        return False
+    t = writers[0]
+    k = plan.kernels[t]
+    if isinstance(k, ControlKernel) or len(k.writes()) != 1 or not is_dataclass(k):
+        return False
+    for u, other in enumerate(plan.kernels):
+        if u > t and any(b is carried for b in other.reads(plan.vbuf)):
+            return False
+    if any(b is carried for b in k.reads(plan.vbuf)):
+        if not isinstance(k, LoopKernel):
+            return False
+        window = window_update(k.root, k.inputs)
+        if not any(b is carried for b in k.in_place_inputs(plan.vbuf)) and not (
+                window is not None and [v for v in k.inputs if plan.vbuf[v] is carried]
+                == [window.operands[0]]):
+            return False
+    before = {f.name: getattr(k, f.name) for f in fields(k)}
+    for name, val in before.items():
+        if val is fresh:
+            setattr(k, name, carried)
+        elif isinstance(val, list) and any(x is fresh for x in val):
+            setattr(k, name, [carried if x is fresh else x for x in val])
+    if any(b is fresh for b in k.writes()):  # it writes through something else: undo
+        for name, val in before.items():
+            setattr(k, name, val)
+        return False
+    plan.results[:] = [carried if b is fresh else b for b in plan.results]
+    for v, b in list(plan.vbuf.items()):
+        if b is fresh:
+            plan.vbuf[v] = carried
+    return True
 
 
 def _align(n: int) -> int:

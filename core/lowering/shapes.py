@@ -73,3 +73,28 @@ def same_index_inputs(root: Value, inputs: list[Value]) -> set[Value]:
         for x in op.operands:
             stack.append((x, same and elementwise and tuple(x.type.shape) == shape))
     return good - bad
+
+
+def window_update(root: Value, inputs: list[Value]) -> Operation | None:
+    """The ``dynamic_update_slice`` that ``root`` is, when its operand is one of
+    ``inputs`` (a materialized buffer) and neither its update nor its start indices read
+    that operand: a kernel whose output is the operand's own buffer then only has to
+    write the window (every other element already holds its value), which is how a scan's
+    stacked outputs are updated in place each iteration."""
+    op = root.owner_op
+    if op is None or op.name != "stablehlo.dynamic_update_slice" or root in inputs or \
+            op.operands[0] not in inputs:
+        return None
+    src, leaves = op.operands[0], set(inputs)
+    seen: set[Value] = set()
+    stack = list(op.operands[1:])
+    while stack:
+        v = stack.pop()
+        if v is src:
+            return None
+        if v in seen or v in leaves:
+            continue
+        seen.add(v)
+        if v.owner_op is not None:
+            stack.extend(v.owner_op.operands)
+    return op

@@ -81,15 +81,16 @@ def _versions() -> dict[str, str]:
 
 
 def _source_stamp() -> str:
-    """A hash of the backend's, emitters' and passes' source files (names, sizes, mtimes),
-    so that an editable install
+    """A hash of the backend's, emitters', passes' and lowering's source files (names,
+    sizes, mtimes), so that an editable install
     whose code changed without a version bump never hits stale entries."""
     import oxla_codegen_llvm
 
+    import oxla.lowering
     import oxla.passes
 
     h = hashlib.sha256()
-    for pkg in (oxla_backend_cpu, oxla_codegen_llvm, oxla.passes):
+    for pkg in (oxla_backend_cpu, oxla_codegen_llvm, oxla.passes, oxla.lowering):
         d = os.path.dirname(pkg.__file__ or "")
         for name in sorted(os.listdir(d)):
             if name.endswith(".py"):

@@ -29,6 +29,7 @@ from oxla_codegen_llvm import (
     shape_of,
     store,
 )
+from oxla_codegen_llvm.fused import clamp, to_index
 
 from oxla.errors import LoweringError
 from oxla.lowering import (
@@ -44,10 +45,12 @@ from oxla.lowering import (
     kernel_reads,
     kernel_writes,
     location,
+    window_update,
 )
 from oxla_backend_cpu.conv import ConvKernel
 from oxla_backend_cpu.conv_gemm import emit_conv_kernel
 from oxla_backend_cpu.gemm_emit import emit_gemm
+from oxla_backend_cpu.gemv import gemv_parallel
 from oxla_backend_cpu.opkernels import OP_EMITTERS
 from oxla_backend_cpu.parallel import call_parallel, grain_for, worth_parallel
 from oxla_backend_cpu.profile import Profiler, kernel_label
@@ -154,6 +157,8 @@ def _emit_kernel(module: ir.Module, target: Target, k: Kernel, plan: Plan,
     if isinstance(k, OpKernel) and k.op.name == "stablehlo.reduce_window":
         scan = prefix_scan(k.op)
         par = scan is not None and scan_parallel(k.op, scan) is not None
+    if isinstance(k, DotKernel) and k.strategy == "gemv":
+        par = gemv_parallel(k) is not None
     if isinstance(k, OpKernel) and k.op.name == "stablehlo.sort":
         par = topk_rows(k.op) is not None and topk_parallel(k.op) is not None
     # An in-place loop kernel reads the input it overwrites through its output pointer
@@ -164,6 +169,11 @@ def _emit_kernel(module: ir.Module, target: Target, k: Kernel, plan: Plan,
         in_place = {i for i, r in enumerate(reads) if location(r) == location(k.out)}
     alias_free = distinct_locations([r for i, r in enumerate(reads) if i not in in_place]
                                     + writes)
+    window = window_update(k.root, k.inputs) if in_place else None
+    if window is not None and in_place != {k.inputs.index(window.operands[0])}:
+        window = None
+    if window is not None:
+        par = False  # one small window: serial
     fn, b = _new_function(module, k.name, len(reads) + len(writes), alias_free, par)
     s = Scalar(b, module, target, fast_math)
     out = fn.args[len(reads)] if len(fn.args) > len(reads) else None  # none: custom_call
@@ -172,10 +182,22 @@ def _emit_kernel(module: ir.Module, target: Target, k: Kernel, plan: Plan,
         f = FusedEmitter(s, dict(zip(k.inputs, params)))
         et = k.root.type.element_type
         shape = shape_of(k.root)
-        outer = _parallel_range(fn, shape)
-        with loop_nest(b, shape, outer=outer) as idx:
-            f.reset()
-            store(s, out, et, linearize(b, idx, shape), f.value_at(k.root, idx))
+        dus = k.root.owner_op
+        if window is not None:
+            _emit_window(s, f, window, out, et)  # the rest of out already holds its value
+        elif dus is not None and dus.name == "stablehlo.dynamic_update_slice" and \
+                k.root not in k.inputs:  # (a copy of a materialized value is not one)
+            # a copy of the operand (a plain vector loop), then the window over it
+            outer = _parallel_range(fn, shape)
+            with loop_nest(b, shape, outer=outer) as idx:
+                f.reset()
+                store(s, out, et, linearize(b, idx, shape), f.value_at(dus.operands[0], idx))
+            _emit_window(s, f, dus, out, et, outer)
+        else:
+            outer = _parallel_range(fn, shape)
+            with loop_nest(b, shape, outer=outer) as idx:
+                f.reset()
+                store(s, out, et, linearize(b, idx, shape), f.value_at(k.root, idx))
     elif isinstance(k, RowKernel):  # reductions fused with their consumer
         emit_rows(s, k, dict(zip(k.inputs, fn.args)), list(fn.args[len(reads):]))
     elif isinstance(k, OpKernel):
@@ -192,6 +214,32 @@ def _emit_kernel(module: ir.Module, target: Target, k: Kernel, plan: Plan,
     return fn
 
 
+
+
+def _emit_window(s: Scalar, f: FusedEmitter, op, out: ir.Value, et,
+                 outer: tuple | None = None) -> None:
+    """The update of ``dynamic_update_slice`` ``op`` stored into ``out``, which already
+    holds the operand (in place, see :func:`oxla.lowering.window_update`, or copied just
+    before), at the spec's clamped start indices (``clamp(start, 0, operand_dim -
+    update_dim)``); with ``outer = (start, end)`` (a chunk of a parallel loop) only the
+    window's elements whose outermost index lies in the chunk."""
+    b = s.b
+    shape, ushape = shape_of(op.operands[0]), shape_of(op.operands[1])
+    if 0 in ushape:
+        return
+    starts = [clamp(b, to_index(f, v, []), 0, max(a - c, 0))
+              for v, a, c in zip(op.operands[2:], shape, ushape)]
+    with loop_nest(b, ushape, "w") as idx:
+        f.reset()
+        pos = [b.add(st, i) for st, i in zip(starts, idx)]
+        at = linearize(b, pos, shape)
+        if outer is None:
+            store(s, out, et, at, f.value_at(op.operands[1], idx))
+        else:
+            mine = b.and_(b.icmp_signed(">=", pos[0], outer[0]),
+                          b.icmp_signed("<", pos[0], outer[1]))
+            with b.if_then(mine):
+                store(s, out, et, at, f.value_at(op.operands[1], idx))
 
 
 def _emit_pack(s: Scalar, k: PackKernel, src: ir.Value, out: ir.Value) -> None:

@@ -14,6 +14,7 @@ from oxla_backend_cpu import batched_gemm as bg
 from oxla_backend_cpu import gemm_runtime as gr
 from oxla_backend_cpu import packed_gemm as pg
 from oxla_backend_cpu.blas import FLOPS_PER_THREAD, blas_symbols, row_blocks
+from oxla_backend_cpu.gemv import emit_gemv
 from oxla_backend_cpu.parallel import register_runtime_extension, runtime
 
 I32, I64 = ir.IntType(32), ir.IntType(64)
@@ -57,6 +58,9 @@ def emit_gemm(s, k, lhs: ir.Value, rhs: ir.Value, out: ir.Value) -> None:
         return
     if k.strategy == "batched":
         _emit_batched(s, k, lhs, rhs, out)
+        return
+    if k.strategy == "gemv":
+        emit_gemv(s, k, lhs, rhs, out)
         return
     split_n = k.n > k.m  # skinny C (an MLP layer): split columns, each thread packs less B
     flops = 2.0 * k.m * k.n * k.k

@@ -23,7 +23,14 @@ from oxla_codegen_llvm.rules import RULES
 
 from oxla.ir import Value
 from oxla.lowering import OpKernel
-from oxla_backend_cpu.reduction import MINMAX, freeze, reduce_parallel, vector_reduce
+from oxla_backend_cpu.reduction import (
+    MINMAX,
+    column_grain,
+    freeze,
+    interleaved_reduce,
+    reduce_parallel,
+    vector_reduce,
+)
 from oxla_backend_cpu.scan import emit_scan, prefix_scan, window_params
 
 I64 = ir.IntType(64)
@@ -79,6 +86,9 @@ def emit_reduce(s: Scalar, k: OpKernel, buffers: dict, outs: list) -> None:
     if red and red[-1] < len(in_shape) - 1:
         _reduce_across_columns(s, op, f, ets, kept, red, outer, outs)
         return
+    if interleaved_reduce(in_shape, red):
+        _reduce_in_memory_order(s, op, f, ets, kept, red, outer, outs)
+        return
     vec = vector_reduce(op, red, len(in_shape))
     with loop_nest(b, out_shape, "o", outer=outer) as oidx:
         f.reset()
@@ -124,6 +134,9 @@ def _reduce_across_columns(s: Scalar, op, f: FusedEmitter, ets: list, kept: list
     i_shape = [in_shape[d] for d in ikept]
     o_outer = outer if okept else None
     i_outer = outer if not okept else None
+    par = getattr(b.function, "oxla_parallel", None)
+    if i_outer is not None and par is not None:
+        b.function.oxla_parallel = (par[0], column_grain(par[1], i_shape))
     with loop_nest(b, o_shape, "o", outer=o_outer) as oi:
         f.reset()
         init_vals = [f.value_at(v, []) for v in inits]
@@ -148,6 +161,46 @@ def _reduce_across_columns(s: Scalar, op, f: FusedEmitter, ets: list, kept: list
                 cur = [load_elem(s, out, et, at) for out, et in zip(outs, ets)]
                 for out, et, v in zip(outs, ets, emit_region(s, op.regions[0], cur + xs)):
                     store_elem(s, out, et, at, v)
+        f.reset()
+
+
+def _reduce_in_memory_order(s: Scalar, op, f: FusedEmitter, ets: list, kept: list[int],
+                            red: list[int], outer, outs: list) -> None:
+    """A ``reduce`` whose reduced dimensions have kept ones between them and a short
+    contiguous run at the end (group norm's mean over ``(H, W, C/G)`` of
+    ``[N, H, W, G, C/G]``, :func:`~oxla_backend_cpu.reduction.interleaved_reduce`):
+    the operand is read once in memory order, each element combined into its result
+    element, which is the accumulator. Per result element the body sees the reduced
+    indices in row-major order, as in :func:`emit_reduce`'s row loop, which instead
+    walked the operand once per result element, 32 bytes at a time.
+
+    Threads split the kept dimensions before the first reduced one (one chunk when
+    there are none)."""
+    b = s.b
+    n = len(op.results)
+    operands, inits = op.operands[:n], op.operands[n:]
+    in_shape = shape_of(operands[0])
+    out_shape = shape_of(op.results[0])
+    head = [d for d in kept if d < red[0]]
+    tail = list(range(red[0], len(in_shape)))
+    tail_kept = [d for d in tail if d in kept]
+    if outer is not None and not head:
+        b.function.oxla_parallel = (out_shape[0], out_shape[0])  # one chunk: [0, n)
+    with loop_nest(b, [in_shape[d] for d in head], "o", outer=outer if head else None) as hi:
+        f.reset()
+        init_vals = [f.value_at(v, []) for v in inits]
+        with loop_nest(b, [in_shape[d] for d in tail_kept], "k") as ki:
+            at = linearize(b, list(hi) + list(ki), out_shape)
+            for out, et, v in zip(outs, ets, init_vals):
+                store_elem(s, out, et, at, v)
+        with loop_nest(b, [in_shape[d] for d in tail], "m") as ti:
+            f.reset()
+            idx = list(hi) + list(ti)
+            at = linearize(b, list(hi) + [ti[d - red[0]] for d in tail_kept], out_shape)
+            xs = [f.value_at(x, idx) for x in operands]
+            cur = [load_elem(s, out, et, at) for out, et in zip(outs, ets)]
+            for out, et, v in zip(outs, ets, emit_region(s, op.regions[0], cur + xs)):
+                store_elem(s, out, et, at, v)
         f.reset()
 
 

@@ -8,7 +8,8 @@
   :mod:`oxla_backend_cpu.widen_dots`); f32/f64 GEMMs (except tiny f32 ones, :func:`oxla_backend_cpu.linalg.small_f32_dot`)
   through BLAS, or oxla's own microkernel with weights packed at compile time
   (strategy ``packed``, :mod:`oxla_backend_cpu.packed_gemm`) or per GEMM of a batch
-  (strategy ``batched``, :mod:`oxla_backend_cpu.batched_gemm`);
+  (strategy ``batched``, :mod:`oxla_backend_cpu.batched_gemm`); matrix-vector products
+  (``M`` or ``N`` 1) as oxla's GEMV loops (strategy ``gemv``, :mod:`oxla_backend_cpu.gemv`);
 * convolutions: im2col + GEMM or a direct kernel (:mod:`oxla_backend_cpu.conv`);
 * every op with an op emitter (:data:`oxla_backend_cpu.opkernels.OP_EMITTERS`) and every
   registered ``custom_call`` target is its own kernel;
@@ -55,6 +56,7 @@ from oxla_backend_cpu.batched_gemm import batched_tile
 from oxla_backend_cpu.conv import CONV_OPS, conv_kernels, fuse_conv_epilogues
 from oxla_backend_cpu.conv_phases import split_transposed_convs
 from oxla_backend_cpu.custom_call import check_custom_call
+from oxla_backend_cpu.gemv import is_gemv
 from oxla_backend_cpu.opkernels import OP_EMITTERS
 from oxla_backend_cpu.packed_gemm import pack_constant_rhs
 from oxla_backend_cpu.rowfusion import fuse_rows
@@ -201,6 +203,11 @@ def _dot_kernels(op: Operation, vbuf: dict[Value, Buf], n: int, counter) -> list
                                  strategy="packed", tile=packed[1]))
         return kernels
     rbuf, trans_r = layout(rhs, rb, rf, rc, False)
+    if is_gemv(batch, m, nn):
+        kernels.append(DotKernel(f"dot{n + len(kernels)}", op, lbuf, rbuf,
+                                 vbuf[op.results[0]], 1, m, nn, k, trans_l, trans_r, et.name,
+                                 strategy="gemv"))
+        return kernels
     tile = batched_tile(et.name, batch, m, nn, k)
     kernels.append(DotKernel(f"dot{n + len(kernels)}", op, lbuf, rbuf, vbuf[op.results[0]],
                              batch, m, nn, k, trans_l, trans_r, et.name,
