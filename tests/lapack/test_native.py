@@ -53,7 +53,7 @@ def test_hot_paths_are_native_and_save_to_an_artifact(tmp_path):
     exe = f.entries()[0].executable
     path = tmp_path / "linalg.oxla"
     exe.save(path)  # raises for a Python kernel: every target here is compiled
-    np.savez(tmp_path / "io.npz", a=a, b=b, *[np.asarray(r) for r in ref])
+    np.savez(tmp_path / "io.npz", *[np.asarray(r) for r in ref], a=a, b=b)
     script = textwrap.dedent(f"""
         import numpy as np, oxla
         io = np.load({str(tmp_path / "io.npz")!r})
