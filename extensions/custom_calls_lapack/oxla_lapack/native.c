@@ -202,9 +202,9 @@ XLA_FFI_Error* oxla_lapack_trsm(XLA_FFI_CallFrame* f) {
 
 #define KIND POTRF
 /* a [*, n, n] -> c [*, n, n] (the uplo triangle the factor, the other one a's), info.
- * Row-major a is column-major a^T, whose other triangle holds the same Hermitian matrix
- * conjugated; its factor there is the conjugate-transposed... i.e. exactly the wanted
- * row-major factor, so LAPACK runs in place on a copy with uplo swapped. */
+ * Row-major a is column-major a^T: its other triangle holds the conjugate of the same
+ * Hermitian matrix, whose factor there, read row-major, is exactly the wanted factor
+ * (U^T U-bar = conj(U^H U)); so LAPACK runs in place on a copy with uplo swapped. */
 XLA_FFI_Error* oxla_lapack_potrf(XLA_FFI_CallFrame* f) {
   XLA_FFI_Buffer *a = arg(f, 0), *c = ret(f, 0), *info = ret(f, 1);
   CHECK_DTYPE(a);
@@ -230,22 +230,25 @@ static int lwork_of(const void* w, const dtype_t* d, int least) {
   return v > least ? v : least;
 }
 
-#define KIND GEQRF
-/* a [*, m, n] -> qr [*, m, n], tau [*, min(m, n)]. */
-XLA_FFI_Error* oxla_lapack_geqrf(XLA_FFI_CallFrame* f) {
-  XLA_FFI_Buffer *a = arg(f, 0), *qr = ret(f, 0), *tau = ret(f, 1);
-  CHECK_DTYPE(a);
+/* geqrf (a [*, m, n] -> qr [*, m, n], tau [*, min(m, n)]) and orgqr/ungqr (a [*, m, n],
+ * tau [*, k] -> q [*, m, n]): one matrix in, one out, a workspace, no info. */
+static XLA_FFI_Error* qr_family(XLA_FFI_CallFrame* f, int kind) {
+  XLA_FFI_Buffer *a = arg(f, 0), *out = ret(f, 0);
+  XLA_FFI_Buffer* tau = kind == GEQRF ? ret(f, 1) : arg(f, 1);
+  dtype_t dt;
+  if (!dtype_of(a->dtype, &dt)) return fail(f, "oxla-lapack: unsupported dtype");
+  if (FN[dt.prefix][kind] == NULL) return fail(f, "oxla-lapack: routine not bound");
   int m = (int)a->dims[a->rank - 2], n = (int)a->dims[a->rank - 1];
-  int k = m < n ? m : n, lda = m > 1 ? m : 1, info = 0, lwork = -1;
+  int k = kind == GEQRF ? (m < n ? m : n) : (int)tau->dims[tau->rank - 1];
+  int lda = m > 1 ? m : 1, info = 0, lwork = -1;
   int64_t nb = batch_of(a, 2), sz = (int64_t)m * n;
-  geqrf_t fn = (geqrf_t)FN[dt.prefix][KIND];
-  if (sz == 0) {
-    memcpy(qr->data, a->data, nb * sz * dt.es);
-    return NULL;
-  }
+  if (sz == 0) return NULL;
+  geqrf_t geqrf = (geqrf_t)FN[dt.prefix][kind];
+  orgqr_t orgqr = (orgqr_t)FN[dt.prefix][kind];
   double q[4];
   void* s = malloc(sz * dt.es);
-  fn(&m, &n, s, &lda, q, q, &lwork, &info);
+  if (kind == GEQRF) geqrf(&m, &n, s, &lda, q, q, &lwork, &info);
+  else orgqr(&m, &n, &k, s, &lda, q, q, &lwork, &info);
   lwork = lwork_of(q, &dt, n > 1 ? n : 1);
   void* w = malloc((size_t)lwork * dt.es);
   if (!s || !w) {
@@ -255,52 +258,21 @@ XLA_FFI_Error* oxla_lapack_geqrf(XLA_FFI_CallFrame* f) {
   }
   int old = threads_begin((double)m * n * k);
   for (int64_t b = 0; b < nb; b++) {
+    void* tb = (char*)tau->data + b * k * dt.es;
     transpose((char*)a->data + b * sz * dt.es, s, m, n, dt.es);
-    fn(&m, &n, s, &lda, (char*)tau->data + b * k * dt.es, w, &lwork, &info);
-    transpose(s, (char*)qr->data + b * sz * dt.es, n, m, dt.es);
+    if (kind == GEQRF) geqrf(&m, &n, s, &lda, tb, w, &lwork, &info);
+    else orgqr(&m, &n, &k, s, &lda, tb, w, &lwork, &info);
+    transpose(s, (char*)out->data + b * sz * dt.es, n, m, dt.es);
   }
   threads_end(old);
   free(s);
   free(w);
   return NULL;
 }
-#undef KIND
 
-#define KIND ORGQR
-/* a [*, m, n], tau [*, k] -> q [*, m, n] (orgqr/ungqr). */
-XLA_FFI_Error* oxla_lapack_orgqr(XLA_FFI_CallFrame* f) {
-  XLA_FFI_Buffer *a = arg(f, 0), *tau = arg(f, 1), *q = ret(f, 0);
-  CHECK_DTYPE(a);
-  int m = (int)a->dims[a->rank - 2], n = (int)a->dims[a->rank - 1];
-  int k = (int)tau->dims[tau->rank - 1], lda = m > 1 ? m : 1, info = 0, lwork = -1;
-  int64_t nb = batch_of(a, 2), sz = (int64_t)m * n;
-  orgqr_t fn = (orgqr_t)FN[dt.prefix][KIND];
-  if (sz == 0) {
-    memcpy(q->data, a->data, nb * sz * dt.es);
-    return NULL;
-  }
-  double wq[4];
-  void* s = malloc(sz * dt.es);
-  fn(&m, &n, &k, s, &lda, wq, wq, &lwork, &info);
-  lwork = lwork_of(wq, &dt, n > 1 ? n : 1);
-  void* w = malloc((size_t)lwork * dt.es);
-  if (!s || !w) {
-    free(s);
-    free(w);
-    return fail(f, "oxla-lapack: out of memory");
-  }
-  int old = threads_begin((double)m * n * k);
-  for (int64_t b = 0; b < nb; b++) {
-    transpose((char*)a->data + b * sz * dt.es, s, m, n, dt.es);
-    fn(&m, &n, &k, s, &lda, (char*)tau->data + b * k * dt.es, w, &lwork, &info);
-    transpose(s, (char*)q->data + b * sz * dt.es, n, m, dt.es);
-  }
-  threads_end(old);
-  free(s);
-  free(w);
-  return NULL;
-}
-#undef KIND
+XLA_FFI_Error* oxla_lapack_geqrf(XLA_FFI_CallFrame* f) { return qr_family(f, GEQRF); }
+
+XLA_FFI_Error* oxla_lapack_orgqr(XLA_FFI_CallFrame* f) { return qr_family(f, ORGQR); }
 
 #define KIND SYEVD
 /* a [*, n, n] Hermitian -> v [*, n, n] (eigenvectors, mode V; else what LAPACK left),
