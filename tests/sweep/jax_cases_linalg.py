@@ -9,6 +9,8 @@ LAPACK custom calls on CPU run through oxla-lapack.
 
 from __future__ import annotations
 
+import functools
+
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 import jax.scipy.signal as jss
@@ -82,13 +84,20 @@ def _eigh_inv(x):
 
 def _eig_inv(x):
     w, v = jnp.linalg.eig(x)
-    order = jnp.lexsort((jnp.imag(w), jnp.real(w)))
-    return jnp.take(w, order), jnp.abs(x.astype(v.dtype) @ v - v * w)
+    order = jnp.lexsort((jnp.imag(w), jnp.real(w)), axis=-1)
+    return (jnp.take_along_axis(w, order, axis=-1),
+            jnp.abs(x.astype(v.dtype) @ v - v * w[..., None, :]))
 
 
+@functools.partial(jnp.vectorize, signature="(n,n)->(n,n)")  # jsl.lu is unbatched
 def _lu_inv(x):
     p, l_, u = jsl.lu(x)
     return p @ l_ @ u
+
+
+@functools.partial(jnp.vectorize, signature="(n,n)->(n,n)")  # jsl.sqrtm is unbatched
+def _sqrtm_sq(x):
+    return jsl.sqrtm(x) @ jsl.sqrtm(x)
 
 
 def _schur_inv(x):
@@ -169,7 +178,7 @@ SCIPY_LINALG = [
          ins((4, 4)), LR, "linalg"),
     Case("jsl.polar", SLIN, lambda x: (lambda u, p: (u @ p, p))(*jsl.polar(x)),
          ins((4, 4)), LR, "linalg"),
-    Case("jsl.sqrtm", SLIN, lambda x: jsl.sqrtm(x) @ jsl.sqrtm(x), _spd, LR, "linalg"),
+    Case("jsl.sqrtm", SLIN, _sqrtm_sq, _spd, LR, "linalg"),
     Case("jsl.eigh_tridiagonal", SLIN, lambda d, e: jsl.eigh_tridiagonal(
          d, e, eigvals_only=True), ins([(5,), (4,)]), LR, "linalg"),
     Case("jsl.block_diag", SLIN, jsl.block_diag, ins([(2, 3), (1, 1), (3, 2)]), LA, "exact"),
