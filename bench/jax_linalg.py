@@ -4,7 +4,8 @@ vs ``jax.jit`` (XLA:CPU with jaxlib's LAPACK kernels), f32.
 Not a test. Workloads: a 512x512 system (``solve`` with 512x512 right-hand sides: getrf
 + two trsm; ``cholesky``: potrf) and a batch of 64 32x32 ones. Both engines run the
 same LAPACK (scipy's, which jaxlib binds too); oxla calls it from the compiled program
-through a Python host kernel per custom call (oxla-lapack), one LAPACK call per matrix.
+through oxla-lapack's compiled XLA FFI handlers (the batch loop in C, one LAPACK call per
+matrix; ``OXLA_LAPACK_NATIVE=0`` measures the Python host kernels instead).
 
 Outputs are checked first (max relative error vs jax). Timing is one interleaved run
 (``bench/timing.py``): each round gives every engine a pause, an untimed call, then a

@@ -28,21 +28,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "sweep"))
 
 import sweep_report  # noqa: E402
-from sweep_common import Result  # noqa: E402
+from sweep_common import Result, merge  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--backend", default="cpu")
-    p.add_argument("-k", dest="keyword", help="only cases whose name contains this")
-    p.add_argument("--family", help="only families whose name contains this")
-    p.add_argument("--sample", action="store_true", help="only the CI sample")
+    sweep_report.add_arguments(p)
     p.add_argument("--jobs", type=int, default=1, choices=(1, 2),
                    help="2: run the x64 process alongside (default 1: one after the other)")
     p.add_argument("--no-x64", action="store_true", help="skip the x64 process")
-    p.add_argument("--json", type=Path, help="write every result here")
-    p.add_argument("--markdown", type=Path, help="write the failure table here")
-    p.add_argument("-v", "--verbose", action="store_true", help="a line per case as it runs")
     a = p.parse_args(argv)
 
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
@@ -73,17 +67,8 @@ def main(argv: list[str] | None = None) -> int:
                       file=sys.stderr)
                 return 1
             results64 = [Result(**r) for r in json.loads(out64.read_text())]
-    from sweep_common import merge, summarize
-
     results = merge([results32, results64])
-    summary = summarize(results)
-    elapsed = time.perf_counter() - start
-    print(sweep_report.text(results, summary, f"JAX sweep on {a.backend}", elapsed))
-    if a.json:
-        a.json.write_text(json.dumps({"summary": summary, "seconds": round(elapsed, 1),
-                                      "results": [r.to_json() for r in results]}, indent=1))
-    if a.markdown:
-        a.markdown.write_text(sweep_report.markdown(results, summary))
+    sweep_report.finish(a, results, f"JAX sweep on {a.backend}", time.perf_counter() - start)
     return 0
 
 

@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from sweep_common import LAPACK_PENDING, Case, arr, ins
+from sweep_common import Case, arr, ins
 
 CTL = "jax.lax control flow"
 LRED = "jax.lax reductions"
@@ -273,7 +273,7 @@ MOVEMENT = [
          "exact"),
     Case("lax.linalg.tridiagonal_solve", MOV, lambda dl, d, du, b: lax.linalg.tridiagonal_solve(
          dl.at[0].set(0), d + 4, du.at[-1].set(0), b), ins([(5,), (5,), (5,), (5, 2)]), FL,
-         "linalg", LAPACK_PENDING),
+         "linalg"),
 ]
 
 CASES = CONTROL + REDUCE + WINDOWS + SORTING + BITS + PRECISION + MOVEMENT

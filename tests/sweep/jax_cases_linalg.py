@@ -4,10 +4,12 @@
 Decompositions unique only up to sign, phase or order (qr, svd, eigh, eig, schur) are
 compared through invariants computed in the function: reconstructions, Gram
 matrices, sorted eigen- and singular values. Functions that JAX lowers to jaxlib's
-LAPACK custom calls on CPU are marked :data:`~sweep_common.LAPACK_PENDING`.
+LAPACK custom calls on CPU run through oxla-lapack.
 """
 
 from __future__ import annotations
+
+import functools
 
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
@@ -15,7 +17,7 @@ import jax.scipy.signal as jss
 import jax.scipy.special as sp
 import jax.scipy.stats as st
 import numpy as np
-from sweep_common import LAPACK_PENDING, Case, arr, ins, spd
+from sweep_common import Case, arr, ins, spd
 
 LIN = "jax.numpy.linalg"
 SLIN = "jax.scipy.linalg"
@@ -24,7 +26,6 @@ SIG = "jax.scipy.signal"
 STAT = "jax.scipy.stats"
 LA = ("f32", "f64", "c64", "c128")
 LR = ("f32", "f64")
-P = LAPACK_PENDING
 
 
 def _sq(rng: np.random.Generator, dt: str):
@@ -83,13 +84,20 @@ def _eigh_inv(x):
 
 def _eig_inv(x):
     w, v = jnp.linalg.eig(x)
-    order = jnp.lexsort((jnp.imag(w), jnp.real(w)))
-    return jnp.take(w, order), jnp.abs(x.astype(v.dtype) @ v - v * w)
+    order = jnp.lexsort((jnp.imag(w), jnp.real(w)), axis=-1)
+    return (jnp.take_along_axis(w, order, axis=-1),
+            jnp.abs(x.astype(v.dtype) @ v - v * w[..., None, :]))
 
 
+@functools.partial(jnp.vectorize, signature="(n,n)->(n,n)")  # jsl.lu is unbatched
 def _lu_inv(x):
     p, l_, u = jsl.lu(x)
     return p @ l_ @ u
+
+
+@functools.partial(jnp.vectorize, signature="(n,n)->(n,n)")  # jsl.sqrtm is unbatched
+def _sqrtm_sq(x):
+    return jsl.sqrtm(x) @ jsl.sqrtm(x)
 
 
 def _schur_inv(x):
@@ -98,38 +106,38 @@ def _schur_inv(x):
 
 
 LINALG = [
-    Case("jnp.linalg.solve", LIN, jnp.linalg.solve, _sq_rhs, LA, "linalg", P),
-    Case("jnp.linalg.inv", LIN, jnp.linalg.inv, _sq, LA, "linalg", P),
-    Case("jnp.linalg.det", LIN, jnp.linalg.det, _sq, LA, "linalg", P),
+    Case("jnp.linalg.solve", LIN, jnp.linalg.solve, _sq_rhs, LA, "linalg"),
+    Case("jnp.linalg.inv", LIN, jnp.linalg.inv, _sq, LA, "linalg"),
+    Case("jnp.linalg.det", LIN, jnp.linalg.det, _sq, LA, "linalg"),
     # 3x3: JAX's closed form (no LU); 4x4: LU with a zero pivot
     Case("jnp.linalg.det_singular_3x3", LIN, jnp.linalg.det, _singular, LR, "linalg"),
-    Case("jnp.linalg.det_singular_lu", LIN, jnp.linalg.det, _singular4, LR, "linalg", P),
-    Case("jnp.linalg.slogdet", LIN, jnp.linalg.slogdet, _sq, LA, "linalg", P),
-    Case("jnp.linalg.cholesky", LIN, jnp.linalg.cholesky, _spd, LA, "linalg", P),
-    Case("jnp.linalg.qr", LIN, _qr_inv, ins((5, 3), (2, 4, 4)), LA, "linalg", P),
-    Case("jnp.linalg.svd", LIN, _svd_inv, ins((5, 3), (2, 3, 4)), LA, "linalg", P),
-    Case("jnp.linalg.svdvals", LIN, jnp.linalg.svdvals, ins((5, 3)), LA, "linalg", P),
-    Case("jnp.linalg.eigh", LIN, _eigh_inv, _spd, LA, "linalg", P),
-    Case("jnp.linalg.eigvalsh", LIN, jnp.linalg.eigvalsh, _spd, LA, "linalg", P),
-    Case("jnp.linalg.eig", LIN, _eig_inv, _sq, LA, "linalg", P),
+    Case("jnp.linalg.det_singular_lu", LIN, jnp.linalg.det, _singular4, LR, "linalg"),
+    Case("jnp.linalg.slogdet", LIN, jnp.linalg.slogdet, _sq, LA, "linalg"),
+    Case("jnp.linalg.cholesky", LIN, jnp.linalg.cholesky, _spd, LA, "linalg"),
+    Case("jnp.linalg.qr", LIN, _qr_inv, ins((5, 3), (2, 4, 4)), LA, "linalg"),
+    Case("jnp.linalg.svd", LIN, _svd_inv, ins((5, 3), (2, 3, 4)), LA, "linalg"),
+    Case("jnp.linalg.svdvals", LIN, jnp.linalg.svdvals, ins((5, 3)), LA, "linalg"),
+    Case("jnp.linalg.eigh", LIN, _eigh_inv, _spd, LA, "linalg"),
+    Case("jnp.linalg.eigvalsh", LIN, jnp.linalg.eigvalsh, _spd, LA, "linalg"),
+    Case("jnp.linalg.eig", LIN, _eig_inv, _sq, LA, "linalg"),
     Case("jnp.linalg.eigvals", LIN, lambda x: jnp.sort_complex(jnp.linalg.eigvals(x)), _sq,
-         LA, "linalg", P),
-    Case("jnp.linalg.pinv", LIN, jnp.linalg.pinv, ins((5, 3)), LA, "linalg", P),
+         LA, "linalg"),
+    Case("jnp.linalg.pinv", LIN, jnp.linalg.pinv, ins((5, 3)), LA, "linalg"),
     Case("jnp.linalg.lstsq", LIN, lambda a, b: jnp.linalg.lstsq(a, b)[0],
-         ins([(6, 3), (6, 2)]), LR, "linalg", P),
-    Case("jnp.linalg.matrix_rank", LIN, jnp.linalg.matrix_rank, _singular, LR, "exact", P),
+         ins([(6, 3), (6, 2)]), LR, "linalg"),
+    Case("jnp.linalg.matrix_rank", LIN, jnp.linalg.matrix_rank, _singular, LR, "exact"),
     Case("jnp.linalg.norm_2", LIN, lambda x: jnp.linalg.norm(x, ord=2), ins((4, 3)), LR,
-         "linalg", P),
+         "linalg"),
     Case("jnp.linalg.norm_nuc", LIN, lambda x: jnp.linalg.norm(x, ord="nuc"), ins((4, 3)),
-         LR, "linalg", P),
-    Case("jnp.linalg.cond", LIN, jnp.linalg.cond, _sq, LR, "linalg", P),
+         LR, "linalg"),
+    Case("jnp.linalg.cond", LIN, jnp.linalg.cond, _sq, LR, "linalg"),
     Case("jnp.linalg.tensorsolve", LIN, lambda a, b: jnp.linalg.tensorsolve(
          a.reshape(2, 2, 4), b.reshape(2, 2)), lambda r, d: [(_sq(r, d)[0][0],
-         arr(r, (4,), d))], LR, "linalg", P),
+         arr(r, (4,), d))], LR, "linalg"),
     Case("jnp.linalg.matrix_power", LIN, lambda x: (jnp.linalg.matrix_power(x, 3),
          jnp.linalg.matrix_power(x, 0)), ins((3, 3), (2, 4, 4)), LA, "linalg"),
     Case("jnp.linalg.matrix_power_neg", LIN, lambda x: jnp.linalg.matrix_power(x, -2), _sq,
-         LR, "linalg", P),
+         LR, "linalg"),
     Case("jnp.linalg.multi_dot", LIN, lambda a, b, c: jnp.linalg.multi_dot([a, b, c]),
          ins([(3, 4), (4, 5), (5, 2)]), LA, "linalg"),
     Case("jnp.linalg.matrix_norm", LIN, lambda x: (jnp.linalg.matrix_norm(x),
@@ -150,29 +158,27 @@ LINALG = [
 
 SCIPY_LINALG = [
     Case("jsl.solve_triangular", SLIN, lambda a, b: (jsl.solve_triangular(a, b, lower=True),
-         jsl.solve_triangular(a, b, trans=1, lower=True)), _tri_rhs, LA, "linalg", P),
+         jsl.solve_triangular(a, b, trans=1, lower=True)), _tri_rhs, LA, "linalg"),
     Case("jsl.cho_solve", SLIN, lambda a, b: jsl.cho_solve(jsl.cho_factor(a), b), _spd_rhs,
-         LA, "linalg", P),
-    Case("jsl.cholesky", SLIN, lambda a: jsl.cholesky(a, lower=False), _spd, LA, "linalg", P),
-    Case("jsl.lu", SLIN, _lu_inv, _sq, LA, "linalg", P),
+         LA, "linalg"),
+    Case("jsl.cholesky", SLIN, lambda a: jsl.cholesky(a, lower=False), _spd, LA, "linalg"),
+    Case("jsl.lu", SLIN, _lu_inv, _sq, LA, "linalg"),
     Case("jsl.lu_solve", SLIN, lambda a, b: jsl.lu_solve(jsl.lu_factor(a), b), _sq_rhs, LA,
-         "linalg", P),
-    Case("jsl.qr", SLIN, lambda x: jsl.qr(x, mode="r")[0], ins((5, 3)), LR, "linalg", P),
-    Case("jsl.svd", SLIN, lambda x: jsl.svd(x, compute_uv=False), ins((5, 3)), LA, "linalg",
-         P),
-    Case("jsl.eigh", SLIN, lambda x: jsl.eigh(x, eigvals_only=True), _spd, LA, "linalg", P),
-    Case("jsl.det", SLIN, jsl.det, _sq, LA, "linalg", P),
-    Case("jsl.inv", SLIN, jsl.inv, _sq, LA, "linalg", P),
+         "linalg"),
+    Case("jsl.qr", SLIN, lambda x: jsl.qr(x, mode="r")[0], ins((5, 3)), LR, "linalg"),
+    Case("jsl.svd", SLIN, lambda x: jsl.svd(x, compute_uv=False), ins((5, 3)), LA, "linalg"),
+    Case("jsl.eigh", SLIN, lambda x: jsl.eigh(x, eigvals_only=True), _spd, LA, "linalg"),
+    Case("jsl.det", SLIN, jsl.det, _sq, LA, "linalg"),
+    Case("jsl.inv", SLIN, jsl.inv, _sq, LA, "linalg"),
     Case("jsl.solve", SLIN, lambda a, b: jsl.solve(a, b, assume_a="pos"), _spd_rhs, LA,
-         "linalg", P),
-    Case("jsl.expm", SLIN, lambda x: jsl.expm(0.3 * x), ins((4, 4), (2, 3, 3)), LA, "linalg",
-         P),
-    Case("jsl.schur", SLIN, _schur_inv, _sq, LR, "linalg", P),
+         "linalg"),
+    Case("jsl.expm", SLIN, lambda x: jsl.expm(0.3 * x), ins((4, 4), (2, 3, 3)), LA, "linalg"),
+    Case("jsl.schur", SLIN, _schur_inv, _sq, LR, "linalg"),
     Case("jsl.hessenberg", SLIN, lambda x: jnp.abs(jnp.tril(jsl.hessenberg(x), -2)),
-         ins((4, 4)), LR, "linalg", P),
+         ins((4, 4)), LR, "linalg"),
     Case("jsl.polar", SLIN, lambda x: (lambda u, p: (u @ p, p))(*jsl.polar(x)),
-         ins((4, 4)), LR, "linalg", P),
-    Case("jsl.sqrtm", SLIN, lambda x: jsl.sqrtm(x) @ jsl.sqrtm(x), _spd, LR, "linalg", P),
+         ins((4, 4)), LR, "linalg"),
+    Case("jsl.sqrtm", SLIN, _sqrtm_sq, _spd, LR, "linalg"),
     Case("jsl.eigh_tridiagonal", SLIN, lambda d, e: jsl.eigh_tridiagonal(
          d, e, eigvals_only=True), ins([(5,), (4,)]), LR, "linalg"),
     Case("jsl.block_diag", SLIN, jsl.block_diag, ins([(2, 3), (1, 1), (3, 2)]), LA, "exact"),
@@ -182,10 +188,10 @@ SCIPY_LINALG = [
     Case("jsl.companion", SLIN, jsl.companion, ins((4,)), LR, "linalg"),
     Case("jsl.hilbert", SLIN, lambda x: x[0] * jsl.hilbert(4), ins((1,)), LR, "linalg"),
     Case("jsl.expm_frechet", SLIN, lambda a, e: jsl.expm_frechet(0.3 * a, e,
-         compute_expm=False), ins([(3, 3), (3, 3)]), LR, "linalg", P),
+         compute_expm=False), ins([(3, 3), (3, 3)]), LR, "linalg"),
     Case("jsl.solve_sylvester", SLIN, jsl.solve_sylvester,
          lambda r, d: [(_sq(r, d)[0][0], -_sq(r, d)[0][0].T, arr(r, (4, 4), d))], LR,
-         "linalg", P),
+         "linalg"),
 ]
 
 
@@ -269,7 +275,7 @@ SIGNAL = [
     Case("jss.detrend", SIG, lambda x: jss.detrend(x, type="constant"), ins((3, 8)), LR,
          "reduction"),
     Case("jss.detrend_linear", SIG, lambda x: jss.detrend(x, type="linear"), ins((3, 8)),
-         LR, "linalg", P),
+         LR, "linalg"),
     Case("jss.stft", SIG, lambda x: jss.stft(x, nperseg=8)[2], ins((32,)), LR, "fft"),
     Case("jss.istft", SIG, lambda x: jss.istft(jss.stft(x, nperseg=8)[2], nperseg=8)[1],
          ins((32,)), LR, "fft"),
@@ -315,7 +321,7 @@ STATS = [
          "special"),
     Case("jax.scipy.stats.multivariate_normal", STAT, lambda x, c: st.multivariate_normal
          .logpdf(x, jnp.zeros(3, x.dtype), c), lambda r, d: [(arr(r, (5, 3), d),
-         spd(r, (3, 3), d))], LR, "linalg", P),
+         spd(r, (3, 3), d))], LR, "linalg"),
     Case("jax.scipy.stats.rankdata", STAT, lambda x: (st.rankdata(jnp.round(x)),
          st.rankdata(x, method="min")), ins((9,)), LR, "exact"),
     Case("jax.scipy.stats.mode", STAT, lambda x: st.mode(jnp.round(x), axis=-1),

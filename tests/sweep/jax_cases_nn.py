@@ -12,7 +12,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
-from sweep_common import LAPACK_PENDING, Case, arr, ins
+from sweep_common import Case, arr, ins
 
 NN = "jax.nn"
 RND = "jax.random"
@@ -129,9 +129,8 @@ RANDOM = [
     _rnd("ball", lambda k: jax.random.ball(k, 3, shape=(4,))),
     _rnd("generalized_normal", lambda k: jax.random.generalized_normal(k, 1.5, S)),
     _rnd("multivariate_normal", lambda k: jax.random.multivariate_normal(
-         k, jnp.zeros(3), jnp.eye(3) + 0.5, (4,)), pending=LAPACK_PENDING),
-    _rnd("orthogonal", lambda k: jnp.abs(jax.random.orthogonal(k, 3)), "linalg",
-         pending=LAPACK_PENDING),
+         k, jnp.zeros(3), jnp.eye(3) + 0.5, (4,))),
+    _rnd("orthogonal", lambda k: jnp.abs(jax.random.orthogonal(k, 3)), "linalg"),
 ]
 
 

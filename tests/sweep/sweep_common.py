@@ -21,10 +21,6 @@ from typing import Any
 
 import numpy as np
 
-LAPACK_PENDING = "pending LAPACK custom calls (#22 items 1-3)"
-"""The reason recorded for linear algebra that lowers to jaxlib's ``lapack_*_ffi``
-custom calls, which another branch implements."""
-
 TOLERANCES: dict[str, dict[str, tuple[float, float]]] = {
     # family class -> dtype kind -> (rtol, atol relative to the largest |expected|);
     # integers, booleans and "exact" families are compared bit for bit.
@@ -104,7 +100,11 @@ class Result:
 
     ``status``: ``pass``, ``fail`` (wrong numbers, shapes or dtypes), ``error`` (oxla
     raised), ``skip`` (no variant for this process's dtypes), ``oracle-error`` (the
-    framework itself failed: the case is wrong, counted as a sweep bug).
+    framework itself failed: the case is wrong, counted as a sweep bug), ``excluded``
+    (oxla raised and the framework's own XLA compilation, the ``alt_oracle`` of
+    :func:`run_case`, raised too: the function is outside what the framework's XLA
+    bridge compiles, so no program exists for oxla to compile; not counted, listed
+    apart — checked on every run, never a fixed list).
     """
 
     name: str
@@ -247,6 +247,11 @@ def run_case(case: Case, run_oracle: Callable[[Case, tuple], Any],
                 if debug:
                     traceback.print_exc()
                 res.status, res.reason = "error", f"{label}: {first_line(exc)}"
+                xla_error = _raises(alt_oracle, case, args)
+                if xla_error is not None:
+                    res.status = "excluded"
+                    res.reason = (f"{label}: the framework's own XLA compilation fails too "
+                                  f"({xla_error}); oxla: {first_line(exc)}")
                 break
             try:
                 if len(got) != len(want):
@@ -270,6 +275,19 @@ def run_case(case: Case, run_oracle: Callable[[Case, tuple], Any],
     return res
 
 
+def _raises(oracle: Callable[[Case, tuple], Any] | None, case: Case,
+            args: tuple) -> str | None:
+    """The first line of what ``oracle`` raises on ``args``, None when it runs (or when
+    there is no oracle)."""
+    if oracle is None:
+        return None
+    try:
+        oracle(case, args)
+    except Exception as exc:  # noqa: BLE001 - any failure counts
+        return first_line(exc)
+    return None
+
+
 def _matches(oracle: Callable[[Case, tuple], Any], case: Case, args: tuple, got: list,
              flatten: Callable[[Any], list]) -> bool:
     try:
@@ -290,11 +308,16 @@ def _shapes(args: tuple) -> str:
 def summarize(results: Sequence[Result]) -> dict[str, Any]:
     """Counts per family and in total: ``{"total": {...}, "families": {fam: {...}}}``
     with ``pass``, ``fail`` (every non-pass, pending included), ``pending`` (failures of
-    pending cases) and ``cases``; skipped cases are not counted."""
+    pending cases) and ``cases``; skipped cases are not counted, ``excluded`` ones
+    (outside the framework's own XLA bridge, see :class:`Result`) are counted in
+    ``total["excluded"]`` only."""
     fams: dict[str, dict[str, int]] = {}
-    total = {"cases": 0, "pass": 0, "fail": 0, "pending": 0}
+    total = {"cases": 0, "pass": 0, "fail": 0, "pending": 0, "excluded": 0}
     for r in results:
         if r.status == "skip":
+            continue
+        if r.status == "excluded":
+            total["excluded"] += 1
             continue
         f = fams.setdefault(r.family, {"cases": 0, "pass": 0, "fail": 0, "pending": 0})
         for d in (f, total):

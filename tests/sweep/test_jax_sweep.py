@@ -1,9 +1,9 @@
 """The CI sample of the JAX API sweep (every family; ``scripts/jax_sweep.py`` runs all
 of it): each case through ``oxla_frontend_jax.jit(f, backend="cpu")`` against
 ``jax.jit`` on XLA:CPU. The f64/c128/int64 variants run in one child process with
-``jax_enable_x64`` (process-wide in JAX). Cases pending another issue's work
-(LAPACK custom calls) are expected failures while they fail. Each sampled case runs
-every dtype of its own on its first input shape."""
+``jax_enable_x64`` (process-wide in JAX). A case marked pending (another issue's
+work) is an expected failure while it fails. Each sampled case runs every dtype of its
+own on its first input shape."""
 
 from __future__ import annotations
 

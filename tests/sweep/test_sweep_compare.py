@@ -6,7 +6,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
-from sweep_common import Mismatch, Result, compare, merge, summarize
+from sweep_common import Case, Mismatch, Result, compare, merge, run_case, summarize
 
 
 def test_equal_and_within_tolerance_pass():
@@ -41,4 +41,22 @@ def test_merge_and_summary_count_each_case_once():
     merged = {r.name: r for r in merge([a, b])}
     assert merged["f"].status == "fail" and merged["g"].status == "pass"
     s = summarize(list(merged.values()))
-    assert s["total"] == {"cases": 3, "pass": 1, "fail": 2, "pending": 1}
+    assert s["total"] == {"cases": 3, "pass": 1, "fail": 2, "pending": 1, "excluded": 0}
+
+
+def _raise(*_):
+    raise RuntimeError("no XLA kernel")
+
+
+def test_excluded_only_when_the_frameworks_xla_fails_too():
+    """A case oxla cannot compile is left out of the count only when the framework's
+    own XLA compilation (the alt oracle) fails on it too."""
+    case = Case("f", "fam", lambda x: x, lambda rng, dt: [(np.ones(2, np.float32),)])
+    ok = lambda c, args: args[0]  # noqa: E731
+    flat = lambda out: [np.asarray(out)]  # noqa: E731
+    r = run_case(case, ok, _raise, flat, ("f32",), alt_oracle=_raise)
+    assert r.status == "excluded" and "XLA compilation fails too" in r.reason
+    r2 = run_case(case, ok, _raise, flat, ("f32",), alt_oracle=ok)
+    assert r2.status == "error"
+    s = summarize([r, r2])
+    assert s["total"] == {"cases": 1, "pass": 0, "fail": 1, "pending": 0, "excluded": 1}

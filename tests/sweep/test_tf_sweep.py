@@ -24,6 +24,8 @@ SAMPLE = run.sample(run.all_cases(), every=7)
 def _check(r: Result) -> None:
     if r.pending and r.status != "pass":
         pytest.xfail(f"{r.pending}: {r.reason}")
+    if r.status == "excluded":  # TF's own jit_compile=True fails too: not oxla's to run
+        pytest.skip(r.reason)
     assert r.status == "pass", f"{r.name} ({r.status}): {r.reason}"
 
 

@@ -52,7 +52,9 @@ attributes=dict, outputs=list)``, ``attributes`` being :func:`oxla.ir.ffi.ffi_at
 of the call site and ``outputs`` writable arrays over the result buffers (logical
 row-major values); it fills them and returns None (or returns the arrays, as above).
 Layouts and ``output_operand_aliases`` only say how XLA places the buffers, so they
-are accepted there: the kernel sees values, never XLA's physical layout.
+are accepted there: the kernel sees values, never XLA's physical layout. The same holds
+for a native typed-FFI handler whose ``fn`` has ``oxla_row_major = True`` (oxla-lapack's
+compiled kernels): it gets row-major buffers whatever the site's layouts.
 
 Artifacts: the machine code reaches each target through a global function pointer
 (``oxla_cc_<hex>``, hex of ``[target, operand types, result types]`` as JSON, tokens
@@ -213,7 +215,9 @@ def check_custom_call(op: Operation) -> None:
     """
     api = _api_version(op)
     typed = is_ffi(op)
-    python = typed and not is_native(lookup(_target(op), op.loc).fn)
+    fn = lookup(_target(op), op.loc).fn
+    # a Python kernel, or a handler marked as taking logical row-major values
+    python = typed and (not is_native(fn) or getattr(fn, "oxla_row_major", False))
     if typed:
         _check_ffi(op, python)
     elif api not in (0, 1, 2, 3):

@@ -1,5 +1,6 @@
 """Hook implementations of oxla-lapack: every jaxlib LAPACK target for the cpu backend
-(a Python host kernel, see :mod:`oxla_lapack.kernels`) and the interpreter."""
+(a compiled XLA FFI handler where :mod:`oxla_lapack.native` has one and can build it,
+else a Python host kernel, see :mod:`oxla_lapack.kernels`) and the interpreter."""
 
 from __future__ import annotations
 
@@ -40,8 +41,12 @@ def cpu_kernel(target: str, *inputs: np.ndarray, backend_config: str = "",
 
 @hookimpl
 def oxla_custom_calls() -> list[CustomCallInfo]:
+    from oxla_lapack.native import handler
+
     infos = []
     for target in TARGETS:
         infos.append(CustomCallInfo(target, "interpreter", interpreter_kernel))
-        infos.append(CustomCallInfo(target, "cpu", functools.partial(cpu_kernel, target)))
+        native = handler(target)  # a c_void_p: falsy until resolved, so test for None
+        cpu = functools.partial(cpu_kernel, target) if native is None else native
+        infos.append(CustomCallInfo(target, "cpu", cpu))
     return infos

@@ -52,6 +52,13 @@ def _set_threads_local() -> Any:
     return None
 
 
+def openblas_threads_address() -> int:
+    """The address of scipy's ``openblas_set_num_threads_local``, or 0 (for compiled
+    kernels, :mod:`oxla_lapack.native`)."""
+    fn = _set_threads_local()
+    return (ctypes.cast(fn, ctypes.c_void_p).value or 0) if fn is not None else 0
+
+
 @contextlib.contextmanager
 def threads_for(flops_per_matrix: float) -> Iterator[None]:
     """Runs the block with one OpenBLAS thread when each matrix is small."""

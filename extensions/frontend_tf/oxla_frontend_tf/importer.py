@@ -17,6 +17,7 @@ from oxla_frontend_tf.bridge import Lowered, flatten_outputs, lower, pack_output
 from oxla_frontend_tf.bridge_text import legalize_bridge_text
 from oxla_frontend_tf.detect import saved_model_dir
 from oxla_frontend_tf.specs import to_tensor_spec, to_tensor_specs
+from oxla_frontend_tf.xla_linalg import map_xla_linalg_calls
 
 SERVING_SIGNATURE = "serving_default"
 
@@ -74,6 +75,7 @@ def module_from_lowered(lowered: Lowered, variables_as_inputs: bool = False) -> 
     text = legalize_bridge_text(lowered.text)
     _reject_bounded_dynamism(text, filename)
     module = parse_module(text, filename)
+    map_xla_linalg_calls(module)  # XLA's @Qr/@Eigh... as oxla-lapack's LAPACK targets
     _check_arity(module, lowered)
     if not variables_as_inputs and lowered.captures:
         bind_arguments(module, len(lowered.input_specs), [c.read() for c in lowered.captures])
