@@ -63,6 +63,86 @@ def gather_outputs(report: PartitionReport, name: str, results: list[list]) -> l
     return outs
 
 
+def grid_backend(backend: str | None) -> str:
+    """The backend a sharded program runs on in one process: ``backend``, or (None) the
+    cpu backend when it is available here, else the interpreter."""
+    if backend is not None:
+        return backend
+    from oxla.plugins import available_backends
+
+    return "cpu" if "cpu" in available_backends(("cpu",)) else "interpreter"
+
+
+class ShardedExecutable:
+    """A partitioned program compiled once and run on an in-process device grid.
+
+    Called like the unsharded program (global numpy inputs in, global outputs out):
+    each device gets its shard of every input, the per-device program runs on a
+    ``1 x N`` grid of the backend (the interpreter's threads and rendezvous, or the cpu
+    backend's ``run_parallel``), and the outputs are assembled from the devices' pieces.
+
+    Attributes:
+        module: the per-device module. report: the :class:`PartitionReport`.
+        entry: the entry function's name. backend: the backend's name.
+        executable: the per-device executable (None on the interpreter).
+        stats: the executable's stats plus ``collectives``, ``collective_bytes`` and
+            ``num_devices`` (:func:`oxla.sharding.cost.summary`).
+
+    Raises:
+        NotSupportedError: what the partitioner cannot do yet (at construction).
+    """
+
+    def __init__(self, module: Module | str, backend: str | None = None):
+        from oxla.sharding.cost import summary
+
+        self.module, self.report, self.entry = prepare(module)
+        self.backend = grid_backend(backend)
+        mesh = self.report.mesh
+        self.num_devices = mesh.num_devices if mesh is not None else 1
+        self.executable = None
+        self._be = None
+        stats: dict[str, Any] = {}
+        if self.backend != "interpreter":
+            from oxla.plugins import get_backend
+
+            self._be = get_backend(self.backend)
+            self.executable = self._be.compile(self.module)
+            stats.update(getattr(self.executable, "stats", {}) or {})
+        stats.update(summary(self.report))
+        self.stats = stats
+
+    def __call__(self, *args: Any) -> list:
+        pieces = shard_inputs(self.report, self.entry, args)
+        n = self.num_devices
+        if self.executable is None:
+            results = _run_interpreter(self.module, self.entry, pieces)
+        elif n == 1:
+            results = [list(self.executable(*pieces[0]))]
+        else:
+            assert self._be is not None
+            flat, _ = self._be.run_parallel([[self.executable] * n],
+                                            [a for p in pieces for a in p])
+            k = len(flat) // n
+            results = [list(flat[d * k:(d + 1) * k]) for d in range(n)]
+        return gather_outputs(self.report, self.entry, results)
+
+    def save(self, path: str) -> None:
+        """Writes the per-device program as a ``.oxla`` artifact and its sharding
+        sidecar (``path.sharding.json``), for ``oxla launch -n N path``.
+
+        Raises:
+            NotSupportedError: on the interpreter (nothing compiled to save).
+        """
+        from oxla.errors import NotSupportedError
+        from oxla.sharding.mpi import write_sidecar
+
+        if self.executable is None:
+            raise NotSupportedError("a sharded program run on the interpreter has no "
+                                    "artifact to save; compile it with backend='cpu'")
+        self.executable.save(path)
+        write_sidecar(str(path), self.report, self.entry)
+
+
 def run_sharded(module: Module | str, args: Sequence[Any], backend: str = "interpreter"
                 ) -> tuple[list, PartitionReport]:
     """Partitions ``module`` and runs it on an in-process grid of its mesh's devices.
@@ -78,23 +158,8 @@ def run_sharded(module: Module | str, args: Sequence[Any], backend: str = "inter
     Raises:
         NotSupportedError: what the partitioner cannot do yet; OxlaError from a device.
     """
-    m, report, name = prepare(module)
-    n = report.mesh.num_devices if report.mesh is not None else 1
-    pieces = shard_inputs(report, name, args)
-    if backend == "interpreter":
-        results = _run_interpreter(m, name, pieces)
-    else:
-        from oxla.plugins import get_backend
-
-        be = get_backend(backend)
-        exe = be.compile(m)
-        if n == 1:
-            results = [list(exe(*pieces[0]))]
-        else:
-            flat, _ = be.run_parallel([[exe] * n], [a for p in pieces for a in p])
-            k = len(flat) // n
-            results = [list(flat[d * k:(d + 1) * k]) for d in range(n)]
-    return gather_outputs(report, name, results), report
+    exe = ShardedExecutable(module, backend)
+    return exe(*args), exe.report
 
 
 def _run_interpreter(m: Module, name: str, pieces: list[list]) -> list[list]:
@@ -125,4 +190,5 @@ def _run_interpreter(m: Module, name: str, pieces: list[list]) -> list[list]:
     return [list(o) for o in outs]
 
 
-__all__ = ["run_sharded", "prepare", "shard_inputs", "gather_outputs"]
+__all__ = ["run_sharded", "ShardedExecutable", "grid_backend", "prepare", "shard_inputs",
+           "gather_outputs"]
