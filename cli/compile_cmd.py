@@ -92,6 +92,9 @@ def resolve_frontend(path: str, name: str | None) -> str:
               help="print each op's sharding and each inserted collective with its bytes")
 @click.option("--link-gbps", type=float, default=100.0, show_default=True,
               help="link bandwidth for --explain-sharding's communication estimate")
+@click.option("--mpi", "mpi", default=None, metavar="NAME",
+              help="the MPI a sharded artifact is built for: mpich (default, or $OXLA_MPI) "
+                   "or openmpi; recorded in its sidecar, checked by oxla launch")
 @click.option("--sign-key-file", type=click.Path(dir_okay=False), default=None,
               help="sign the artifact with HMAC-SHA256 using the key in this file "
                    "(default: the key in $OXLA_SIGN_KEY, when set)")
@@ -106,8 +109,8 @@ def compile_command(input_path: str, frontend: str | None, backend: str, output:
                     emit: str, cuda_arch: str | None, input_specs: tuple[str, ...],
                     params_as_inputs: bool,
                     mesh: str | None, shards: tuple[str, ...], explain_sharding: bool,
-                    link_gbps: float, sign_key_file: str | None, explain_overrides: bool,
-                    verify_overrides: bool) -> None:
+                    link_gbps: float, mpi: str | None, sign_key_file: str | None,
+                    explain_overrides: bool, verify_overrides: bool) -> None:
     """Compile a model file or directory (IN) into a .oxla artifact.
 
     The frontend is detected from IN when --frontend is omitted: .mlir files are
@@ -176,7 +179,7 @@ def compile_command(input_path: str, frontend: str | None, backend: str, output:
         from oxla.sharding.mpi import write_sidecar
         from oxla.sharding.run import _entry
 
-        write_sidecar(output, report, _entry(module))
+        write_sidecar(output, report, _entry(module), mpi)
     if key is not None:
         sign_artifact(output, key)
     compile_s = exe.stats.get("compile_seconds", 0.0)

