@@ -10,7 +10,11 @@ shapes, and a sharded reduction factor (a dot's contracting dimension, a reduce'
 reduced dimension) is completed by an ``all_reduce`` over its axes. Resharding is
 ``all_gather`` for axes to remove, a ``dynamic_slice`` at the device's shard offset
 for axes to add (no communication). Ops without a rule run replicated on the global
-shapes (every operand gathered). ``sdy.manual_computation`` bodies are inlined as they
+shapes (every operand gathered). Uneven shards (a dimension its shard count does not
+divide) are ``ceil(size / k)`` long, padded at the end: element-wise ops, dots,
+reductions, transposes and broadcasts run on them, a reduced dimension's padding
+replaced by the reduction's identity (masked with ``iota < size``); other ops keep
+such a dimension whole. ``sdy.manual_computation`` bodies are inlined as they
 are (they are per-device code with explicit collectives).
 
 Device coordinates come from ``stablehlo.partition_id``; collectives use
@@ -22,10 +26,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from oxla.errors import NotSupportedError
 from oxla.ir import attributes as A
 from oxla.ir import types as T
 from oxla.ir.builder import Builder
+from oxla.ir.opdef import ELEMENTWISE
 from oxla.ir.operation import Block, Module, Operation, Value
 from oxla.ir.sdy import DimSharding, MeshAttr, TensorShardingAttr
 from oxla.sharding import model as M
@@ -194,9 +201,10 @@ class _FuncPartitioner(DeviceOps):
                         fa[f] = tuple(ax)
                         used.update(a.name for a in ax)
                     break
-        self._even(fa, rule, list(op.operands) + list(op.results))
+        self._even(fa, rule, list(op.operands) + list(op.results), _padding_ok(op))
         want_in = [self._from_factors(fs, fa, rule.sizes) for fs in rule.operands]
         locals_in = [self.get(v, s, why) for v, s in zip(op.operands, want_in)]
+        self._mask_reductions(op, rule, fa, locals_in)
         got_out = [self._from_factors(fs, fa, rule.sizes) for fs in rule.results]
         new = Operation.create(n, locals_in, [self.local_type(r.type, s) for r, s in
                                               zip(op.results, got_out)],
@@ -223,6 +231,9 @@ class _FuncPartitioner(DeviceOps):
         if red and not explicit:  # (an explicit sdy.all_reduce completes the sum itself)
             body = op.regions[0] if n == "stablehlo.reduce" else None
             d = _scatter_dim(res_sh, got_out, red) if len(results) == 1 else None
+            if d is not None and op.results[0].type.shape[d] % M.dim_shards(
+                    res_sh[0], self.mesh, d):
+                d = None  # an uneven result: all_reduce, then slice with padding
             if d is not None:  # the result is wanted sharded on the reduced axes
                 results = [self.reduce_scatter(results[0], red, d, body.clone() if body
                                                else None, n)]
@@ -240,9 +251,11 @@ class _FuncPartitioner(DeviceOps):
         self.report.op_shardings.append((n, ", ".join(str(s.body()) if s else "replicated"
                                                       for s in got_out)))
 
-    def _even(self, fa: dict, rule, values) -> None:
+    def _even(self, fa: dict, rule, values, padding_ok: bool = False) -> None:
         """Drops the axes of factors that would split some dimension unevenly (that
-        dimension then stays whole inside the op: correct, less parallel)."""
+        dimension then stays whole inside the op: correct, less parallel), except, for
+        ops where padding at a dimension's end is harmless or masked (``padding_ok``),
+        a dimension of one factor: it is split into ``ceil(size / k)`` shards."""
         slots = rule.operands + rule.results
         changed = True
         while changed:
@@ -252,11 +265,33 @@ class _FuncPartitioner(DeviceOps):
                     continue
                 for d, factors in enumerate(fs):
                     axes = _compose(factors, fa, rule.sizes, self.mesh)
+                    if padding_ok and len(factors) == 1 \
+                            and rule.sizes[factors[0]] == v.type.shape[d]:
+                        continue
                     if axes and v.type.shape[d] % self._count(axes):
                         for f in factors:
                             if f in fa:
                                 del fa[f]
                                 changed = True
+
+    def _mask_reductions(self, op: Operation, rule, fa: dict, locals_in: list) -> None:
+        """Replaces the padding of unevenly sharded reduced dimensions by the reduction's
+        identity: a reduce's init value, zero for a dot's contraction."""
+        for f, axes in fa.items():
+            size = rule.sizes[f]
+            if rule.kinds.get(f) != REDUCTION or not size % self._count(axes):
+                continue
+            for i, fs in enumerate(rule.operands):
+                for d, factors in enumerate(fs):
+                    if factors != (f,):
+                        continue
+                    x = locals_in[i]
+                    if op.name == "stablehlo.reduce":
+                        fill = locals_in[i + len(op.operands) // 2]
+                    else:
+                        et = x.type.element_type
+                        fill = self.b.constant(np.zeros((), et.dtype), et)
+                    locals_in[i] = self.mask_padding(x, d, axes, size, fill)
 
     def _from_factors(self, dims_factors, fa, sizes) -> TensorShardingAttr:
         return TensorShardingAttr(self.mesh_name, tuple(
@@ -320,6 +355,23 @@ class _FuncPartitioner(DeviceOps):
         self.report.op_shardings.append(("sdy.manual_computation", "manual"))
 
 
+_PADDING_OK = {"stablehlo.dot_general", "stablehlo.dot", "stablehlo.reduce",
+               "stablehlo.transpose", "stablehlo.broadcast_in_dim"}
+"""Ops whose result is right wherever their operands are (a dimension padded at its
+end gives a result padded at its end), or whose reductions mask the padding."""
+
+
+def _padding_ok(op: Operation) -> bool:
+    if op.name in _PADDING_OK:
+        return True
+    if op.name in ("stablehlo.divide", "stablehlo.remainder") and op.results and \
+            isinstance(op.results[0].type.element_type, T.IntegerType):
+        return False  # (an integer division by the zeros of the padding)
+    return not op.regions and op.name not in _GLOBAL_OPS and op.has_trait(ELEMENTWISE) \
+        or op.name in ("stablehlo.convert", "stablehlo.select", "stablehlo.compare",
+                       "stablehlo.clamp", "stablehlo.is_finite")
+
+
 def _scatter_dim(want: list, got: list, red: tuple) -> int | None:
     """The one dimension where the wanted result sharding is the computed one plus the
     reduced axes (then a reduce_scatter), or None."""
@@ -375,7 +427,7 @@ def partition(module: Module, propagate: bool = True) -> PartitionReport:
         The :class:`PartitionReport` (shardings of arguments and results, collectives).
 
     Raises:
-        NotSupportedError: uneven shards, several meshes, partial manual computations.
+        NotSupportedError: several meshes, partial manual computations.
     """
     from oxla.passes import make_pass
     from oxla.sharding.propagation import ShardingPropagation

@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from oxla.errors import NotSupportedError
 from oxla.interpreter import run_function
 from oxla.ir import parse_module, print_module, verify
 from oxla.sharding.model import drop_shardings
@@ -81,11 +80,50 @@ def test_reshards_between_any_two_shardings(backend):
                                                               for c in report.collectives)
 
 
-def test_uneven_shards_are_refused_in_one_line():
-    text = RESHARD.replace("8x4xf32", "6x4xf32").replace("4x8xf32", "4x6xf32")
-    with pytest.raises(NotSupportedError) as e:
-        run_sharded(text, [np.zeros((6, 4), np.float32)])
-    assert "do not divide it" in str(e.value)
+def test_uneven_reshards_pad_and_slice(backend):
+    text = RESHARD.replace("8x4xf32", "7x3xf32").replace("4x8xf32", "3x7xf32")
+    x = np.arange(21, dtype=np.float32).reshape(7, 3) / 7
+    outs, report = run_sharded(text, [x], backend)
+    np.testing.assert_allclose(outs[0], np.exp(x), rtol=1e-6)
+    # padded layouts of different counts do not nest: gathered whole, then split again
+    assert {c.kind for c in report.collectives} == {"all_gather"}
+
+
+UNEVEN = """\
+sdy.mesh @mesh = <["x"=4]>
+func.func @main(%arg0: tensor<10x6xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"x"}]>},
+                %arg1: tensor<6x5xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>})
+    -> (tensor<10x5xf32>, tensor<6xf32>, tensor<10xf32>) {
+  %0 = stablehlo.log %arg0 : tensor<10x6xf32>
+  %1 = stablehlo.dot_general %0, %arg1, contracting_dims = [1] x [0]
+    : (tensor<10x6xf32>, tensor<6x5xf32>) -> tensor<10x5xf32>
+  %c = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %2 = stablehlo.reduce(%0 init: %c) applies stablehlo.maximum across dimensions = [0]
+    : (tensor<10x6xf32>, tensor<f32>) -> tensor<6xf32>
+  %3 = stablehlo.reduce(%0 init: %c) applies stablehlo.maximum across dimensions = [1]
+    : (tensor<10x6xf32>, tensor<f32>) -> tensor<10xf32>
+  return %1, %2, %3 : tensor<10x5xf32>, tensor<6xf32>, tensor<10xf32>
+}
+"""
+
+
+def test_uneven_shards_are_padded_and_reductions_masked(backend):
+    """6 columns on 4 devices: 2 per device, the last device all padding; log(0) =
+    -inf in the padding must not reach the dot (masked with 0) or the max (masked with
+    -inf, the init value)."""
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0.5, 2.0, (10, 6)).astype(np.float32)
+    w = rng.standard_normal((6, 5)).astype(np.float32)
+    outs, report = run_sharded(UNEVEN, [x, w], backend)
+    lx = np.log(x)
+    np.testing.assert_allclose(outs[0], lx @ w, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(outs[1], lx.max(0), rtol=1e-6)
+    np.testing.assert_allclose(outs[2], lx.max(1), rtol=1e-6)
+    m, _, _ = prepare(UNEVEN)
+    text = print_module(m)
+    assert "@main(%arg0: tensor<10x2xf32>, %arg1: tensor<2x5xf32>)" in text  # ceil(6/4)
+    # the dot and the row max run on the padded shards (partial, then all-reduced)
+    assert [c.kind for c in report.collectives].count("all_reduce") == 2
 
 
 PAD_OP = """\
