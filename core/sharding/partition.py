@@ -46,6 +46,7 @@ from oxla.sharding.collectives import (  # noqa: F401  (re-exported)
 )
 from oxla.sharding.factors import compose as _compose
 from oxla.sharding.factors import project as _project
+from oxla.sharding.gather import masked_gather, sharded_index_dim
 from oxla.sharding.rules import NEED_REPLICATION, REDUCTION, rule_for
 
 I32 = T.IntegerType(32)
@@ -162,6 +163,8 @@ class _FuncPartitioner(DeviceOps):
             return
         if n.startswith("sdy.") and n != "sdy.constant":
             raise NotSupportedError(f"the partitioner does not support '{n}' yet", op.loc)
+        if n == "stablehlo.gather" and self._index_parallel_gather(op):
+            return
         rule = None if n in _GLOBAL_OPS or any(
             r for r in op.regions if n != "stablehlo.reduce") else rule_for(op)
         if rule is None or len(rule.operands) != len(op.operands) \
@@ -273,6 +276,28 @@ class _FuncPartitioner(DeviceOps):
                             if f in fa:
                                 del fa[f]
                                 changed = True
+
+    def _index_parallel_gather(self, op: Operation) -> bool:
+        """A gather from a table sharded on its indexed dimension: local lookups, masked,
+        summed (:mod:`oxla.sharding.gather`); False when the table is not so sharded."""
+        x_sh = self.vals[op.operands[0]][1]
+        d = sharded_index_dim(op, x_sh)
+        if d is None or op.operands[0].type.shape[d] % self._count(_axes(x_sh, d)):
+            return False
+        ivd = int(op.attributes["dimension_numbers"].get("index_vector_dim", 0) or 0)
+        table_axes = {a.name for a in _axes(x_sh, d)}
+        i_cur = self.vals[op.operands[1]][1]
+        rank = len(op.operands[1].type.shape)
+        i_sh = TensorShardingAttr(self.mesh_name, tuple(
+            DimSharding(()) if k == ivd or any(a.name in table_axes for a in _axes(i_cur, k))
+            else DimSharding(_axes(i_cur, k)) for k in range(rank)))
+        x = self.get(op.operands[0], x_sh, op.name)
+        idx = self.get(op.operands[1], i_sh, op.name)
+        out, sh = masked_gather(self, op, x, x_sh, idx, i_sh, d, self.mesh_name)
+        self.vals[op.results[0]] = (out, sh)
+        self.complete.add(op.results[0])
+        self.report.op_shardings.append((op.name, str(sh.body())))
+        return True
 
     def _mask_reductions(self, op: Operation, rule, fa: dict, locals_in: list) -> None:
         """Replaces the padding of unevenly sharded reduced dimensions by the reduction's

@@ -261,3 +261,24 @@ def test_gather_passes_indices_and_whole_operand_dims_through(backend):
     np.testing.assert_allclose(outs[0], np.tanh(ins[0][ins[1][:, 0]]), rtol=1e-6)
     assert dict(report.op_shardings)["stablehlo.gather"] == '<@mesh, [{"x"}, {"y"}]>'
     assert report.counts() == {}
+
+
+VOCAB = GATHER.replace('[{}, {"y"}]>},\n                %arg1', '[{"x"}, {}]>},\n                %arg1') \
+    .replace('[{"x"}, {}]>})\n    -> tensor<6x8xf32>', '[{"y"}, {}]>})\n    -> tensor<6x8xf32>')
+
+
+def test_gather_from_a_table_sharded_on_its_indexed_dim_masks_and_sums(backend):
+    """A vocabulary-parallel embedding: table rows on "x", indices on "y". Each device
+    looks up its rows (out-of-range and clamped indices included), zeros the others,
+    and one all-reduce over "x" completes it: the table is never gathered."""
+    rng = np.random.default_rng(3)
+    idx = np.array([[0], [15], [7], [8], [-3], [40]], np.int32)  # clamped like gather
+    ins = [rng.standard_normal((16, 8)).astype(np.float32), idx]
+    outs, report = run_sharded(VOCAB, ins, backend)
+    ref = run_function(drop_shardings(parse_module(VOCAB)), "main", ins)
+    np.testing.assert_allclose(outs[0], ref[0], rtol=1e-6)
+    red = [c for c in report.collectives if c.reason == "reduction"]
+    assert [(c.kind, c.op, c.axes) for c in red] == [("all_reduce", "stablehlo.gather",
+                                                      ('"x"',))]
+    assert not any(c.kind == "all_gather" and c.op == "stablehlo.gather"
+                   for c in report.collectives)
