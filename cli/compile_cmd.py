@@ -141,7 +141,7 @@ def compile_command(input_path: str, frontend: str | None, backend: str, output:
         from oxla.sharding.driver import shard_module
 
         module, report = shard_module(module, mesh, list(shards), link_gbps,
-                                      explain=explain_sharding)
+                                      explain=explain_sharding, hoist_weights=True)
     if emit == "stablehlo":
         text = print_module(module)
         if output is None:
@@ -176,10 +176,11 @@ def compile_command(input_path: str, frontend: str | None, backend: str, output:
         exe.stats.update(summary(report))
     exe.save(output)
     if report is not None and report.mesh is not None:
-        from oxla.sharding.mpi import write_sidecar
+        from oxla.sharding.mpi import write_sidecar, write_weights
         from oxla.sharding.run import _entry
 
         write_sidecar(output, report, _entry(module), mpi)
+        write_weights(output, report, _entry(module))
     if key is not None:
         sign_artifact(output, key)
     compile_s = exe.stats.get("compile_seconds", 0.0)

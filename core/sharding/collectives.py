@@ -38,6 +38,22 @@ class Collective:
 
 
 @dataclass
+class Weight:
+    """A sharded constant the partitioner sliced at compile time: it became a trailing
+    argument of the per-device program, and ``pieces[device]`` is that device's shard
+    (so no device's program holds the whole tensor)."""
+
+    name: str
+    sharding: TensorShardingAttr
+    global_type: T.TensorType
+    pieces: list
+
+    @property
+    def bytes_per_device(self) -> int:
+        return int(self.pieces[0].nbytes) if self.pieces else 0
+
+
+@dataclass
 class PartitionReport:
     """What :func:`partition` did: the mesh, every function's argument and result
     shardings (to shard inputs and assemble outputs), the inserted collectives."""
@@ -48,6 +64,7 @@ class PartitionReport:
     global_types: dict[str, tuple] = field(default_factory=dict)
     collectives: list[Collective] = field(default_factory=list)
     op_shardings: list[tuple[str, str]] = field(default_factory=list)
+    weights: dict[str, list[Weight]] = field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}

@@ -175,11 +175,55 @@ def write_sidecar(path: str, report, entry: str, mpi: str | None = None) -> str:
         "inputs": [item(t, s) for t, s in zip(ins, report.in_shardings[entry])],
         "outputs": [item(t, s) for t, s in zip(outs, report.out_shardings[entry])],
         "collectives": report.counts(),
+        "weights": [{"name": w.name, "shape": list(w.global_type.shape),
+                     "type": str(w.global_type), "sharding": str(w.sharding),
+                     "bytes_per_device": w.bytes_per_device}
+                    for w in report.weights.get(entry, [])],
     }
     out = path + SIDECAR
     with open(out, "w") as f:
         json.dump(data, f, indent=1)
     return out
+
+
+def weights_file(path: str, rank: int) -> str:
+    """Where rank ``rank``'s shards of the weights of artifact ``path`` live."""
+    return f"{path}.rank{rank}.npz"
+
+
+def write_weights(path: str, report, entry: str) -> list[str]:
+    """Writes each device's shards of the weights sliced at compile time, one file per
+    rank (:func:`weights_file`: ``w0``, ``w1``, ... in argument order); returns the paths
+    (none when no weight is sharded)."""
+    ws = report.weights.get(entry, [])
+    if not ws or report.mesh is None:
+        return []
+    out = []
+    for r in range(report.mesh.num_devices):
+        f = weights_file(path, r)
+        np.savez(f, **{f"w{i}": w.pieces[r] for i, w in enumerate(ws)})
+        out.append(f)
+    return out
+
+
+def read_weights(path: str, side: dict, rank: int) -> list[np.ndarray]:
+    """This rank's weight shards for artifact ``path`` (only its own file is read).
+
+    Raises:
+        OxlaError: the file is missing or does not hold what the sidecar lists.
+    """
+    want = side.get("weights") or []
+    if not want:
+        return []
+    f = weights_file(path, rank)
+    if not os.path.exists(f):
+        raise OxlaError(f"'{f}' is missing: it holds rank {rank}'s shards of the weights "
+                        f"of '{path}' (oxla compile writes one per rank)")
+    with np.load(f, allow_pickle=False) as z:
+        if len(z.files) != len(want):
+            raise OxlaError(f"'{f}' holds {len(z.files)} weights, the sidecar lists "
+                            f"{len(want)}")
+        return [z[f"w{i}"] for i in range(len(want))]
 
 
 def read_sidecar(path: str) -> dict:
@@ -302,7 +346,15 @@ def run_rank(path: str, inputs: list[np.ndarray]) -> list[np.ndarray] | None:
             raise OxlaError(f"input of shape {list(x.shape)}, expected {spec['shape']}")
         s = parse_attribute(spec["sharding"]) if spec["sharding"] else None
         local.append(M.shard_array(x, s, mesh)[rank])
-    exe = oxla.load(path)
+    try:  # a rank's own files: every rank learns of one that fails (no rank waits)
+        local += read_weights(path, side, rank)
+        exe = oxla.load(path)
+        failed = ""
+    except OxlaError as e:
+        failed = str(e).splitlines()[0]
+    bad = [m for m in comm.allgather(failed) if m]
+    if bad:
+        raise OxlaError(bad[0])
     grid = MpiGrid(comm, _timeout())
     outs = _call(exe, local, grid, rank)
     got = comm.gather([np.asarray(o) for o in outs], root=0)

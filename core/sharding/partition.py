@@ -32,6 +32,7 @@ from oxla.errors import NotSupportedError
 from oxla.ir import attributes as A
 from oxla.ir import types as T
 from oxla.ir.builder import Builder
+from oxla.ir.location import NameLoc
 from oxla.ir.opdef import ELEMENTWISE
 from oxla.ir.operation import Block, Module, Operation, Value
 from oxla.ir.sdy import DimSharding, MeshAttr, TensorShardingAttr
@@ -40,6 +41,7 @@ from oxla.sharding.collectives import (  # noqa: F401  (re-exported)
     Collective,
     DeviceOps,
     PartitionReport,
+    Weight,
     _axes,
     _replicated,
     _tensor,
@@ -57,8 +59,10 @@ _GLOBAL_OPS = {"stablehlo.iota", "stablehlo.constant", "sdy.constant", "stablehl
 
 class _FuncPartitioner(DeviceOps):
     def __init__(self, func: Operation, mesh: MeshAttr, mesh_name: str,
-                 report: PartitionReport, channel: list[int], tables=None):
+                 report: PartitionReport, channel: list[int], tables=None,
+                 hoist_weights: bool = False):
         self.func = func
+        self.hoist_weights = hoist_weights
         self.tables = tables or {}
         self.mesh = mesh
         self.mesh_name = mesh_name
@@ -134,6 +138,8 @@ class _FuncPartitioner(DeviceOps):
             s = op.attributes["out_sharding"]
             self.vals[op.results[0]] = (x, cur)
             self.vals[op.results[0]] = (self.get(op.results[0], s, n), s)
+            return
+        if n == "stablehlo.constant" and self.hoist_weights and self._hoist(op):
             return
         if n == "sdy.constant":
             c = Operation.create("stablehlo.constant", [], [op.results[0].type],
@@ -277,6 +283,27 @@ class _FuncPartitioner(DeviceOps):
                                 del fa[f]
                                 changed = True
 
+    def _hoist(self, op: Operation) -> bool:
+        """A sharded constant becomes a trailing argument holding each device's shard
+        (:class:`Weight`); False for replicated or scalar constants."""
+        r = op.results[0]
+        sh = M.value_sharding(r)
+        value = op.attributes.get("value")
+        if sh is None or not any(d.axes for d in sh.dims) or \
+                not isinstance(value, A.DenseElementsAttr) or not isinstance(
+                    r.type, T.TensorType) or not r.type.shape:
+            return False
+        arr = np.broadcast_to(value.array, r.type.shape)
+        name = self.func.attributes["sym_name"].value  # type: ignore[attr-defined]
+        sh = TensorShardingAttr(self.mesh_name, sh.dims)
+        w = Weight(_loc_name(op) or f"constant{len(self.report.weights.get(name, []))}", sh,
+                   r.type, M.shard_array(arr, sh, self.mesh))
+        self.report.weights.setdefault(name, []).append(w)
+        self.vals[r] = (self.block.add_arg(self.local_type(r.type, sh)), sh)
+        self.complete.add(r)
+        self.report.op_shardings.append((op.name, str(sh.body())))
+        return True
+
     def _index_parallel_gather(self, op: Operation) -> bool:
         """A gather from a table sharded on its indexed dimension: local lookups, masked,
         summed (:mod:`oxla.sharding.gather`); False when the table is not so sharded."""
@@ -397,6 +424,15 @@ def _padding_ok(op: Operation) -> bool:
                        "stablehlo.clamp", "stablehlo.is_finite")
 
 
+def _loc_name(op: Operation) -> str | None:
+    loc = op.loc
+    while loc is not None:
+        if isinstance(loc, NameLoc):
+            return loc.name
+        loc = getattr(loc, "child", None)
+    return None
+
+
 def _scatter_dim(want: list, got: list, red: tuple) -> int | None:
     """The one dimension where the wanted result sharding is the computed one plus the
     reduced axes (then a reduce_scatter), or None."""
@@ -440,13 +476,17 @@ def _shardings_of(op: Operation):
                             yield x
 
 
-def partition(module: Module, propagate: bool = True) -> PartitionReport:
+def partition(module: Module, propagate: bool = True, hoist_weights: bool = False
+              ) -> PartitionReport:
     """Partitions ``module`` in place into its per-device program.
 
     Args:
         module: a module with ``sdy.mesh`` and shardings (run :class:`ImportShardings`
             first for GSPMD strings).
         propagate: run :class:`~oxla.sharding.ShardingPropagation` first.
+        hoist_weights: slice sharded constants (weights) at compile time: each becomes
+            a trailing argument of the per-device program and ``report.weights`` holds
+            every device's shard of it (no program holds the whole weight).
 
     Returns:
         The :class:`PartitionReport` (shardings of arguments and results, collectives).
@@ -470,7 +510,8 @@ def partition(module: Module, propagate: bool = True) -> PartitionReport:
     channel = [0]
     for f in list(module.functions):
         if f.regions and f.regions[0].blocks:
-            _FuncPartitioner(f, mesh, name, report, channel, M.meshes(module)).run()
+            _FuncPartitioner(f, mesh, name, report, channel, M.meshes(module),
+                             hoist_weights).run()
     for op in list(module.body.ops):
         if op.name == "sdy.mesh":
             op.erase()
@@ -496,4 +537,4 @@ class SpmdPartition:
         return module
 
 
-__all__ = ["partition", "SpmdPartition", "PartitionReport", "Collective"]
+__all__ = ["partition", "SpmdPartition", "PartitionReport", "Collective", "Weight"]

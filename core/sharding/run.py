@@ -30,24 +30,28 @@ def _entry(module: Module) -> str:
     return "main" if "main" in names else names[0]
 
 
-def prepare(module: Module | str) -> tuple[Module, PartitionReport, str]:
-    """Parses (when text), imports GSPMD shardings, partitions; returns the per-device
-    module, the report and the entry function's name."""
+def prepare(module: Module | str, hoist_weights: bool = False
+            ) -> tuple[Module, PartitionReport, str]:
+    """Parses (when text), imports GSPMD shardings, partitions (slicing sharded weights
+    at compile time with ``hoist_weights``); returns the per-device module, the report
+    and the entry function's name."""
     from oxla.ir import parse_module
     from oxla.sharding.importer import ImportShardings
 
     m = parse_module(module) if isinstance(module, str) else module.clone()
     ImportShardings().run(m)
-    report = partition(m)
+    report = partition(m, hoist_weights=hoist_weights)
     return m, report, _entry(m)
 
 
 def shard_inputs(report: PartitionReport, name: str, args: Sequence[Any]) -> list[list]:
-    """Per device, its pieces of ``args`` (device-major)."""
+    """Per device, its pieces of ``args`` (device-major), then its shards of the
+    weights sliced at compile time."""
     mesh = report.mesh
     n = mesh.num_devices if mesh is not None else 1
     per = [M.shard_array(np.asarray(a), s, mesh) if mesh is not None else [np.asarray(a)]
            for a, s in zip(args, report.in_shardings.get(name, [None] * len(args)))]
+    per += [w.pieces for w in report.weights.get(name, [])]
     return [[p[d] for p in per] for d in range(n)]
 
 
@@ -81,6 +85,10 @@ class ShardedExecutable:
     ``1 x N`` grid of the backend (the interpreter's threads and rendezvous, or the cpu
     backend's ``run_parallel``), and the outputs are assembled from the devices' pieces.
 
+    Sharded constants (weights) are sliced at compile time: the per-device program
+    takes each device's shard as a trailing argument (``report.weights``), so no
+    program holds a whole sharded weight.
+
     Attributes:
         module: the per-device module. report: the :class:`PartitionReport`.
         entry: the entry function's name. backend: the backend's name.
@@ -95,7 +103,7 @@ class ShardedExecutable:
     def __init__(self, module: Module | str, backend: str | None = None):
         from oxla.sharding.cost import summary
 
-        self.module, self.report, self.entry = prepare(module)
+        self.module, self.report, self.entry = prepare(module, hoist_weights=True)
         self.backend = grid_backend(backend)
         mesh = self.report.mesh
         self.num_devices = mesh.num_devices if mesh is not None else 1
@@ -109,6 +117,8 @@ class ShardedExecutable:
             self.executable = self._be.compile(self.module)
             stats.update(getattr(self.executable, "stats", {}) or {})
         stats.update(summary(self.report))
+        stats["weight_bytes_per_device"] = sum(
+            w.bytes_per_device for w in self.report.weights.get(self.entry, []))
         self.stats = stats
 
     def __call__(self, *args: Any) -> list:
@@ -134,13 +144,14 @@ class ShardedExecutable:
             NotSupportedError: on the interpreter (nothing compiled to save).
         """
         from oxla.errors import NotSupportedError
-        from oxla.sharding.mpi import write_sidecar
+        from oxla.sharding.mpi import write_sidecar, write_weights
 
         if self.executable is None:
             raise NotSupportedError("a sharded program run on the interpreter has no "
                                     "artifact to save; compile it with backend='cpu'")
         self.executable.save(path)
         write_sidecar(str(path), self.report, self.entry)
+        write_weights(str(path), self.report, self.entry)
 
 
 def run_sharded(module: Module | str, args: Sequence[Any], backend: str = "interpreter"

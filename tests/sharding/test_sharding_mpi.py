@@ -118,6 +118,32 @@ def test_open_mpi_runs_and_an_mpich_run_is_refused(tmp_path, jax_programs):
     assert "built for Open MPI" in r.stderr and "this run uses MPICH" in r.stderr
 
 
+def test_each_rank_reads_only_its_weight_shard(tmp_path):
+    """A weight sharded at compile time: rank r loads only ``.rank{r}.npz``; without it
+    the run is refused in one line."""
+    from tests.sharding.test_sharding_cli import WEIGHT
+
+    src = tmp_path / "w.mlir"
+    src.write_text(WEIGHT.replace("dense<0.5>", "dense<[" + ",".join(
+        "[" + ",".join(str(float(4 * i + j)) for j in range(4)) + "]" for i in range(16))
+        + "]>"))
+    art = tmp_path / "w.oxla"
+    subprocess.run(OXLA + ["compile", str(src), "--backend", "cpu", "-o", str(art), "--mesh",
+                           "model=2", "--shard", "param:fc.weight=_,model"],
+                   check=True, env=_env(), capture_output=True, timeout=300)
+    x = np.random.default_rng(0).standard_normal((8, 16)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    cmd = OXLA + ["launch", "-n", "2", str(art), "--input", str(tmp_path / "x.npy"),
+                  "--output", str(tmp_path / "o.npy")]
+    r = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    w = np.arange(64, dtype=np.float32).reshape(16, 4)
+    np.testing.assert_allclose(np.load(tmp_path / "o.npy"), x @ w, rtol=1e-5)
+    os.remove(str(art) + ".rank1.npz")
+    r = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "w.oxla.rank1.npz' is missing" in r.stderr, r.stderr
+
+
 @pytest.mark.parametrize("mode", ["hang", "die"])
 def test_a_missing_rank_ends_every_rank(mode):
     from oxla.cli.launch_cmd import find_mpiexec
