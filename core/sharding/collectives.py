@@ -199,6 +199,16 @@ class DeviceOps:
         self._record("reduce_scatter", x.type, axes, "reduction", why)
         return op.results[0]
 
+    def permute(self, x: Value, pairs, axes, why: str) -> Value:
+        """``collective_permute`` of ``x`` along ``pairs`` of device ids (a device that
+        no pair targets receives zeros); recorded as a halo exchange."""
+        arr = np.array(pairs, dtype=np.int64).reshape(-1, 2)
+        op = self._mk("stablehlo.collective_permute", [x], [x.type], {
+            "source_target_pairs": A.dense(arr, _tensor(arr.shape, T.IntegerType(64))),
+            "channel_handle": self._channel()})
+        self._record("collective_permute", x.type, axes, "halo", why)
+        return op.results[0]
+
     def _record(self, kind, t, axes, reason, why) -> None:
         self.report.collectives.append(Collective(kind, _nbytes(t), tuple(str(a) for a in axes),
                                                   reason, why, self._count(axes)))

@@ -49,6 +49,7 @@ from oxla.sharding.collectives import (  # noqa: F401  (re-exported)
 from oxla.sharding.factors import compose as _compose
 from oxla.sharding.factors import project as _project
 from oxla.sharding.gather import masked_gather, sharded_index_dim
+from oxla.sharding.halo import halo_conv, halo_plan, input_sharding
 from oxla.sharding.rules import NEED_REPLICATION, REDUCTION, rule_for
 
 I32 = T.IntegerType(32)
@@ -170,6 +171,8 @@ class _FuncPartitioner(DeviceOps):
         if n.startswith("sdy.") and n != "sdy.constant":
             raise NotSupportedError(f"the partitioner does not support '{n}' yet", op.loc)
         if n == "stablehlo.gather" and self._index_parallel_gather(op):
+            return
+        if n == "stablehlo.convolution" and self._halo_conv(op):
             return
         rule = None if n in _GLOBAL_OPS or any(
             r for r in op.regions if n != "stablehlo.reduce") else rule_for(op)
@@ -301,6 +304,21 @@ class _FuncPartitioner(DeviceOps):
         self.report.weights.setdefault(name, []).append(w)
         self.vals[r] = (self.block.add_arg(self.local_type(r.type, sh)), sh)
         self.complete.add(r)
+        self.report.op_shardings.append((op.name, str(sh.body())))
+        return True
+
+    def _halo_conv(self, op: Operation) -> bool:
+        """A convolution whose input is sharded on a spatial dimension: halo exchange
+        (:mod:`oxla.sharding.halo`); False when the plan does not apply."""
+        plan = halo_plan(op, self.vals[op.operands[0]][1], self.mesh)
+        if plan is None:
+            return False
+        x = self.get(op.operands[0], input_sharding(op, plan, self.mesh_name), op.name)
+        rank = len(op.operands[1].type.shape)
+        w = self.get(op.operands[1], _replicated(self.mesh_name, rank), op.name)
+        out, sh = halo_conv(self, op, x, w, plan, self.mesh_name)
+        self.vals[op.results[0]] = (out, sh)
+        self.complete.add(op.results[0])
         self.report.op_shardings.append((op.name, str(sh.body())))
         return True
 

@@ -282,3 +282,40 @@ def test_gather_from_a_table_sharded_on_its_indexed_dim_masks_and_sums(backend):
                                                       ('"x"',))]
     assert not any(c.kind == "all_gather" and c.op == "stablehlo.gather"
                    for c in report.collectives)
+
+
+CONV = """\
+sdy.mesh @mesh = <["x"=2, "y"=2]>
+func.func @main(%x: tensor<2x8x6x3xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {"y"}, {}, {}]>},
+                %w: tensor<3x3x3x4xf32>) -> tensor<2x8x6x4xf32> {
+  %y = stablehlo.convolution(%x, %w)
+      dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f],
+      window = {stride = [1, 1], pad = [[1, 1], [1, 1]]}
+      {batch_group_count = 1 : i64, feature_group_count = 1 : i64}
+      : (tensor<2x8x6x3xf32>, tensor<3x3x3x4xf32>) -> tensor<2x8x6x4xf32>
+  %z = stablehlo.tanh %y : tensor<2x8x6x4xf32>
+  return %z : tensor<2x8x6x4xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("window", ["pad = [[1, 1], [1, 1]]", "pad = [[2, 0], [1, 1]]",
+                                    "pad = [[2, 2], [1, 1]], rhs_dilate = [2, 1]"])
+def test_convolution_sharded_spatially_exchanges_halos(backend, window):
+    """Rows on "y", batch on "x": each device gets its neighbours' boundary rows by
+    collective_permute (zeros at the edges are the padding); input and output stay
+    sharded (only the unannotated result is gathered at the return)."""
+    text = CONV.replace("pad = [[1, 1], [1, 1]]", window)
+    rng = np.random.default_rng(4)
+    ins = [rng.standard_normal((2, 8, 6, 3)).astype(np.float32),
+           rng.standard_normal((3, 3, 3, 4)).astype(np.float32)]
+    outs, report = run_sharded(text, ins, backend)
+    ref = run_function(drop_shardings(parse_module(text)), "main", ins)
+    np.testing.assert_allclose(outs[0], ref[0], rtol=1e-5, atol=1e-5)
+    halo = [c for c in report.collectives if c.reason == "halo"]
+    lo, hi = (2, 0) if "[2, 0]" in window else (2, 2) if "[2, 2]" in window else (1, 1)
+    assert [c.kind for c in halo] == ["collective_permute"] * ((lo > 0) + (hi > 0))
+    # each halo is lo (or hi) rows of the local 1x4x6x3 f32 block
+    assert sorted(c.bytes for c in halo) == sorted(r * 6 * 3 * 4 for r in (lo, hi) if r)
+    assert not any(c.op == "stablehlo.convolution" and c.kind == "all_gather"
+                   for c in report.collectives)
