@@ -15,9 +15,10 @@ rendezvous interface as the in-process grids of the interpreter and the cpu
 backend), which exchanges the values with non-blocking ``MPI_Iallgather`` polled
 against a deadline (``OXLA_COLLECTIVE_TIMEOUT`` seconds, default 300): a rank that
 died or never arrives ends every rank with an error naming the op and the rank, then
-``MPI_Abort`` (never a hang). The values go through Python and mpi4py; collectives
-called from compiled code through MPI's C ABI (no Python on the hot path) are later
-work.
+``MPI_Abort`` (never a hang). That is the interpreter's path; the cpu backend's code
+calls ``libmpi`` itself through the C ABI for its all-reduces, all-gathers and
+reduce-scatters (:mod:`oxla.sharding.mpi_native`; ``OXLA_MPI_NATIVE=0`` keeps them
+on the Python path).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import numpy as np
 
 from oxla.errors import OxlaError
 from oxla.interpreter.rendezvous import ProcessId, Rendezvous
+from oxla.sharding.mpi_native import attach as attach_native
 
 SIDECAR = ".sharding.json"
 
@@ -346,16 +348,21 @@ def run_rank(path: str, inputs: list[np.ndarray]) -> list[np.ndarray] | None:
             raise OxlaError(f"input of shape {list(x.shape)}, expected {spec['shape']}")
         s = parse_attribute(spec["sharding"]) if spec["sharding"] else None
         local.append(M.shard_array(x, s, mesh)[rank])
+    grid = MpiGrid(comm, _timeout())
     try:  # a rank's own files: every rank learns of one that fails (no rank waits)
         local += read_weights(path, side, rank)
         exe = oxla.load(path)
         failed = ""
     except OxlaError as e:
         failed = str(e).splitlines()[0]
-    bad = [m for m in comm.allgather(failed) if m]
+    bad = [m for m in grid.allgather(failed, "loading the artifact") if m]
     if bad:
         raise OxlaError(bad[0])
-    grid = MpiGrid(comm, _timeout())
+    if exe.backend != "interpreter" and os.environ.get("OXLA_MPI_NATIVE", "1") != "0":
+        lib = mpi_library() or {}
+        native = attach_native(exe, comm, str(lib.get("family", "")), grid.timeout)
+        if native is not None and rank == 0:
+            print(native.summary(), flush=True)
     outs = _call(exe, local, grid, rank)
     got = comm.gather([np.asarray(o) for o in outs], root=0)
     if rank != 0:

@@ -144,6 +144,58 @@ def test_each_rank_reads_only_its_weight_shard(tmp_path):
     assert r.returncode == 2 and "w.oxla.rank1.npz' is missing" in r.stderr, r.stderr
 
 
+def _plain_artifact(tmp_path):
+    from tests.sharding.test_sharding_cli import PLAIN
+
+    src = tmp_path / "p.mlir"
+    src.write_text(PLAIN)
+    art = tmp_path / "p.oxla"
+    subprocess.run(OXLA + ["compile", str(src), "--backend", "cpu", "-o", str(art), "--mesh",
+                           "data=2,model=2", "--shard", "arg0=data,model", "--shard",
+                           "arg1=model,_"], check=True, env=_env(), capture_output=True,
+                   timeout=300)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((8, 16)).astype(np.float32)
+    w = rng.standard_normal((16, 4)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "w.npy", w)
+    return art, np.tanh(x @ w)
+
+
+def test_compiled_collectives_call_mpi_through_its_c_abi(tmp_path):
+    """The cpu code's all-reduce goes to libmpi from native code (no Python callback);
+    OXLA_MPI_NATIVE=0 gives the same result on the Python path."""
+    art, want = _plain_artifact(tmp_path)
+    cmd = OXLA + ["launch", "-n", "4", str(art), "--input", str(tmp_path / "x.npy"),
+                  "--input", str(tmp_path / "w.npy"), "--output", str(tmp_path / "o.npy")]
+    for native in ("1", "0"):
+        r = subprocess.run(cmd, env=dict(_env(), OXLA_MPI_NATIVE=native),
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        line = "native MPI collectives: all_reduce 1; python fallbacks: 0"
+        assert (line in r.stdout) == (native == "1"), r.stdout
+        np.testing.assert_allclose(np.load(tmp_path / "o.npy"), want, rtol=1e-5, atol=1e-6)
+
+
+def test_a_native_collective_that_never_completes_ends_every_rank(tmp_path):
+    from oxla.cli.launch_cmd import find_mpiexec
+
+    art, _ = _plain_artifact(tmp_path)
+    t0 = time.monotonic()
+    r = subprocess.run([find_mpiexec(), "-n", "4", sys.executable, str(HERE / "mpi_victim.py"),
+                        "native", "2", str(art), str(tmp_path / "x.npy"),
+                        str(tmp_path / "w.npy")],
+                       env=dict(_env(), OXLA_COLLECTIVE_TIMEOUT="10"), capture_output=True,
+                       text=True, timeout=120)
+    took = time.monotonic() - t0
+    # the all-reduce is over "model" (ranks {0, 1} and {2, 3}): 0 and 1 complete; 3, the
+    # victim's partner, times out in native code, names itself and aborts every rank
+    assert r.returncode != 0 and r.stdout.count("completed") == 2, r.stdout + r.stderr
+    assert 10 <= took < 60, took
+    assert "error: 'all_reduce' (channel 1) on rank 3" in r.stderr, r.stderr
+    assert "did not complete within 10s" in r.stderr
+
+
 @pytest.mark.parametrize("mode", ["hang", "die"])
 def test_a_missing_rank_ends_every_rank(mode):
     from oxla.cli.launch_cmd import find_mpiexec
