@@ -127,6 +127,10 @@ def compile_command(input_path: str, frontend: str | None, backend: str, output:
         refuse_overwriting_input(input_path, output)
     key = load_key(sign_key_file, "signing key") if sign_key_file else \
         key_from_env("OXLA_SIGN_KEY")
+    if mpi is not None:
+        from oxla.sharding.mpi import mpi_name
+
+        mpi = mpi_name(mpi)  # a bad name is refused before anything is written
     name = resolve_frontend(input_path, frontend)
     options: dict[str, object] = {"arg_shapes": list(input_specs)} if input_specs else {}
     if params_as_inputs:

@@ -94,6 +94,8 @@ def test_user_errors_are_one_line(tmp_path):
          "error: --shard for arg0: 1 dimensions given, the tensor has 2"),
         (["--mesh", "data=2", "--shard", "param:nothing.*=data"],
          "error: --shard 'param:nothing.*=data': no parameter matches 'nothing.*'"),
+        (["--mesh", "data=2", "--shard", "arg0=data,_", "--mpi", "bogus"],
+         "error: unknown MPI 'bogus': expected one of mpich, openmpi"),
     ]
     for extra, message in cases:
         r = CliRunner().invoke(cli, ["compile", str(src), "-o", str(tmp_path / "x.oxla")]
