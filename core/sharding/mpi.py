@@ -284,6 +284,7 @@ class MpiGrid(Rendezvous):
                                  f"{self.timeout:g}s (OXLA_COLLECTIVE_TIMEOUT): a rank died or "
                                  "never arrived; aborting every rank\n")
                 sys.stderr.flush()
+                time.sleep(0.5)  # (mpiexec forwards the line before the abort ends the job)
                 self.comm.Abort(3)
             time.sleep(0.0005)
 

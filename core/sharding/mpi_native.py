@@ -27,6 +27,7 @@ import ctypes
 import os
 import re
 import sys
+import time
 from typing import Any
 
 import numpy as np
@@ -234,10 +235,11 @@ def _timeout_callback(rt: Any, comm: Any, rank: int, timeout: float):
     def late(index: int) -> None:
         d = rt.describe(index)
         what = f"'{d.kind}' (channel {d.channel})" if d is not None else f"op {index}"
-        sys.stderr.write(f"error: {what} on rank {rank} did not complete within "
-                         f"{timeout:g}s (OXLA_COLLECTIVE_TIMEOUT): a rank died or never "
-                         "arrived; aborting every rank\n")
         sys.stderr.flush()
+        os.write(2, (f"error: {what} on rank {rank} did not complete within {timeout:g}s "
+                     "(OXLA_COLLECTIVE_TIMEOUT): a rank died or never arrived; aborting "
+                     "every rank\n").encode())
+        time.sleep(0.5)  # (mpiexec forwards the line before the abort ends the job)
         comm.Abort(3)
         os._exit(3)  # (the native caller must not go on with the unfinished result)
 
