@@ -95,6 +95,9 @@ def resolve_frontend(path: str, name: str | None) -> str:
               help="print each op's sharding and each inserted collective with its bytes")
 @click.option("--link-gbps", type=float, default=100.0, show_default=True,
               help="link bandwidth for --explain-sharding's communication estimate")
+@click.option("--mpi", "mpi", default=None, metavar="NAME",
+              help="the MPI a sharded artifact is built for: mpich (default, or $OXLA_MPI) "
+                   "or openmpi; recorded in its sidecar, checked by oxla launch")
 @click.option("--sign-key-file", type=click.Path(dir_okay=False), default=None,
               help="sign the artifact with HMAC-SHA256 using the key in this file "
                    "(default: the key in $OXLA_SIGN_KEY, when set)")
@@ -110,8 +113,8 @@ def compile_command(input_path: str, frontend: str | None, backend: str, output:
                     input_specs: tuple[str, ...],
                     params_as_inputs: bool,
                     mesh: str | None, shards: tuple[str, ...], explain_sharding: bool,
-                    link_gbps: float, sign_key_file: str | None, explain_overrides: bool,
-                    verify_overrides: bool) -> None:
+                    link_gbps: float, mpi: str | None, sign_key_file: str | None,
+                    explain_overrides: bool, verify_overrides: bool) -> None:
     """Compile a model file or directory (IN) into a .oxla artifact.
 
     The frontend is detected from IN when --frontend is omitted: .mlir files are
@@ -128,6 +131,10 @@ def compile_command(input_path: str, frontend: str | None, backend: str, output:
         refuse_overwriting_input(input_path, output)
     key = load_key(sign_key_file, "signing key") if sign_key_file else \
         key_from_env("OXLA_SIGN_KEY")
+    if mpi is not None:
+        from oxla.sharding.mpi import mpi_name
+
+        mpi = mpi_name(mpi)  # a bad name is refused before anything is written
     name = resolve_frontend(input_path, frontend)
     options: dict[str, object] = {"arg_shapes": list(input_specs)} if input_specs else {}
     if params_as_inputs:
@@ -142,7 +149,7 @@ def compile_command(input_path: str, frontend: str | None, backend: str, output:
         from oxla.sharding.driver import shard_module
 
         module, report = shard_module(module, mesh, list(shards), link_gbps,
-                                      explain=explain_sharding)
+                                      explain=explain_sharding, hoist_weights=True)
     if emit == "stablehlo":
         text = print_module(module)
         if output is None:
@@ -179,10 +186,11 @@ def compile_command(input_path: str, frontend: str | None, backend: str, output:
         exe.stats.update(summary(report))
     exe.save(output)
     if report is not None and report.mesh is not None:
-        from oxla.sharding.mpi import write_sidecar
+        from oxla.sharding.mpi import write_sidecar, write_weights
         from oxla.sharding.run import _entry
 
-        write_sidecar(output, report, _entry(module))
+        write_sidecar(output, report, _entry(module), mpi)
+        write_weights(output, report, _entry(module))
     if key is not None:
         sign_artifact(output, key)
     compile_s = exe.stats.get("compile_seconds", 0.0)

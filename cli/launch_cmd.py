@@ -1,36 +1,30 @@
 """``oxla launch -n N``: run a partitioned artifact with one MPI process per device.
 
 A thin wrapper: it finds the ``mpiexec`` installed with the ``mpich`` wheel (beside
-the Python interpreter, else on ``PATH``) and runs ``mpiexec -n N python -m
-oxla.sharding.mpi ARTIFACT ...`` (see :mod:`oxla.sharding.mpi`).
+the Python interpreter, else on ``PATH``), or Open MPI's with ``--mpi openmpi``, and
+runs ``mpiexec -n N python -m oxla.sharding.mpi ARTIFACT ...`` (see
+:mod:`oxla.sharding.mpi`).
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 
 import click
 
 from oxla.errors import OxlaError
+from oxla.sharding.mpi import launcher, mpi_env, mpi_name
 
 
 def find_mpiexec() -> str:
-    """The ``mpiexec`` to use.
+    """MPICH's ``mpiexec`` (beside the Python interpreter, else on ``PATH``).
 
     Raises:
         OxlaError: none is installed (says how to get one).
     """
-    here = os.path.join(os.path.dirname(sys.executable), "mpiexec")
-    if os.access(here, os.X_OK):
-        return here
-    found = shutil.which("mpiexec")
-    if found is None:
-        raise OxlaError("no mpiexec found; install one with: pip install mpi4py mpich "
-                        "(or pip install -e '.[mpi]')")
-    return found
+    return launcher("mpich")[0]
 
 
 @click.command("launch", context_settings={"ignore_unknown_options": True})
@@ -39,6 +33,9 @@ def find_mpiexec() -> str:
               help="hosts to run on (mpiexec -hosts); default: this machine")
 @click.option("--mpiexec-arg", "mpiexec_args", multiple=True, metavar="ARG",
               help="an extra mpiexec argument, in order (e.g. -launcher-exec ./enter.sh)")
+@click.option("--mpi", "mpi", default=None, metavar="NAME",
+              help="mpich (default, or $OXLA_MPI) or openmpi: the MPI the artifact was "
+                   "compiled for (oxla compile --mpi)")
 @click.option("--timeout", "timeout", type=float, default=None,
               help="seconds a collective may wait (sets OXLA_COLLECTIVE_TIMEOUT)")
 @click.argument("artifact", type=click.Path(exists=True, dir_okay=False))
@@ -47,21 +44,25 @@ def find_mpiexec() -> str:
 @click.option("--output", default=None, type=click.Path(),
               help="where rank 0 writes the assembled results (.npz, or .npy for one)")
 def launch_command(ranks: int, hosts: str | None, mpiexec_args: tuple[str, ...],
-                   timeout: float | None, artifact: str, inputs: tuple[str, ...],
+                   mpi: str | None, timeout: float | None, artifact: str, inputs: tuple[str, ...],
                    output: str | None) -> None:
     """Run ARTIFACT (compiled with --mesh) on N MPI ranks, one per device."""
     if ranks < 1:
         raise OxlaError(f"-n must be at least 1, got {ranks}")
-    cmd = [find_mpiexec(), "-n", str(ranks)]
+    name = mpi_name(mpi)
+    cmd = launcher(name) + ["-n", str(ranks)]
     if hosts:
-        cmd += ["-hosts", hosts]
+        cmd += ["--host" if name == "openmpi" else "-hosts", hosts]
     cmd += list(mpiexec_args)
     cmd += [sys.executable, "-m", "oxla.sharding.mpi", artifact]
     for p in inputs:
         cmd += ["--input", p]
     if output:
         cmd += ["--output", output]
-    env = dict(os.environ)
+    env = dict(os.environ, **mpi_env(name))
+    if name == "mpich":  # mpi4py then finds MPICH beside the interpreter
+        env.pop("MPI4PY_LIBMPI", None)
+        env.pop("MPI4PY_MPIABI", None)
     if timeout is not None:
         env["OXLA_COLLECTIVE_TIMEOUT"] = str(timeout)
     rc = subprocess.call(cmd, env=env)

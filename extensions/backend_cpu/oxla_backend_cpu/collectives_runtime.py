@@ -398,6 +398,18 @@ class Runtime:
         self.outfeed_log: list[list[np.ndarray]] = []
         self._entry = entry
         self._callback = _CALLBACK(self._on_op)  # kept alive with the executable
+        self.callback_slot = 0
+        """The address of the code's :data:`CALLBACK` pointer (set by :func:`install`): a
+        caller may point it at native code that handles some runtime ops itself and
+        calls the previous value for the others (``oxla.sharding.mpi_native``)."""
+
+    def describe(self, index: int) -> Desc | None:
+        """Runtime op ``index``'s descriptor, or None when the code has no such op."""
+        if index in self.descs:
+            return self.descs[index]
+        if not self._jit.global_address(f"{DESCRIPTOR}{index}"):
+            return None
+        return self._describe(index)
 
     def _on_op(self, index: int, ins: int, outs: int) -> None:
         call: _Call | None = getattr(_local, "call", None)
@@ -467,6 +479,7 @@ def install(exe: Any, jit: Any) -> None:
         exe.runtime = None
         return
     rt = Runtime(jit, exe._entry)
+    rt.callback_slot = address
     ctypes.c_void_p.from_address(address).value = ctypes.cast(rt._callback,
                                                               ctypes.c_void_p).value
     exe.runtime = rt

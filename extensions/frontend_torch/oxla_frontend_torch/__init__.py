@@ -26,6 +26,7 @@ _EXPORTS = {
     "lowering": "oxla_frontend_torch.registry",
     "LOWERINGS": "oxla_frontend_torch.registry",
     "TorchFrontend": "oxla_frontend_torch.frontend",
+    "shard": "oxla_frontend_torch.sharding",
 }
 
 

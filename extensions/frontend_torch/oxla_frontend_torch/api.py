@@ -17,8 +17,11 @@ from oxla.errors import NotSupportedError, OxlaError, RuntimeInputError
 from oxla.ir import Module
 from oxla.ir.types import TensorType
 from oxla.protocols import CompileOptions, Executable
+from oxla.sharding.annotate import annotate, parse_mesh
+from oxla.sharding.run import ShardedExecutable
 from oxla_frontend_torch.importer import decompose_program, export_module, import_program
 from oxla_frontend_torch.loading import load_program
+from oxla_frontend_torch.sharding import collect as collect_shardings
 
 
 def default_backends() -> list[str]:
@@ -145,15 +148,24 @@ class TorchFunction:
         modules: the compiled (static) modules by input shapes.
         dynamic_module: the ``?``-dim module of a dynamic program, or None.
         dynamic_error: why a dynamic program has no ``dynamic_module``, or None.
+        sharding: ``(mesh, --shard items)`` of a sharded program, or None; it then runs
+            partitioned on an in-process grid of the mesh's devices
+            (:class:`oxla.sharding.run.ShardedExecutable`; ``stats`` has its
+            collectives).
     """
 
     def __init__(self, program: ExportedProgram, backend: str | None = None,
-                 options: CompileOptions | None = None):
+                 options: CompileOptions | None = None,
+                 sharding: tuple[str, list[str]] | None = None):
         self.program = program
         self.backend = backend
         self.options = options
+        self.sharding = sharding
         self._metas = _user_input_metas(program)
         self.dynamic = _is_dynamic(self._metas)
+        if self.dynamic and sharding is not None:
+            raise NotSupportedError("sharded programs with dynamic shapes are not "
+                                    "supported yet: export with static shapes")
         self.executables: dict[tuple[tuple[int, ...], ...], Executable] = {}
         self.modules: dict[tuple[tuple[int, ...], ...], Module] = {}
         self.dynamic_module: Module | None = None
@@ -176,7 +188,11 @@ class TorchFunction:
                 module = import_program(self.program, decompose=False,
                                         arg_shapes=key if self.dynamic else None)
             self.modules[key] = module
-            exe = compile_module(module, self.backend, self.options)
+            if self.sharding is not None:
+                annotate(module, parse_mesh(self.sharding[0]), self.sharding[1])
+                exe = ShardedExecutable(module, self.backend)  # type: ignore[assignment]
+            else:
+                exe = compile_module(module, self.backend, self.options)
             self.executables[key] = exe
         return exe
 
@@ -266,6 +282,8 @@ def compile(  # noqa: A001 - mirrors oxla.compile
     example_kwargs: dict[str, Any] | None = None,
     dynamic_shapes: Any = None,
     options: CompileOptions | None = None,
+    mesh: Any = None,
+    shardings: dict[str, Any] | None = None,
 ) -> TorchFunction:
     """Exports (when needed), imports and compiles a torch model.
 
@@ -278,6 +296,12 @@ def compile(  # noqa: A001 - mirrors oxla.compile
         example_kwargs: keyword example inputs for export.
         dynamic_shapes: passed to ``torch.export.export`` (``torch.export.Dim``).
         options: oxla compile options.
+        mesh: the device mesh of a sharded program (``"data=2,model=2"`` or a dict).
+        shardings: tensor name (``argN``, ``resultN``, a parameter's ``state_dict`` key
+            or glob) -> spec (``("model", None)`` or ``"model,_"``); tensors marked with
+            :func:`oxla_frontend_torch.shard` are annotated too. A sharded program is
+            partitioned (propagation completes the shardings) and runs on an in-process
+            grid of the mesh's devices; ``save`` writes it for ``oxla launch``.
 
     Returns:
         A :class:`TorchFunction` taking torch tensors (or numpy arrays) and returning
@@ -300,7 +324,8 @@ def compile(  # noqa: A001 - mirrors oxla.compile
     else:
         raise TypeError(f"expected an nn.Module, ExportedProgram or path, got "
                         f"{type(model).__name__}")
-    return TorchFunction(ep, backend, options)
+    sharding = collect_shardings(model, example_inputs, mesh, shardings)
+    return TorchFunction(ep, backend, options, sharding)
 
 
 def _check_no_args(model: torch.nn.Module) -> None:

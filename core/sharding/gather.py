@@ -1,0 +1,89 @@
+"""Gathers from an operand sharded along its indexed dimension (XLA's "index
+parallel" gather; a vocabulary-parallel embedding lookup).
+
+Each device holds rows ``[off, off + L)`` of the table. It clamps each index as the
+gather would (spec ``gather``: start indices are clamped to ``[0, size - 1]`` for a
+slice of 1), shifts it by ``-off``, gathers locally with the out-of-range ones sent to
+row 0, replaces those rows by zeros, and one ``all_reduce`` (sum) over the table's
+axes completes the lookup: every index is in range on exactly one device.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from oxla.ir import attributes as A
+from oxla.ir import types as T
+from oxla.ir.operation import Operation, Value
+from oxla.ir.sdy import DimSharding, TensorShardingAttr
+from oxla.sharding import model as M
+from oxla.sharding.collectives import DeviceOps, _axes
+
+
+def sharded_index_dim(op: Operation, cur: TensorShardingAttr | None) -> int | None:
+    """The operand dimension of gather ``op`` that is indexed, collapsed (slice 1) and
+    sharded in ``cur`` while no other operand dimension is, or None."""
+    dn = op.attributes.get("dimension_numbers")
+    get = getattr(dn, "get", None)
+    if get is None or cur is None or tuple(get("operand_batching_dims", ()) or ()):
+        return None
+    smap = tuple(get("start_index_map", ()) or ())
+    collapsed = set(get("collapsed_slice_dims", ()) or ())
+    sizes = A.to_python(op.attributes["slice_sizes"])
+    sharded = [d for d in range(len(cur.dims)) if _axes(cur, d)]
+    if len(smap) != 1 or sharded != [smap[0]]:
+        return None
+    d = smap[0]
+    if d not in collapsed or int(sizes[d]) != 1:
+        return None
+    return d
+
+
+def masked_gather(ops: DeviceOps, op: Operation, x: Value, x_sh: TensorShardingAttr,
+                  idx: Value, idx_sh: TensorShardingAttr, d: int, mesh_name: str
+                  ) -> tuple[Value, TensorShardingAttr]:
+    """The local result of gather ``op`` on the local table ``x`` (sharded on ``d``
+    only, as ``x_sh``) and local indices ``idx`` (batch dims as ``idx_sh``), and the
+    result's sharding (the indices' batch dims; offset dims whole)."""
+    b = ops.b
+    dn = op.attributes["dimension_numbers"]
+    ivd = int(dn.get("index_vector_dim", 0) or 0)
+    offset = tuple(dn.get("offset_dims", ()) or ())
+    axes = _axes(x_sh, d)
+    size = op.operands[0].type.shape[d]
+    local_rows = x.type.shape[d]
+    it = idx.type.element_type
+    dt = it.dtype
+
+    def const(v: int) -> Value:
+        return b.broadcast_in_dim(b.constant(np.array(v, dtype=dt), it), idx.type.shape, ())
+
+    start = b.convert(b.multiply(ops.shard_number(axes), ops._const_i32(local_rows)), it)
+    g = b.clamp(const(0), idx, const(size - 1))
+    local = b.subtract(g, b.broadcast_in_dim(start, idx.type.shape, ()))
+    valid = b.and_(b.compare("GE", local, const(0)),  # type: ignore[attr-defined]
+                   b.compare("LT", local, const(local_rows)))
+    local = b.select(valid, local, const(0))
+    out_t = op.results[0].type
+    batch_out = [k for k in range(len(out_t.shape)) if k not in offset]
+    batch_in = [k for k in range(len(idx.type.shape)) if k != ivd]
+    res_dims = [DimSharding(())] * len(out_t.shape)
+    for ki, ko in zip(batch_in, batch_out):
+        res_dims[ko] = DimSharding(_axes(idx_sh, ki))
+    res_sh = TensorShardingAttr(mesh_name, tuple(res_dims))
+    shape = M.local_shape(out_t.shape, res_sh, ops.mesh)
+    new = Operation.create("stablehlo.gather", [x, local],
+                           [T.TensorType(shape, out_t.element_type)],
+                           {k: v for k, v in op.attributes.items() if k != M.KEY},
+                           loc=op.loc)
+    b.insert(new)
+    bshape = [idx.type.shape[k] for k in batch_in]
+    keep = b.reshape(valid, bshape)
+    mask = b.broadcast_in_dim(keep, shape, batch_out)
+    et = out_t.element_type
+    zeros = b.broadcast_in_dim(b.constant(np.zeros((), et.dtype), et), shape, ())
+    picked = b.select(mask, new.results[0], zeros)
+    return ops.all_reduce(picked, axes, None, "reduction", op.name), res_sh
+
+
+__all__ = ["sharded_index_dim", "masked_gather"]
