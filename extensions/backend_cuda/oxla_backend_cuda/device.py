@@ -1,20 +1,17 @@
 """Which CUDA device a process runs on: the environment's choice and the driver's presence.
 
-``OXLA_CUDA_DEVICE``:
+``OXLA_CUDA_DEVICE`` (read by :func:`oxla_codegen_llvm.gpu.device.choice_from_env`):
 
 * unset or ``auto``: device 0 of the NVIDIA driver when ``libcuda.so.1`` loads, else
   none (the backend is then compile-only);
-* ``sim``: the simulated device (:mod:`oxla_backend_cuda.sim`: host memory, kernels run
-  as their host twins, library calls as their numpy semantics); never chosen unasked;
+* ``sim``: the simulated device (:mod:`oxla_codegen_llvm.gpu.sim`: host memory, kernels
+  run as their host twins, library calls as their numpy semantics); never chosen unasked;
 * ``N`` (an integer): device ``N`` of the driver.
 """
 
 from __future__ import annotations
 
-import ctypes
-import functools
-import os
-from dataclasses import dataclass
+from oxla_codegen_llvm.gpu.device import DeviceChoice, choice_from_env, library_loads
 
 from oxla.errors import OxlaError
 
@@ -22,28 +19,13 @@ ENV = "OXLA_CUDA_DEVICE"
 DRIVER_LIBRARY = "libcuda.so.1"
 NO_DRIVER = f"no NVIDIA driver: {DRIVER_LIBRARY} not found"
 
-
-@dataclass(frozen=True)
-class DeviceChoice:
-    """The device a runtime is made for.
-
-    Attributes:
-        kind: ``driver`` (a real GPU through the CUDA driver) or ``sim``.
-        ordinal: the driver's device number (``driver`` only).
-    """
-
-    kind: str
-    ordinal: int = 0
+__all__ = ["DRIVER_LIBRARY", "ENV", "NO_DRIVER", "DeviceChoice", "choice",
+           "driver_library_loads", "status"]
 
 
-@functools.cache
 def driver_library_loads() -> bool:
     """True when the NVIDIA driver library can be loaded (it is not initialized here)."""
-    try:
-        ctypes.CDLL(DRIVER_LIBRARY)
-    except OSError:
-        return False
-    return True
+    return library_loads(DRIVER_LIBRARY)
 
 
 def choice() -> DeviceChoice:
@@ -52,18 +34,7 @@ def choice() -> DeviceChoice:
     Raises:
         OxlaError: the variable is neither ``auto``, ``sim`` nor a device number.
     """
-    value = os.environ.get(ENV, "").strip().lower()
-    if value in ("", "auto"):
-        return DeviceChoice("driver", 0)
-    if value == "sim":
-        return DeviceChoice("sim")
-    try:
-        ordinal = int(value)
-    except ValueError:
-        ordinal = -1
-    if ordinal < 0:
-        raise OxlaError(f"{ENV} must be 'auto', 'sim' or a device number, got '{value}'")
-    return DeviceChoice("driver", ordinal)
+    return choice_from_env(ENV)
 
 
 def status() -> tuple[bool, str]:

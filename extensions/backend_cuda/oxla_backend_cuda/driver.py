@@ -1,12 +1,10 @@
 """The device interface every runtime path calls, and its real implementation over the
 CUDA driver API (NVIDIA's ``cuda-python``: ``cuda.bindings.driver``).
 
-:class:`Device` is the whole surface between oxla's runtime logic (buffer placement,
-argument marshalling, library-call arguments, graphs: :mod:`oxla_backend_cuda.runtime`,
-:mod:`oxla_backend_cuda.executable`) and a device. Two classes implement it:
+:class:`Device` (:mod:`oxla_codegen_llvm.gpu.device`, re-exported here) is the whole
+surface between oxla's GPU runtime logic and a device. Two classes implement it for cuda:
 :class:`DriverDevice` here, a thin typed layer of one driver call per method, and
-:class:`oxla_backend_cuda.sim.SimDevice`, the same surface over host memory. Everything
-above this interface is shared, so the simulated device tests it.
+:class:`oxla_codegen_llvm.gpu.sim.SimDevice`, the same surface over host memory.
 
 Pointers are ``int`` device addresses; streams, modules, functions and graphs are opaque
 handles. Work is stream-ordered: ``alloc``/``free`` are ``cuMemAllocAsync`` /
@@ -17,9 +15,10 @@ from __future__ import annotations
 
 import ctypes
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
+from oxla_codegen_llvm.gpu.device import Device
 
 from oxla.errors import OxlaError
 from oxla_backend_cuda.cublas import CuBLAS, GemmCall
@@ -36,33 +35,23 @@ class ModuleImage:
     cubins: dict[str, bytes] = field(default_factory=dict)
     kernels: list[Any] = field(default_factory=list)
 
+    @property
+    def asm(self) -> str:
+        """The PTX (``--emit asm``)."""
+        return self.ptx
 
-class Device(Protocol):
-    """One device, its context and its memory pool (module doc)."""
+    @property
+    def archs(self) -> list[str]:
+        return sorted(self.cubins)
 
-    name: str
-    arch: str  # "sm_90"; "sim" on the simulated device
-    dlpack_device: tuple[int, int]  # DLPack (device_type, device_id)
+    def members(self) -> dict[str, bytes]:
+        """The artifact members: ``module.ptx`` and ``<arch>.cubin`` per arch."""
+        files = {"module.ptx": self.ptx.encode()}
+        files.update({f"{arch}.cubin": cubin for arch, cubin in self.cubins.items()})
+        return files
 
-    def make_current(self) -> None: ...
-    def stream_create(self) -> Any: ...
-    def stream_synchronize(self, stream: Any) -> None: ...
-    def stream_destroy(self, stream: Any) -> None: ...
-    def alloc(self, nbytes: int, stream: Any) -> int: ...
-    def free(self, ptr: int, stream: Any) -> None: ...
-    def copy_to_device(self, dst: int, src: np.ndarray, stream: Any) -> None: ...
-    def copy_to_host(self, dst: np.ndarray, src: int, stream: Any) -> None: ...
-    def copy_device(self, dst: int, src: int, nbytes: int, stream: Any) -> None: ...
-    def memset_zero(self, dst: int, nbytes: int, stream: Any) -> None: ...
-    def load_module(self, image: ModuleImage) -> Any: ...
-    def function(self, module: Any, name: str) -> Any: ...
-    def launch(self, fn: Any, grid: tuple[int, int, int], block: tuple[int, int, int],
-               shared_bytes: int, stream: Any, args: list[tuple[str, int]]) -> None: ...
-    def gemm(self, call: GemmCall, stream: Any) -> None: ...
-    def begin_capture(self, stream: Any) -> None: ...
-    def end_capture(self, stream: Any) -> Any: ...
-    def graph_launch(self, graph: Any, stream: Any) -> None: ...
-    def graph_destroy(self, graph: Any) -> None: ...
+
+__all__ = ["Device", "DriverDevice", "ModuleImage", "check"]
 
 
 def check(result: tuple) -> Any:

@@ -1,17 +1,9 @@
 """The cuda backend's policy and target: what :mod:`oxla.lowering` asks of this backend.
 
-* types: what the shared emitter holds in a buffer (:func:`oxla_codegen_llvm.llvm_type`),
-  static shapes;
-* fusion: what the shared loop emitter computes at an index (``is_fusible``); the SIMT
-  kernels (``oxla_codegen_llvm.simt.kernels_for``) run every loop fusion on the grid;
-* dots: f32/f64 GEMMs through cuBLAS (:mod:`oxla_backend_cuda.cublas`), operands laid
-  out ``[B,M,K]``/``[B,K,M]`` and ``[B,K,N]``/``[B,N,K]`` read in place, others copied
-  into that layout first (a :class:`~oxla.lowering.PackKernel`);
-* every other op the op table has is its own kernel (an ``OpKernel``): whether simt has
-  a GPU kernel for it is known at codegen, which raises ``NotSupportedError`` naming it;
-* ``prepare``: inline composites, the core pipeline, the plugins' patterns for ``cuda``,
-  transposes absorbed into dots;
-* its own stages: kernels, PTX (+ cubins), executable (:mod:`oxla_backend_cuda.stages`).
+The policy is the shared GPU policy (:class:`oxla_codegen_llvm.gpu.policy.GPUPolicy`:
+types, fusion, f32/f64 dots through cuBLAS, op kernels from simt, ``prepare``) named
+``cuda``, with its own stages: kernels, PTX (+ cubins), executable
+(:mod:`oxla_backend_cuda.stages`).
 
 :class:`CUDATarget` is the choice of archs: ``--cuda-arch`` (``CompileOptions.extra
 ["cuda_arch"]``), else the current device's, else ``sm_90``.
@@ -19,31 +11,23 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from typing import Any
 
-from oxla_codegen_llvm import EMITTERS, is_fusible, llvm_type
-from oxla_codegen_llvm.fused import INDEX_RULES
-from oxla_codegen_llvm.simt.kernels import OP_KINDS
-from oxla_codegen_llvm.simt.kernels import claim as simt_claim
+from oxla_codegen_llvm.gpu.policy import (
+    BLAS_TYPES,
+    DOTS,
+    HOST_OPS,
+    PREPARED_AWAY,
+    GPUPolicy,
+    blas_dot,
+    dot_dims,
+    dot_kernels,
+)
+from oxla_codegen_llvm.gpu.policy import unsupported as _gpu_unsupported
 
 from oxla.errors import NotSupportedError
-from oxla.ir import Module, Operation, Value
-from oxla.ir import types as T
-from oxla.lowering import (
-    CONTROL_OPS,
-    LOWERED_OPS,
-    Buf,
-    DotKernel,
-    Kernel,
-    PackKernel,
-    PolicyBase,
-    Stage,
-    nbytes,
-)
-from oxla.lowering import unsupported as _unsupported
-from oxla.passes import absorb_transposes, inline_composites, legalized_ops, run_pipeline
+from oxla.ir import Operation
+from oxla.lowering import Stage
 from oxla.protocols import CompileOptions
 from oxla_backend_cuda import device as devices
 from oxla_backend_cuda.nvjit import parse_archs
@@ -51,17 +35,13 @@ from oxla_backend_cuda.runtime import get_runtime
 from oxla_backend_cuda.stages import STAGES
 
 BACKEND = "cuda"
-DOTS = ("stablehlo.dot_general", "stablehlo.dot")
-BLAS_TYPES = ("f32", "f64")
-PREPARED_AWAY = frozenset({"func.call", "stablehlo.composite"})
-HOST_OPS = frozenset({"stablehlo.custom_call", "interpreter.probe", "stablehlo.infeed",
-                      "stablehlo.outfeed", "stablehlo.send", "stablehlo.recv"})
-"""Ops that need a host runtime this backend does not have yet."""
+__all__ = ["BACKEND", "BLAS_TYPES", "DOTS", "HOST_OPS", "PREPARED_AWAY", "CUDAPolicy",
+           "CUDATarget", "blas_dot", "default_arch", "dot_dims", "dot_kernels", "unsupported"]
 
 
 def unsupported(op: Operation, why: str = "") -> NotSupportedError:
     """The error for an op, type or form this backend cannot compile yet."""
-    return _unsupported(op, BACKEND, why)
+    return _gpu_unsupported(op, why, BACKEND)
 
 
 @dataclass(frozen=True)
@@ -97,109 +77,10 @@ def default_arch() -> str:
     return "sm_90"
 
 
-def dot_dims(op: Operation) -> tuple[tuple[int, ...], ...]:
-    """(lhs batch, rhs batch, lhs contracting, rhs contracting) dimensions of a dot."""
-    lhs_rank = op.operands[0].type.rank
-    if op.name == "stablehlo.dot":
-        return (), (), (lhs_rank - 1,), (0,)
-    d = op.attr("dot_dimension_numbers")
-    return tuple(tuple(d.get(k, ())) for k in (
-        "lhs_batching_dimensions", "rhs_batching_dimensions",
-        "lhs_contracting_dimensions", "rhs_contracting_dimensions"))
-
-
-def blas_dot(op: Operation) -> bool:
-    """True when cuBLAS computes the dot: f32 x f32 -> f32 or f64 x f64 -> f64."""
-    et = op.operands[0].type.element_type
-    return et == op.operands[1].type.element_type == op.results[0].type.element_type and \
-        isinstance(et, T.FloatType) and et.name in BLAS_TYPES
-
-
-class CUDAPolicy(PolicyBase):
+class CUDAPolicy(GPUPolicy):
     """The cuda backend's answers to fusion (module doc)."""
 
     name = BACKEND
 
-    def check_type(self, op: Operation, v: Value) -> None:
-        t = v.type
-        if isinstance(t, T.TokenType):
-            return
-        if not isinstance(t, T.TensorType) or not t.is_static:
-            raise unsupported(op, f"type {t}")
-        try:
-            llvm_type(t.element_type)
-        except NotSupportedError:
-            raise unsupported(op, f"element type {t.element_type}") from None
-
-    def is_fusible(self, op: Operation) -> bool:
-        return is_fusible(op)
-
-    def claim(self, op: Operation) -> str | None:
-        return simt_claim(op)  # what simt must take before fusion (bitcasts across widths)
-
-    def classify(self, op: Operation) -> str | None:
-        if op.name in DOTS and blas_dot(op):
-            return "dot"
-        if op.name in HOST_OPS or op.name in CONTROL_OPS:
-            return None
-        return "op"  # simt's kernels_for says at codegen whether it has a GPU kernel
-
-    def dot_kernels(self, op: Operation, vbuf: dict[Value, Buf], n: int,
-                    counter: Any) -> list[Kernel]:
-        return dot_kernels(op, vbuf, n, counter)
-
-    def rules(self) -> set[str]:
-        """The op names this backend has a rule for (``oxla plugins --coverage``): the
-        shared emitter's elementwise and index rules, simt's op kernels
-        (``simt.kernels.OP_KINDS``), dots, control flow, and what ``prepare`` removes."""
-        return (set(EMITTERS) | set(INDEX_RULES) | set(OP_KINDS) | set(LOWERED_OPS) | set(DOTS)
-                | set(CONTROL_OPS) | PREPARED_AWAY | legalized_ops())
-
-    def prepare(self, module: Module, options: CompileOptions) -> tuple[Module, list[str]]:
-        """The IR passes before fusion; returns the module and the plan's first notes."""
-        inline_composites(module, BACKEND)
-        spec = options.pipeline or "default"
-        out = run_pipeline(module, spec)
-        module = out if isinstance(out, Module) else module
-        run_pipeline(module, f"plugin-patterns{{backend={BACKEND}}}")
-        absorbed = absorb_transposes(module, BLAS_TYPES)
-        return module, [f"core pipeline: {spec}", f"plugin patterns: for {BACKEND}",
-                        f"dot layout: {absorbed} transposed dot operands read in place"]
-
     def stages(self) -> list[Stage]:
         return list(STAGES)
-
-
-def dot_kernels(op: Operation, vbuf: dict[Value, Buf], n: int, counter) -> list[Kernel]:
-    """A cuBLAS GEMM (``DotKernel``, strategy ``library``), after copies of operands
-    whose layout cuBLAS cannot read (batch dims first, then free/contracting in either
-    order)."""
-    lhs, rhs = op.operands
-    et = lhs.type.element_type
-    if not blas_dot(op):
-        raise unsupported(op, "dot other than f32 x f32 -> f32 or f64 x f64 -> f64")
-    lb, rb, lc, rc = dot_dims(op)
-    lf = tuple(d for d in range(lhs.type.rank) if d not in lb + lc)
-    rf = tuple(d for d in range(rhs.type.rank) if d not in rb + rc)
-    ls, rs = lhs.type.shape, rhs.type.shape
-    batch = math.prod(ls[d] for d in lb)
-    m, k = math.prod(ls[d] for d in lf), math.prod(ls[d] for d in lc)
-    nn = math.prod(rs[d] for d in rf)
-    kernels: list[Kernel] = []
-
-    def layout(x: Value, b, free, contr, free_first: bool) -> tuple[Buf, bool]:
-        order = tuple(range(x.type.rank))
-        if order == b + free + contr:
-            return vbuf[x], not free_first
-        if order == b + contr + free:
-            return vbuf[x], free_first
-        perm = b + free + contr if free_first else b + contr + free
-        out = Buf(f"pack{next(counter)}", nbytes(x), "temp")
-        kernels.append(PackKernel(f"pack{n + len(kernels)}", x, vbuf[x], perm, out))
-        return out, False
-
-    lbuf, trans_l = layout(lhs, lb, lf, lc, True)
-    rbuf, trans_r = layout(rhs, rb, rf, rc, False)
-    kernels.append(DotKernel(f"dot{n + len(kernels)}", op, lbuf, rbuf, vbuf[op.results[0]],
-                             batch, m, nn, k, trans_l, trans_r, et.name))
-    return kernels

@@ -1,7 +1,7 @@
 """The cuda backend's own stages, after :mod:`oxla.lowering`'s target-free ones.
 
 1. ``kernels``: the plan as a launch program, GPU kernels from
-   ``oxla_codegen_llvm.simt.kernels_for`` (:func:`oxla_backend_cuda.program.build_program`);
+   ``oxla_codegen_llvm.simt.kernels_for`` (:func:`oxla_codegen_llvm.gpu.stages.kernels_stage`);
 2. ``ptx``: one PTX module for the oldest requested arch (``simt.to_ptx``, FMA
    contraction off), then a cubin per arch through nvJitLink (``-fma=false``); both
    work without a GPU;
@@ -10,28 +10,15 @@
 
 from __future__ import annotations
 
-import time
+from oxla_codegen_llvm import simt
+from oxla_codegen_llvm.gpu.stages import INLINE_CONSTANT_BYTES, executable_stage, kernels_stage
 
-from oxla.ir import func_type, print_module
-from oxla.lowering import Compilation, DotKernel, Stage
-from oxla.protocols import Signature
+from oxla.lowering import Compilation, Stage
 from oxla_backend_cuda.driver import ModuleImage
 from oxla_backend_cuda.executable import CUDAExecutable
 from oxla_backend_cuda.nvjit import ptx_to_cubin
-from oxla_backend_cuda.program import build_program, count_steps
 
-INLINE_CONSTANT_BYTES = 4096
-"""Constants up to this size are printed in the stored StableHLO; larger ones are
-elided there (they travel as ``.npy`` members)."""
-
-
-def _kernels(c: Compilation) -> None:
-    from oxla_codegen_llvm import simt
-
-    assert c.plan is not None
-    program = build_program(c.plan, simt)
-    c.artifacts["program"] = program
-    c.dump("5-program.json", lambda: __import__("json").dumps(program.steps, indent=1))
+__all__ = ["INLINE_CONSTANT_BYTES", "STAGES"]
 
 
 def _ptx(c: Compilation) -> None:
@@ -39,8 +26,6 @@ def _ptx(c: Compilation) -> None:
     archs = c.target.archs
     ptx, cubins = "", {}
     if program.kernels:
-        from oxla_codegen_llvm import simt
-
         ptx = simt.to_ptx(program.kernels, arch=c.target.ptx_arch)
         cubins = {a: ptx_to_cubin(ptx, a) for a in archs}
     c.dump("6-module.ptx", ptx)
@@ -50,21 +35,6 @@ def _ptx(c: Compilation) -> None:
                         f"cubins for {', '.join(archs)}")
 
 
-def _executable(c: Compilation) -> None:
-    plan, program = c.plan, c.artifacts["program"]
-    assert plan is not None
-    gemms = count_steps(program.steps, "gemm")
-    stats = {"compile_seconds": time.perf_counter() - c.started,
-             "kernel_count": len(plan.kernels), "temp_bytes": plan.temp_bytes,
-             "gpu_kernels": len(program.kernels), "gemms": gemms,
-             "archs": ",".join(c.target.archs), "cache": "off",
-             "dots": sum(isinstance(k, DotKernel) for k in plan.kernels)}
-    ft = func_type(c.module.main)
-    text = print_module(c.module, elide_constants_over=INLINE_CONSTANT_BYTES)
-    c.result = CUDAExecutable(text, program, c.artifacts["image"], stats, list(plan.notes),
-                              Signature(tuple(ft.inputs), tuple(ft.results)),
-                              use_graphs=c.options.extra.get("cuda_graphs", True))
-
-
-STAGES = (Stage("kernels", _kernels), Stage("ptx", _ptx), Stage("executable", _executable))
+STAGES = (Stage("kernels", kernels_stage), Stage("ptx", _ptx),
+          executable_stage(CUDAExecutable, "cuda_graphs"))
 """The cuda backend's stages, in order."""

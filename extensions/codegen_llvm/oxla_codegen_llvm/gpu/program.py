@@ -4,7 +4,7 @@
 
 * loop fusions, op kernels and layout copies -> GPU kernels from
   ``oxla_codegen_llvm.simt.kernels_for`` (``launch`` steps, in their launch order);
-* dots -> one cuBLAS GEMM each (``gemm``; :func:`oxla_backend_cuda.cublas.dot_call`
+* dots -> one BLAS GEMM each (``gemm``; :func:`oxla_codegen_llvm.gpu.gemm.dot_call`
   maps it to the column-major call when it runs);
 * plain copies (control flow's loop-carried values) -> ``copy`` (``cuMemcpyDtoDAsync``);
 * ``while``/``if``/``case`` -> host-driven steps whose predicate is copied back to the

@@ -1,0 +1,323 @@
+"""The GPU executable shared by the cuda and hip backends: a launch program
+(:mod:`oxla_codegen_llvm.gpu.program`) run on the device of the backend's runtime
+(:meth:`GPUExecutable.runtime`; a backend subclasses it with its name, runtime and
+module image).
+
+A call (one stream, taken from the runtime's pool):
+
+1. inputs: a numpy array is copied into the executable's input slot; an object with
+   ``__cuda_array_interface__`` (a :class:`~oxla_codegen_llvm.gpu.arrays.DeviceArray`, a
+   torch/cupy tensor; ROCm builds use the same protocol) is read in place;
+2. the steps run: kernel launches with their buffers' addresses (``arena + offset``,
+   an input's, a result slot's or a constant's), BLAS GEMMs, copies; ``while``/``if``/
+   ``case`` copy their predicate back to the host and choose there;
+3. a loop-free program runs as one **graph**: captured on first use for its input
+   addresses (input slots and the arena never move, so a call with numpy inputs always
+   replays the same graph; device inputs at new addresses capture another, at most
+   :data:`GRAPHS` kept), then replayed with one graph launch;
+4. results: written into the executable's result slots, then copied to new numpy
+   arrays (``__call__``) or new device arrays (:meth:`GPUExecutable.run_on_device`).
+
+Nothing touches a device before the first call, so compiling needs no GPU. Calls of one
+executable take its lock (its arena and slots are one set); different executables run
+concurrently.
+"""
+
+from __future__ import annotations
+
+import collections
+import io
+import json
+import os
+import threading
+import weakref
+from typing import Any
+
+import numpy as np
+
+from oxla.artifact import write_artifact
+from oxla.errors import OxlaError
+from oxla.interpreter import check_inputs
+from oxla.interpreter.registry import TOKEN
+from oxla.ir import parse_main_signature
+from oxla.ir.types import TensorType
+from oxla.protocols import Signature
+from oxla_codegen_llvm.gpu.arrays import DeviceArray, device_pointer
+from oxla_codegen_llvm.gpu.gemm import dot_call
+from oxla_codegen_llvm.gpu.program import Program
+from oxla_codegen_llvm.gpu.runtime import Runtime
+
+GRAPHS = 4
+"""Captured graphs kept per executable (one per distinct set of device input addresses)."""
+
+
+class _Loaded:
+    """What an executable holds on one device: module, functions, constants, arena and
+    slots (freed when the executable goes)."""
+
+    def __init__(self, rt: Runtime, exe: GPUExecutable):
+        self.rt = rt
+        dev = rt.device
+        self.module = dev.load_module(exe.image) if exe.program.kernels else None
+        self.functions = {k.name: dev.function(self.module, k.name)
+                          for k in exe.program.kernels}
+        self.ptrs: list[int] = []
+        self.consts = [self._keep(rt.upload(c)) for c in exe.program.constants]
+        with rt.stream() as s:
+            self.arena = self._keep(rt.alloc(exe.program.temp_bytes, s))
+            self.inputs = [self._keep(rt.alloc(n, s)) for n in exe.in_bytes]
+            self.results = [self._keep(rt.alloc(n, s)) for n in exe.out_bytes]
+        self.graphs: collections.OrderedDict[tuple, Any] = collections.OrderedDict()
+
+    def _keep(self, ptr: int) -> int:
+        self.ptrs.append(ptr)
+        return ptr
+
+    def close(self) -> None:
+        for g in self.graphs.values():
+            self.rt.device.graph_destroy(g)
+        for p in self.ptrs:
+            self.rt.release(p)
+
+
+class GPUExecutable:
+    """A program compiled for GPUs (module doc); a backend's subclass sets
+    :attr:`backend` and :meth:`runtime`.
+
+    Attributes:
+        signature: argument and result types.
+        stats: ``compile_seconds``, ``kernel_count`` (plan kernels), ``temp_bytes``,
+            ``gpu_kernels`` (SIMT kernels), ``gemms``, ``archs``; after calls,
+            ``graph_launches`` and ``graph_captures``.
+        stages: one line per compile stage.
+        program: the launch program. image: the backend's module image (its ``asm``
+            text, ``archs``, artifact ``members()`` and ``kernels``).
+    """
+
+    backend = "gpu"
+
+    def __init__(self, module_text: str, program: Program, image: Any,
+                 stats: dict[str, Any], stages: list[str], signature: Signature | None = None,
+                 use_graphs: bool = True):
+        self.module_text = module_text
+        self.program = program
+        self.image = image
+        self.stats = stats
+        self.stages = stages
+        if signature is None:  # an artifact's: read its entry's types, not its constants
+            ft = parse_main_signature(module_text, "module.mlir")
+            signature = Signature(tuple(ft.inputs), tuple(ft.results))
+        self.signature = signature
+        self.use_graphs = use_graphs and program.loop_free
+        self._in_specs = [(tuple(t.shape), np.dtype(t.element_type.dtype))
+                          if isinstance(t, TensorType) else None for t in signature.inputs]
+        self._out_specs = [(tuple(t.shape), np.dtype(t.element_type.dtype))
+                           if isinstance(t, TensorType) else None for t in signature.outputs]
+        self.in_bytes = [_nbytes(s) for s in self._in_specs]
+        self.out_bytes = [_nbytes(s) for s in self._out_specs]
+        self._lock = threading.Lock()
+        self._loaded: _Loaded | None = None
+        self.stats.setdefault("graph_launches", 0)
+        self.stats.setdefault("graph_captures", 0)
+
+    @property
+    def llvm_ir(self) -> str:
+        """The kernels' SIMT LLVM IR (``--emit llvm``)."""
+        return "\n".join(k.llvm_ir for k in self.program.kernels)
+
+    def emit(self, kind: str) -> str:
+        """``asm`` (the image's assembly: PTX, AMDGCN) or ``llvm`` (the kernels' IR) text."""
+        if kind == "asm":
+            return self.image.asm
+        if kind == "llvm":
+            return self.llvm_ir
+        raise OxlaError(f"the {self.backend} backend emits asm or llvm, not {kind}")
+
+    def runtime(self) -> Runtime:
+        """The runtime of the device the environment chooses (a backend overrides it).
+
+        Raises:
+            OxlaError: no device to run on.
+        """
+        raise NotImplementedError
+
+    def _load(self) -> _Loaded:
+        if self._loaded is None:
+            loaded = _Loaded(self.runtime(), self)
+            weakref.finalize(self, loaded.close)
+            self._loaded = loaded
+        return self._loaded
+
+    # -- calls ------------------------------------------------------------------------
+    def __call__(self, *args: Any) -> list[np.ndarray]:
+        """Runs the program; returns one new numpy array per result.
+
+        Raises:
+            RuntimeInputError: wrong number, shapes or dtypes of arguments.
+            OxlaError: no device to run on (no vendor runtime, and the simulated device
+                was not asked for).
+        """
+        return self._run(args, device_results=False)
+
+    def run_on_device(self, *args: Any) -> list[Any]:
+        """Like ``__call__``, but the results stay on the device:
+        :class:`~oxla_codegen_llvm.gpu.arrays.DeviceArray` s (``.numpy()``, DLPack, CUDA
+        array interface)."""
+        return self._run(args, device_results=True)
+
+    def _inputs(self, args: tuple) -> tuple[list[int | None], list[np.ndarray | None]]:
+        if len(args) != len(self._in_specs):
+            check_inputs(self.signature.inputs, args)  # raises the count error
+        device: list[int | None] = []
+        for i, (a, spec) in enumerate(zip(args, self._in_specs)):
+            device.append(device_pointer(a, *spec, i) if spec is not None else None)
+        host_idx = [i for i, p in enumerate(device) if p is None]
+        host: list[np.ndarray | None] = [None] * len(args)
+        if host_idx:
+            checked = check_inputs([self.signature.inputs[i] for i in host_idx],
+                                   [args[i] for i in host_idx])
+            for i, v in zip(host_idx, checked):
+                host[i] = np.ascontiguousarray(v) if self._in_specs[i] is not None else None
+        return device, host
+
+    def _run(self, args: tuple, device_results: bool) -> list[Any]:
+        device_in, host_in = self._inputs(args)
+        with self._lock:
+            loaded = self._load()
+            rt, dev = loaded.rt, loaded.rt.device
+            with rt.stream() as s:
+                ptrs = []
+                for i, (p, h) in enumerate(zip(device_in, host_in)):
+                    if p is None:
+                        p = loaded.inputs[i]
+                        if h is not None:
+                            dev.copy_to_device(p, h, s)
+                    ptrs.append(p if self._in_specs[i] is not None else 0)
+                bases = {"arg": ptrs, "result": loaded.results, "arena": [loaded.arena],
+                         "const": loaded.consts}
+                if self.use_graphs:
+                    key = tuple(ptrs)
+                    graph = loaded.graphs.get(key)
+                    if graph is None:
+                        dev.begin_capture(s)
+                        try:
+                            self._steps(self.program.steps, bases, loaded, s)
+                        finally:
+                            graph = dev.end_capture(s)
+                        loaded.graphs[key] = graph
+                        self.stats["graph_captures"] += 1
+                        if len(loaded.graphs) > GRAPHS:
+                            dev.graph_destroy(loaded.graphs.popitem(last=False)[1])
+                    else:
+                        loaded.graphs.move_to_end(key)
+                    dev.graph_launch(graph, s)
+                    self.stats["graph_launches"] += 1
+                else:
+                    self._steps(self.program.steps, bases, loaded, s)
+                outs: list[Any] = []
+                for spec, slot, nb in zip(self._out_specs, loaded.results, self.out_bytes):
+                    if spec is None:
+                        outs.append(TOKEN)
+                    elif device_results:
+                        ptr = rt.alloc(nb, s)
+                        dev.copy_device(ptr, slot, nb, s)
+                        outs.append(DeviceArray(rt, ptr, *spec))
+                    else:
+                        host = np.empty(*spec)
+                        dev.copy_to_host(host, slot, s)
+                        outs.append(host)
+        return outs
+
+    def _steps(self, steps: list[dict[str, Any]], bases: dict[str, list[int]],
+               loaded: _Loaded, s: Any) -> None:
+        dev = loaded.rt.device
+
+        def addr(ref: list) -> int:
+            region, index, offset = ref
+            return int(bases[region][index]) + int(offset)
+
+        for st in steps:
+            op = st["op"]
+            if op == "launch":
+                args = [(kind, addr(v) if kind == "buf" else int(v)) for kind, v in st["args"]]
+                dev.launch(loaded.functions[st["kernel"]], tuple(st["grid"]),
+                           tuple(st["block"]), st["shared"], s, args)
+            elif op == "gemm":
+                dev.gemm(dot_call(st["batch"], st["m"], st["n"], st["k"], st["trans_lhs"],
+                                  st["trans_rhs"], st["dtype"], addr(st["lhs"]),
+                                  addr(st["rhs"]), addr(st["out"])), s)
+            elif op == "copy":
+                dev.copy_device(addr(st["dst"]), addr(st["src"]), st["nbytes"], s)
+            elif op == "zero":
+                dev.memset_zero(addr(st["dst"]), st["nbytes"], s)
+            elif op == "while":
+                self._steps(st["init"], bases, loaded, s)
+                while True:
+                    self._steps(st["cond"], bases, loaded, s)
+                    if not self._predicate(st, addr, dev, s):
+                        break
+                    self._steps(st["body"], bases, loaded, s)
+            elif op in ("if", "case"):
+                value = self._predicate(st, addr, dev, s)
+                branches = st["branches"]
+                if op == "if":
+                    pick = 0 if value else 1
+                else:  # out of [0, n) runs the last branch (spec: case)
+                    pick = value if 0 <= value < len(branches) else len(branches) - 1
+                self._steps(branches[pick], bases, loaded, s)
+            else:
+                raise OxlaError(f"internal: unknown step '{op}'")
+
+    @staticmethod
+    def _predicate(st: dict[str, Any], addr, dev: Any, s: Any) -> int:
+        """The predicate (i1) or index (signed) copied back to the host."""
+        n = st["pred_bytes"]
+        host = np.empty(n, np.uint8)
+        dev.copy_to_host(host, addr(st["pred"]), s)
+        dev.stream_synchronize(s)
+        if st["op"] != "case":
+            return int(host[0] & 1)
+        return int(host.view({1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}[n])[0])
+
+    # -- artifacts --------------------------------------------------------------------
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Writes a ``.oxla`` artifact: manifest, StableHLO, the launch program (JSON),
+        the image's members (PTX and cubins, code objects), the kernels' SIMT IR (the
+        simulated device's host twins are built from it) and the constants (``.npy``)."""
+        save_artifact(self, path)
+
+
+def _nbytes(spec: tuple | None) -> int:
+    if spec is None:
+        return 0
+    shape, dtype = spec
+    return int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+
+
+def program_json(program: Program) -> bytes:
+    """The launch program and kernel table as JSON (the artifact's ``program.json``)."""
+    return json.dumps({"steps": program.steps, "temp_bytes": program.temp_bytes,
+                       "constants": len(program.constants)}).encode()
+
+
+def _npy(a: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.save(buf, a, allow_pickle=False)
+    return buf.getvalue()
+
+
+def save_artifact(exe: GPUExecutable, path: str | os.PathLike[str]) -> None:
+    """Writes ``exe`` to ``path`` (module doc)."""
+    kernels = [{"name": k.name, "grid": list(k.grid), "block": list(k.block),
+                "shared_bytes": int(k.shared_bytes), "llvm_ir": k.llvm_ir,
+                "params": [[p.kind, int(p.value)] for p in k.params]}
+               for k in exe.program.kernels]
+    files = {"module.mlir": exe.module_text.encode(), "program.json": program_json(exe.program),
+             "kernels.json": json.dumps(kernels).encode()}
+    files.update(exe.image.members())
+    for i, c in enumerate(exe.program.constants):
+        files[f"const{i}.npy"] = _npy(c)
+    stats = {k: v for k, v in exe.stats.items()
+             if isinstance(v, int | float | str) and not k.startswith("graph_")}
+    write_artifact(path, exe.backend, files, {"archs": list(exe.image.archs), "stats": stats,
+                                          "stages": exe.stages})
