@@ -9,7 +9,7 @@ A call (one stream, taken from the runtime's pool):
    ``__cuda_array_interface__`` (a :class:`~oxla_codegen_llvm.gpu.arrays.DeviceArray`, a
    torch/cupy tensor; ROCm builds use the same protocol) is read in place;
 2. the steps run: kernel launches with their buffers' addresses (``arena + offset``,
-   an input's, a result slot's or a constant's), BLAS GEMMs, copies; ``while``/``if``/
+   an input's, a result slot's or a constant's), BLAS GEMMs, FFTs, copies; ``while``/``if``/
    ``case`` copy their predicate back to the host and choose there;
 3. a loop-free program runs as one **graph**: captured on first use for its input
    addresses (input slots and the arena never move, so a call with numpy inputs always
@@ -43,6 +43,7 @@ from oxla.ir import parse_main_signature
 from oxla.ir.types import TensorType
 from oxla.protocols import Signature
 from oxla_codegen_llvm.gpu.arrays import DeviceArray, device_pointer
+from oxla_codegen_llvm.gpu.fft import fft_call
 from oxla_codegen_llvm.gpu.gemm import dot_call
 from oxla_codegen_llvm.gpu.program import Program
 from oxla_codegen_llvm.gpu.runtime import Runtime
@@ -246,6 +247,9 @@ class GPUExecutable:
                 dev.gemm(dot_call(st["batch"], st["m"], st["n"], st["k"], st["trans_lhs"],
                                   st["trans_rhs"], st["dtype"], addr(st["lhs"]),
                                   addr(st["rhs"]), addr(st["out"])), s)
+            elif op == "fft":
+                dev.fft(fft_call(st["type"], st["dtype"], tuple(st["length"]), st["batch"],
+                                 addr(st["src"]), addr(st["dst"]), addr(st["work"])), s)
             elif op == "copy":
                 dev.copy_device(addr(st["dst"]), addr(st["src"]), st["nbytes"], s)
             elif op == "zero":

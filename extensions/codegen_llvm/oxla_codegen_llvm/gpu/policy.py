@@ -46,6 +46,8 @@ from oxla_codegen_llvm.simt.kernels import claim as simt_claim
 DOTS = ("stablehlo.dot_general", "stablehlo.dot")
 BLAS_TYPES = ("f32", "f64")
 PREPARED_AWAY = frozenset({"func.call", "stablehlo.composite"})
+LIBRARY_OPS = frozenset({"stablehlo.fft"})
+"""Op kernels the launch program runs as a vendor-library call (:mod:`.program`)."""
 HOST_OPS = frozenset({"stablehlo.custom_call", "interpreter.probe", "stablehlo.infeed",
                       "stablehlo.outfeed", "stablehlo.send", "stablehlo.recv"})
 """Ops that need a host runtime this backend does not have yet."""
@@ -110,9 +112,10 @@ class GPUPolicy(PolicyBase):
     def rules(self) -> set[str]:
         """The op names this backend has a rule for (``oxla plugins --coverage``): the
         shared emitter's elementwise and index rules, simt's op kernels
-        (``simt.kernels.OP_KINDS``), dots, control flow, and what ``prepare`` removes."""
+        (``simt.kernels.OP_KINDS``), dots, library calls (``LIBRARY_OPS``: fft), control
+        flow, and what ``prepare`` removes."""
         return (set(EMITTERS) | set(INDEX_RULES) | set(OP_KINDS) | set(LOWERED_OPS) | set(DOTS)
-                | set(CONTROL_OPS) | PREPARED_AWAY | legalized_ops())
+                | set(CONTROL_OPS) | PREPARED_AWAY | LIBRARY_OPS | legalized_ops())
 
     def prepare(self, module: Module, options: CompileOptions) -> tuple[Module, list[str]]:
         """The IR passes before fusion; returns the module and the plan's first notes."""

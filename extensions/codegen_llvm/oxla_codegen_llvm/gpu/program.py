@@ -6,6 +6,9 @@
   ``oxla_codegen_llvm.simt.kernels_for`` (``launch`` steps, in their launch order);
 * dots -> one BLAS GEMM each (``gemm``; :func:`oxla_codegen_llvm.gpu.gemm.dot_call`
   maps it to the column-major call when it runs);
+* ``stablehlo.fft`` -> one vendor-FFT call (``fft``; :func:`oxla_codegen_llvm.gpu.fft.fft_call`
+  maps it to the library's arguments when it runs); the scratch copy an ``IRFFT`` reads
+  lies in the arena past the plan's buffers;
 * plain copies (control flow's loop-carried values) -> ``copy`` (``cuMemcpyDtoDAsync``);
 * ``while``/``if``/``case`` -> host-driven steps whose predicate is copied back to the
   host after the condition's kernels (``while``, ``if``, ``case``).
@@ -19,6 +22,7 @@ arena.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,9 +30,12 @@ from typing import Any
 import numpy as np
 
 from oxla.errors import OxlaError
+from oxla.ir import types as T
 from oxla.lowering import Buf, ControlKernel, DotKernel, PackKernel, Plan
+from oxla_codegen_llvm.gpu.fft import fft_call
 
 Ref = list  # [region, index, offset]
+SCRATCH_ALIGN = 256
 
 
 @dataclass
@@ -50,7 +57,8 @@ class Program:
 
     @property
     def loop_free(self) -> bool:
-        """True when no step is host-driven control flow (the program can be one graph)."""
+        """True when no step is host-driven control flow or an FFT (whose plan is made
+        at its first run, which a stream capture forbids): the program can be one graph."""
         return all(s["op"] in ("launch", "gemm", "copy", "zero") for s in self.steps)
 
 
@@ -61,6 +69,8 @@ class _Builder:
         self.constants: list[np.ndarray] = []
         self.kernels: list[Any] = []
         self.names: set[str] = set()
+        self.scratch_at = 0  # the arena offset of the FFTs' scratch
+        self.scratch_bytes = 0
 
     def ref(self, buf: Buf) -> Ref:
         root, off = buf, 0
@@ -102,6 +112,9 @@ class _Builder:
         if isinstance(k, PackKernel) and tuple(k.perm) == tuple(range(len(k.perm))):
             return [{"op": "copy", "src": self.ref(k.src_buf), "dst": self.ref(k.out),
                      "nbytes": k.out.nbytes}]
+        op = getattr(k, "op", None)
+        if op is not None and op.name == "stablehlo.fft" and type(k).__name__ == "OpKernel":
+            return self.fft(k, plan)
         steps = []
         k.name = ptx_name(k.name)  # the entry symbols simt makes are the plan's names
         for g in self.simt.kernels_for(k, plan):
@@ -114,6 +127,29 @@ class _Builder:
             steps.append({"op": "launch", "kernel": g.name, "grid": list(g.grid),
                           "block": list(g.block), "shared": int(g.shared_bytes), "args": args})
         return steps
+
+    def fft(self, k: Any, plan: Plan) -> list[dict[str, Any]]:
+        """The ``fft`` step of an ``OpKernel`` of ``stablehlo.fft`` (none when the
+        operand or the result is empty; zeros when only the operand is)."""
+        op = k.op
+        x, y = op.operands[0], op.results[0]
+        length = [int(n) for n in op.attr("fft_length").values]
+        ftype = str(op.attr("fft_type").value)
+        et = x.type.element_type
+        real = et.element_type if isinstance(et, T.ComplexType) else et
+        out = plan.vbuf[y]
+        if out.nbytes == 0:
+            return []
+        if plan.vbuf[x].nbytes == 0 or 0 in length:
+            return [{"op": "zero", "dst": self.ref(out), "nbytes": out.nbytes}]
+        rank = len(length)
+        batch = math.prod(x.type.shape[:x.type.rank - rank])
+        call = fft_call(ftype, real.name, tuple(length), batch, 0, 0, 0)  # checks sizes
+        if call.kind == "c2r":
+            self.scratch_bytes = max(self.scratch_bytes, call.in_bytes)
+        return [{"op": "fft", "type": ftype, "dtype": real.name, "length": length,
+                 "batch": batch, "src": self.ref(plan.vbuf[x]), "dst": self.ref(out),
+                 "work": ["arena", 0, self.scratch_at]}]
 
     def control(self, k: ControlKernel) -> dict[str, Any]:
         pred = self.ref(k.pred)
@@ -144,8 +180,10 @@ def build_program(plan: Plan, simt: Any) -> Program:
             names the op or kind).
     """
     b = _Builder(simt)
+    b.scratch_at = -(-plan.temp_bytes // SCRATCH_ALIGN) * SCRATCH_ALIGN
     steps = b.steps(plan)
-    return Program(steps, b.constants, b.kernels, plan.temp_bytes)
+    temp = b.scratch_at + b.scratch_bytes if b.scratch_bytes else plan.temp_bytes
+    return Program(steps, b.constants, b.kernels, temp)
 
 
 def count_steps(steps: list[dict[str, Any]], op: str) -> int:
