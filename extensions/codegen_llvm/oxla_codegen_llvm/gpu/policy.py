@@ -40,6 +40,7 @@ from oxla.passes import absorb_transposes, inline_composites, legalized_ops, run
 from oxla.protocols import CompileOptions
 from oxla_codegen_llvm import EMITTERS, is_fusible, llvm_type
 from oxla_codegen_llvm.fused import INDEX_RULES
+from oxla_codegen_llvm.gpu.hostops import HOST_STEP_OPS
 from oxla_codegen_llvm.simt.kernels import OP_KINDS
 from oxla_codegen_llvm.simt.kernels import claim as simt_claim
 
@@ -48,9 +49,9 @@ BLAS_TYPES = ("f32", "f64")
 PREPARED_AWAY = frozenset({"func.call", "stablehlo.composite"})
 LIBRARY_OPS = frozenset({"stablehlo.fft"})
 """Op kernels the launch program runs as a vendor-library call (:mod:`.program`)."""
-HOST_OPS = frozenset({"stablehlo.custom_call", "interpreter.probe", "stablehlo.infeed",
-                      "stablehlo.outfeed", "stablehlo.send", "stablehlo.recv"})
-"""Ops that need a host runtime this backend does not have yet."""
+HOST_OPS = frozenset({"stablehlo.custom_call"})
+"""Ops that need a host runtime this backend does not have yet (the collectives, streaming
+and probe ops are host steps: ``hostops.HOST_STEP_OPS``)."""
 
 
 def unsupported(op: Operation, why: str = "", backend: str = "cuda") -> NotSupportedError:
@@ -96,6 +97,8 @@ class GPUPolicy(PolicyBase):
         return is_fusible(op)
 
     def claim(self, op: Operation) -> str | None:
+        if op.name in HOST_STEP_OPS:  # replica_id/partition_id too: never fused as 0
+            return "op"
         return simt_claim(op)  # what simt must take before fusion (bitcasts across widths)
 
     def classify(self, op: Operation) -> str | None:
@@ -112,10 +115,11 @@ class GPUPolicy(PolicyBase):
     def rules(self) -> set[str]:
         """The op names this backend has a rule for (``oxla plugins --coverage``): the
         shared emitter's elementwise and index rules, simt's op kernels
-        (``simt.kernels.OP_KINDS``), dots, library calls (``LIBRARY_OPS``: fft), control
-        flow, and what ``prepare`` removes."""
+        (``simt.kernels.OP_KINDS``), dots, library calls (``LIBRARY_OPS``: fft), host
+        steps (``HOST_STEP_OPS``), control flow, and what ``prepare`` removes."""
         return (set(EMITTERS) | set(INDEX_RULES) | set(OP_KINDS) | set(LOWERED_OPS) | set(DOTS)
-                | set(CONTROL_OPS) | PREPARED_AWAY | LIBRARY_OPS | legalized_ops())
+                | set(CONTROL_OPS) | PREPARED_AWAY | LIBRARY_OPS | HOST_STEP_OPS
+                | legalized_ops())
 
     def prepare(self, module: Module, options: CompileOptions) -> tuple[Module, list[str]]:
         """The IR passes before fusion; returns the module and the plan's first notes."""

@@ -9,6 +9,10 @@
 * ``stablehlo.fft`` -> one vendor-FFT call (``fft``; :func:`oxla_codegen_llvm.gpu.fft.fft_call`
   maps it to the library's arguments when it runs); the scratch copy an ``IRFFT`` reads
   lies in the arena past the plan's buffers;
+* collectives, ``send``/``recv``, ``infeed``/``outfeed``, ``replica_id``/``partition_id``
+  and ``interpreter.probe`` -> ``host`` steps (:mod:`oxla_codegen_llvm.gpu.hostops`): the
+  op itself is kept in :attr:`Program.host_ops`, the step holds its operands' and
+  results' refs;
 * plain copies (control flow's loop-carried values) -> ``copy`` (``cuMemcpyDtoDAsync``);
 * ``while``/``if``/``case`` -> host-driven steps whose predicate is copied back to the
   host after the condition's kernels (``while``, ``if``, ``case``).
@@ -33,6 +37,7 @@ from oxla.errors import OxlaError
 from oxla.ir import types as T
 from oxla.lowering import Buf, ControlKernel, DotKernel, PackKernel, Plan
 from oxla_codegen_llvm.gpu.fft import fft_call
+from oxla_codegen_llvm.gpu.hostops import HOST_STEP_OPS, value_spec
 
 Ref = list  # [region, index, offset]
 SCRATCH_ALIGN = 256
@@ -48,12 +53,15 @@ class Program:
         kernels: the SIMT kernels (``oxla_codegen_llvm.simt.Kernel``), in first-launch
             order, names unique.
         temp_bytes: the arena's size.
+        host_ops: the ops of the ``host`` steps, by step index (not saved: a program
+            with host steps has no artifact yet).
     """
 
     steps: list[dict[str, Any]]
     constants: list[np.ndarray] = field(default_factory=list)
     kernels: list[Any] = field(default_factory=list)
     temp_bytes: int = 0
+    host_ops: list[Any] = field(default_factory=list)
 
     @property
     def loop_free(self) -> bool:
@@ -71,6 +79,7 @@ class _Builder:
         self.names: set[str] = set()
         self.scratch_at = 0  # the arena offset of the FFTs' scratch
         self.scratch_bytes = 0
+        self.host_ops: list[Any] = []
 
     def ref(self, buf: Buf) -> Ref:
         root, off = buf, 0
@@ -115,6 +124,8 @@ class _Builder:
         op = getattr(k, "op", None)
         if op is not None and op.name == "stablehlo.fft" and type(k).__name__ == "OpKernel":
             return self.fft(k, plan)
+        if op is not None and op.name in HOST_STEP_OPS and type(k).__name__ == "OpKernel":
+            return self.host(k, plan)
         steps = []
         k.name = ptx_name(k.name)  # the entry symbols simt makes are the plan's names
         for g in self.simt.kernels_for(k, plan):
@@ -151,6 +162,17 @@ class _Builder:
                  "batch": batch, "src": self.ref(plan.vbuf[x]), "dst": self.ref(out),
                  "work": ["arena", 0, self.scratch_at]}]
 
+    def host(self, k: Any, plan: Plan) -> list[dict[str, Any]]:
+        """The ``host`` step of an op kernel of a host op (tokens have no ref)."""
+        op = k.op
+
+        def refs(values) -> list[Ref | None]:
+            return [self.ref(plan.vbuf[v]) if value_spec(v) is not None else None
+                    for v in values]
+        self.host_ops.append(op)
+        return [{"op": "host", "index": len(self.host_ops) - 1, "name": op.name,
+                 "ins": refs(op.operands), "outs": refs(op.results)}]
+
     def control(self, k: ControlKernel) -> dict[str, Any]:
         pred = self.ref(k.pred)
         if k.kind == "while":
@@ -183,7 +205,7 @@ def build_program(plan: Plan, simt: Any) -> Program:
     b.scratch_at = -(-plan.temp_bytes // SCRATCH_ALIGN) * SCRATCH_ALIGN
     steps = b.steps(plan)
     temp = b.scratch_at + b.scratch_bytes if b.scratch_bytes else plan.temp_bytes
-    return Program(steps, b.constants, b.kernels, temp)
+    return Program(steps, b.constants, b.kernels, temp, b.host_ops)
 
 
 def count_steps(steps: list[dict[str, Any]], op: str) -> int:
