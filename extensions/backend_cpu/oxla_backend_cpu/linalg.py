@@ -31,7 +31,7 @@ from oxla_codegen_llvm.scalar import convert
 from oxla.errors import NotSupportedError
 from oxla.ir import attributes as A
 from oxla.ir import types as T
-from oxla.lowering import OpKernel
+from oxla.lowering import OpKernel, dot_dims, dot_operand_indices
 from oxla_backend_cpu.opkernels import op_emitter
 
 I1, I64 = ir.IntType(1), ir.IntType(64)
@@ -133,16 +133,6 @@ def _zero(ty: ir.Type) -> ir.Constant:
     return ir.Constant(ty, 0.0 if isinstance(ty, ir.FloatType | ir.DoubleType) else 0)
 
 
-def dot_dims(op) -> tuple[tuple[int, ...], ...]:
-    """``(lhs_batch, rhs_batch, lhs_contracting, rhs_contracting)`` of a dot."""
-    if op.name == "stablehlo.dot":
-        return (), (), (op.operands[0].type.rank - 1,), (0,)
-    d = op.attr("dot_dimension_numbers")
-    return tuple(tuple(int(x) for x in d.get(k, ())) for k in (
-        "lhs_batching_dimensions", "rhs_batching_dimensions",
-        "lhs_contracting_dimensions", "rhs_contracting_dimensions"))
-
-
 @op_emitter("stablehlo.dot")
 @op_emitter("stablehlo.dot_general")
 def emit_dot_loop(s: Scalar, k: OpKernel, buffers: dict, outs: list) -> None:
@@ -154,8 +144,6 @@ def emit_dot_loop(s: Scalar, k: OpKernel, buffers: dict, outs: list) -> None:
     aty = llvm_type(acc_et)
     lb, rb, lc, rc = dot_dims(op)
     ls, rs = shape_of(lhs), shape_of(rhs)
-    lf = [d for d in range(len(ls)) if d not in lb + lc]
-    rf = [d for d in range(len(rs)) if d not in rb + rc]
     out_shape = shape_of(op.results[0])
     f = FusedEmitter(s, buffers)
     with b.goto_entry_block():
@@ -164,16 +152,7 @@ def emit_dot_loop(s: Scalar, k: OpKernel, buffers: dict, outs: list) -> None:
         b.store(_zero(aty), acc)
         with loop_nest(b, [ls[d] for d in lc], "k") as kidx:
             f.reset()
-            li: list = [None] * len(ls)
-            ri: list = [None] * len(rs)
-            for n, (dl, dr) in enumerate(zip(lb, rb)):
-                li[dl] = ri[dr] = oidx[n]
-            for n, d in enumerate(lf):
-                li[d] = oidx[len(lb) + n]
-            for n, d in enumerate(rf):
-                ri[d] = oidx[len(lb) + len(lf) + n]
-            for i, dl, dr in zip(kidx, lc, rc):
-                li[dl] = ri[dr] = i
+            li, ri = dot_operand_indices((lb, rb, lc, rc), len(ls), len(rs), oidx, kidx)
             x = _cvt(s, op, f.value_at(lhs, li), lhs.type.element_type, acc_et)
             y = _cvt(s, op, f.value_at(rhs, ri), rhs.type.element_type, acc_et)
             b.store(_mac(s, acc_et, b.load(acc, typ=aty), x, y), acc)

@@ -18,7 +18,6 @@ A backend subclasses :class:`GPUPolicy` with its ``name`` and its own stages.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from oxla.errors import NotSupportedError
@@ -30,10 +29,11 @@ from oxla.lowering import (
     Buf,
     DotKernel,
     Kernel,
-    PackKernel,
     PolicyBase,
     Stage,
-    nbytes,
+    blas_operand,
+    dot_dims,  # noqa: F401 - re-exported (oxla_backend_cuda.policy)
+    gemm_dims,
 )
 from oxla.lowering import unsupported as _unsupported
 from oxla.passes import absorb_transposes, inline_composites, legalized_ops, run_pipeline
@@ -57,17 +57,6 @@ and probe ops are host steps: ``hostops.HOST_STEP_OPS``)."""
 def unsupported(op: Operation, why: str = "", backend: str = "cuda") -> NotSupportedError:
     """The error for an op, type or form ``backend`` cannot compile yet."""
     return _unsupported(op, backend, why)
-
-
-def dot_dims(op: Operation) -> tuple[tuple[int, ...], ...]:
-    """(lhs batch, rhs batch, lhs contracting, rhs contracting) dimensions of a dot."""
-    lhs_rank = op.operands[0].type.rank
-    if op.name == "stablehlo.dot":
-        return (), (), (lhs_rank - 1,), (0,)
-    d = op.attr("dot_dimension_numbers")
-    return tuple(tuple(d.get(k, ())) for k in (
-        "lhs_batching_dimensions", "rhs_batching_dimensions",
-        "lhs_contracting_dimensions", "rhs_contracting_dimensions"))
 
 
 def blas_dot(op: Operation) -> bool:
@@ -146,28 +135,10 @@ def dot_kernels(op: Operation, vbuf: dict[Value, Buf], n: int, counter,
     et = lhs.type.element_type
     if not blas_dot(op):
         raise unsupported(op, "dot other than f32 x f32 -> f32 or f64 x f64 -> f64", backend)
-    lb, rb, lc, rc = dot_dims(op)
-    lf = tuple(d for d in range(lhs.type.rank) if d not in lb + lc)
-    rf = tuple(d for d in range(rhs.type.rank) if d not in rb + rc)
-    ls, rs = lhs.type.shape, rhs.type.shape
-    batch = math.prod(ls[d] for d in lb)
-    m, k = math.prod(ls[d] for d in lf), math.prod(ls[d] for d in lc)
-    nn = math.prod(rs[d] for d in rf)
+    g = gemm_dims(op)
     kernels: list[Kernel] = []
-
-    def layout(x: Value, b, free, contr, free_first: bool) -> tuple[Buf, bool]:
-        order = tuple(range(x.type.rank))
-        if order == b + free + contr:
-            return vbuf[x], not free_first
-        if order == b + contr + free:
-            return vbuf[x], free_first
-        perm = b + free + contr if free_first else b + contr + free
-        out = Buf(f"pack{next(counter)}", nbytes(x), "temp")
-        kernels.append(PackKernel(f"pack{n + len(kernels)}", x, vbuf[x], perm, out))
-        return out, False
-
-    lbuf, trans_l = layout(lhs, lb, lf, lc, True)
-    rbuf, trans_r = layout(rhs, rb, rf, rc, False)
+    lbuf, trans_l = blas_operand(lhs, vbuf, g.lb, g.lf, g.lc, True, kernels, n, counter)
+    rbuf, trans_r = blas_operand(rhs, vbuf, g.rb, g.rf, g.rc, False, kernels, n, counter)
     kernels.append(DotKernel(f"dot{n + len(kernels)}", op, lbuf, rbuf, vbuf[op.results[0]],
-                             batch, m, nn, k, trans_l, trans_r, et.name))
+                             g.batch, g.m, g.n, g.k, trans_l, trans_r, et.name))
     return kernels

@@ -15,7 +15,7 @@ import numpy as np
 from oxla.errors import NotSupportedError
 from oxla.ir import attributes as A
 from oxla.ir import types as T
-from oxla.lowering import OpKernel, Plan
+from oxla.lowering import OpKernel, Plan, dot_dims, dot_operand_indices
 from oxla_codegen_llvm.complex import constant, make, parts
 from oxla_codegen_llvm.fused import (
     FusedEmitter,
@@ -131,16 +131,6 @@ def reduce_window_kernel(k: OpKernel, plan: Plan) -> list[Kernel]:
     return per_element(k, plan, compute)
 
 
-def dot_dims(op) -> tuple[tuple[int, ...], ...]:
-    """(lhs batch, rhs batch, lhs contracting, rhs contracting) dimensions of a dot."""
-    if op.name == "stablehlo.dot":
-        return (), (), (op.operands[0].type.rank - 1,), (0,)
-    d = op.attr("dot_dimension_numbers")
-    return tuple(tuple(int(x) for x in d.get(key, ())) for key in (
-        "lhs_batching_dimensions", "rhs_batching_dimensions",
-        "lhs_contracting_dimensions", "rhs_contracting_dimensions"))
-
-
 def acc_type(op, et: T.ElementType) -> T.ElementType:
     """The accumulation type of a dot or convolution of result type ``et``: f32 for f32
     and narrower floats, f64 for f64 (as XLA and the GEMM libraries, whose results the
@@ -209,8 +199,6 @@ def dot_kernel(k: OpKernel, plan: Plan) -> list[Kernel]:
     aty = zero_of(acc_et).type
     lb, rb, lc, rc = dot_dims(op)
     ls, rs = shape_of(lhs), shape_of(rhs)
-    lf = [d for d in range(len(ls)) if d not in lb + lc]
-    rf = [d for d in range(len(rs)) if d not in rb + rc]
 
     def compute(r: Region, f: FusedEmitter, oidx: list) -> list[ir.Value]:
         b = r.b
@@ -219,16 +207,7 @@ def dot_kernel(k: OpKernel, plan: Plan) -> list[Kernel]:
         b.store(zero_of(acc_et), acc)
         with loop_nest(b, [ls[d] for d in lc], "k") as kidx:
             f.reset()
-            li: list = [None] * len(ls)
-            ri: list = [None] * len(rs)
-            for n, (dl, dr) in enumerate(zip(lb, rb)):
-                li[dl] = ri[dr] = oidx[n]
-            for n, d in enumerate(lf):
-                li[d] = oidx[len(lb) + n]
-            for n, d in enumerate(rf):
-                ri[d] = oidx[len(lb) + len(lf) + n]
-            for i, dl, dr in zip(kidx, lc, rc):
-                li[dl] = ri[dr] = i
+            li, ri = dot_operand_indices((lb, rb, lc, rc), len(ls), len(rs), oidx, kidx)
             x = cvt(r, op, f.value_at(lhs, li), lhs.type.element_type, acc_et)
             y = cvt(r, op, f.value_at(rhs, ri), rhs.type.element_type, acc_et)
             b.store(mac(r, acc_et, b.load(acc, typ=aty), x, y), acc)
