@@ -18,13 +18,13 @@ import math
 
 import llvmlite.ir as ir
 from oxla_codegen_llvm import FusedEmitter, Scalar, linearize, loop_nest, shape_of
+from oxla_codegen_llvm.elements import from_raw_bits
 from oxla_codegen_llvm.fused import store as store_elem
 from oxla_codegen_llvm.loops import for_range
 
 from oxla.errors import NotSupportedError
 from oxla.ir import attributes as A
 from oxla.lowering import OpKernel
-from oxla_backend_cpu.misc_ops import from_raw_bits
 from oxla_backend_cpu.opkernels import op_emitter
 
 I32, I64 = ir.IntType(32), ir.IntType(64)

@@ -22,11 +22,12 @@ import llvmlite.ir as ir
 from oxla.errors import NotSupportedError
 from oxla.ir import attributes as A
 from oxla.lowering import OpKernel, Plan
+from oxla_codegen_llvm.elements import from_raw_bits
 from oxla_codegen_llvm.fused import FusedEmitter, shape_of, store
 from oxla_codegen_llvm.loops import delinearize, linearize
 from oxla_codegen_llvm.simt.loop import launch_1d
 from oxla_codegen_llvm.simt.model import I32, I64, Kernel, KernelBuilder, Region, grid_stride
-from oxla_codegen_llvm.simt.ops import from_raw_bits, params_of
+from oxla_codegen_llvm.simt.ops import params_of
 
 ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
 PHILOX_W = (0x9E3779B9, 0xBB67AE85)
@@ -120,7 +121,7 @@ def rng_kernel(k: OpKernel, plan: Plan) -> list[Kernel]:
     def word(r: Region, idx: ir.Value, w: ir.Value) -> None:
         if w.type.width != bits:
             w = r.b.trunc(w, ir.IntType(bits))
-        store(r.s, r.params[-1], et, idx, from_raw_bits(r, et, w))
+        store(r.s, r.params[-1], et, idx, from_raw_bits(r.s, et, w))
 
     with kb.region() as r:
         b = r.b
@@ -139,7 +140,7 @@ def rng_kernel(k: OpKernel, plan: Plan) -> list[Kernel]:
                 new_state.append(b.add(hi0, b.zext(b.icmp_unsigned("<", new_lo, lo0), I64)))
         with b.if_then(b.icmp_unsigned("==", r.global_id(), _c(0))):
             for i, v in enumerate(new_state):
-                store(r.s, r.params[-2], st_et, _c(i), from_raw_bits(r, st_et, v))
+                store(r.s, r.params[-2], st_et, _c(i), from_raw_bits(r.s, st_et, v))
         if n:
             with grid_stride(r, blocks) as j:
                 if alg == "THREE_FRY" and (bits == 64 or not shape):
