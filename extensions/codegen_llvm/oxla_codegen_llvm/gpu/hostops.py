@@ -29,9 +29,10 @@ from typing import Any
 
 import numpy as np
 
-from oxla.errors import OxlaError, RuntimeInputError
+from oxla.errors import OxlaError
 from oxla.interpreter import Context
 from oxla.interpreter.registry import TOKEN
+from oxla.interpreter.rendezvous import grid_jobs
 from oxla.interpreter.rules.collectives import ProcessGrid
 from oxla.interpreter.rules.io import outfeed_log
 from oxla.ir import Operation
@@ -107,23 +108,13 @@ def run_parallel(programs: Sequence[Sequence[Any]], args: Sequence[Any],
         RuntimeInputError: ragged ``programs`` or the wrong number of arguments.
         OxlaError: the first error of a process (one that is not a peer giving up).
     """
-    if not programs or not programs[0] or any(len(r) != len(programs[0]) for r in programs):
-        raise RuntimeInputError("run_parallel: programs must be a non-empty grid with rows "
-                                "of the same length")
+    jobs, seen = grid_jobs(programs, args), set()
+    for i, (process, exe, fargs) in enumerate(jobs):
+        if id(exe) in seen:  # one executable's device state serves one call at a time
+            jobs[i] = (process, exe.replica(), fargs)
+        seen.add(id(exe))
     grid = ProcessGrid(len(programs), len(programs[0]))
     feed = _infeed(infeed)
-    jobs, pos, seen = [], 0, set()
-    for r, row in enumerate(programs):
-        for p, exe in enumerate(row):
-            if id(exe) in seen:  # one executable's device state serves one call at a time
-                exe = exe.replica()
-            seen.add(id(exe))
-            n = len(exe.signature.inputs)
-            jobs.append(((r, p), exe, list(args[pos:pos + n])))
-            pos += n
-    if pos != len(args):
-        raise RuntimeInputError(f"run_parallel: {len(args)} arguments for programs taking "
-                                f"{pos}")
     outs: list[Any] = [None] * len(jobs)
     errors: list[BaseException | None] = [None] * len(jobs)
 
