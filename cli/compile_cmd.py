@@ -73,10 +73,13 @@ def resolve_frontend(path: str, name: str | None) -> str:
 @click.option("--emit", type=click.Choice(["artifact", "stablehlo", "asm", "llvm"]),
               default="artifact", show_default=True,
               help="write the compiled artifact, the imported StableHLO, or the backend's "
-                   "assembly (PTX for cuda) or LLVM IR")
+                   "assembly (PTX for cuda, AMDGCN for hip) or LLVM IR")
 @click.option("--cuda-arch", default=None, metavar="SM,...",
               help="cuda backend: the archs to make cubins for (sm_80,sm_90; default: the "
                    "current device's, else sm_90)")
+@click.option("--hip-arch", default=None, metavar="GFX,...",
+              help="hip backend: the archs to make code objects for (gfx90a,gfx942,gfx1100; "
+                   "default: the current device's, else gfx942)")
 @click.option("--input-spec", "input_specs", multiple=True, metavar="DIMS:TYPE",
               help="concrete shape of an argument, one per argument in order (4x8:f32); "
                    "refines dynamic dims")
@@ -103,7 +106,8 @@ def resolve_frontend(path: str, name: str | None) -> str:
                    "the interpreter beside its kernel; fail on a mismatch beyond the "
                    "kernel's tolerance")
 def compile_command(input_path: str, frontend: str | None, backend: str, output: str | None,
-                    emit: str, cuda_arch: str | None, input_specs: tuple[str, ...],
+                    emit: str, cuda_arch: str | None, hip_arch: str | None,
+                    input_specs: tuple[str, ...],
                     params_as_inputs: bool,
                     mesh: str | None, shards: tuple[str, ...], explain_sharding: bool,
                     link_gbps: float, sign_key_file: str | None, explain_overrides: bool,
@@ -153,6 +157,8 @@ def compile_command(input_path: str, frontend: str | None, backend: str, output:
     if output is not None:
         refuse_overwriting_input(input_path, output)
     extra = {"cuda_arch": cuda_arch} if cuda_arch else {}
+    if hip_arch:
+        extra["hip_arch"] = hip_arch
     exe = oxla.compile(module.clone() if verify_overrides else module, backend=backend,
                        extra=extra)
     if explain_overrides or verify_overrides:

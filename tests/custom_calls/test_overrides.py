@@ -4,19 +4,24 @@ verified against the interpreter, and through ``oxla compile``'s two flags."""
 
 from __future__ import annotations
 
+import importlib.util
+import os
+
 import numpy as np
 import pytest
 from click.testing import CliRunner
 
 import oxla
-from oxla import plugins
+from oxla import hookimpl, plugins
 from oxla.errors import OxlaError
 from oxla.ir import parse_module, print_module
 from oxla.passes import run_pipeline
+from oxla.plugins import PluginSource
 from tests.custom_calls.demo_pkg import demo_registry
 
 pytest.importorskip("oxla_backend_cpu")
 NAME = "demo.llama-rmsnorm"
+CUDA_NAME = "demo.llama-rmsnorm-cuda"
 
 
 def rmsnorm_program(swap: bool = False, folded: bool = True, eps_arg: bool = False,
@@ -98,13 +103,62 @@ def test_reports_why_it_did_not_fire(demo, kwargs, reason):
 def test_a_cpu_override_never_changes_another_backends_program(demo):
     text = rmsnorm_program()
     module = parse_module(text)
-    run_pipeline(module, "plugin-patterns{backend=interpreter}")
-    assert print_module(module) == print_module(parse_module(text))
+    for other in ("interpreter", "cuda", "hip"):
+        run_pipeline(module, f"plugin-patterns{{backend={other}}}")
+        assert print_module(module) == print_module(parse_module(text)), other
     run_pipeline(module, "plugin-patterns{backend=cpu}")
     assert "demo.rmsnorm" in print_module(module)
     exe = oxla.compile(text, backend="interpreter")
     assert "custom_call" not in print_module(exe.module)
     assert "overrides" not in exe.stats
+    for other in ("cuda", "hip"):  # compiling needs no device
+        if importlib.util.find_spec(f"oxla_backend_{other}") is None:
+            continue
+        exe = oxla.compile(text, backend=other, cache=False)
+        assert exe.program.custom == [] and "overrides" not in exe.stats, other
+        assert all(st["op"] != "custom" for st in exe.program.steps)
+
+
+class _CudaOverride:
+    """The demo's pattern, for the cuda backend only (its CUDA C implementation)."""
+
+    @hookimpl
+    def oxla_patterns(self):
+        from oxla_kernels import Override
+        from oxla_kernels_demo.kernels import RMSNORM, RMSNORM_OVERRIDE
+
+        over = Override(CUDA_NAME, RMSNORM_OVERRIDE.pattern, RMSNORM,
+                        operands=RMSNORM_OVERRIDE.operands, attrs=RMSNORM_OVERRIDE.attrs,
+                        constraints=RMSNORM_OVERRIDE.constraints, backends=("cuda",))
+        return [over.pattern_info()]
+
+
+def test_a_cuda_override_fires_on_cuda_only_and_runs_on_the_simulated_device(monkeypatch):
+    pytest.importorskip("oxla_backend_cuda")
+    from oxla_codegen_llvm.simt import ocelot
+
+    lib, why = ocelot.library()
+    if lib is None:
+        assert os.environ.get("CI") != "true", f"gpuocelot must load in CI: {why}"
+        pytest.skip(why)
+    monkeypatch.setenv("OXLA_CUDA_DEVICE", "sim")
+    reg = demo_registry()
+    reg.register(_CudaOverride(), PluginSource("t-cuda-override", "0", "t = x"))
+    old = plugins.set_registry(reg)
+    try:
+        text = rmsnorm_program()
+        cuda = oxla.compile(text, backend="cuda", cache=False)
+        (entry,) = cuda.stats["overrides"]  # the cpu override is not cuda's
+        assert entry["override"] == CUDA_NAME and entry["fired"] == 1
+        assert [r.entry for r in cuda.program.custom] == ["demo_rmsnorm"]
+        args = _inputs()
+        ref = oxla.compile(text, backend="interpreter")(*args)[0]
+        got = cuda(*args)[0]
+        assert np.max(np.abs(got - ref)) <= 1e-5 * np.max(np.abs(ref))
+        cpu = oxla.compile(text, backend="cpu", cache=False)
+        assert [e["override"] for e in cpu.stats["overrides"]] == [NAME]
+    finally:
+        plugins.set_registry(old)
 
 
 def test_disabled_by_name(demo, monkeypatch):

@@ -143,7 +143,7 @@ def test_backend_option_validates_and_hints(registry):
     assert result.exit_code == 2
     assert result.stderr.splitlines()[0] == (
         "error: unknown backend 'hip'; installed: interpreter, testdummy; "
-        "oxla-backend-hip is not written yet (this oxla checkout has no extensions/backend_hip/)"
+        "try: pip install -e extensions/backend_hip"
     )
 
 

@@ -86,7 +86,7 @@ def files(tmp_path_factory):
     f["interp.oxla"] = str(d / "interp.oxla")
     raw("notzip.oxla", b"this is not a zip")
     raw("truncated.oxla", (d / "interp.oxla").read_bytes()[:300])
-    _recomputed(d / "interp.oxla", d / "hip.oxla", edit=lambda m: m.update(backend="hip"))
+    _recomputed(d / "interp.oxla", d / "hip.oxla", edit=lambda m: m.update(backend="tpu"))
     f["hip.oxla"] = str(d / "hip.oxla")
     # a corrupt deflate stream in module.mlir
     blob = bytearray((d / "interp.oxla").read_bytes())
@@ -160,7 +160,7 @@ CASES = [
                                 "{out}"], {}, ""),
     ("compile-bad-spec-type", ["compile", "{add.mlir}", "--input-spec", "4:f99", "-o",
                                "{out}"], {}, ""),
-    ("compile-unknown-backend", ["compile", "{add.mlir}", "--backend", "hip"], {}, ""),
+    ("compile-unknown-backend", ["compile", "{add.mlir}", "--backend", "tpu"], {}, ""),
     ("compile-unknown-frontend", ["compile", "{add.mlir}", "--frontend", "mxnet"], {}, ""),
     ("compile-directory", ["compile", "{adir}"], {}, ""),
     ("compile-missing", ["compile", "{missing}"], {}, ""),

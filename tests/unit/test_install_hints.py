@@ -50,7 +50,7 @@ def test_known_distribution_hint_works(kind_name, monkeypatch):
 def test_hints_name_existing_folders_and_unwritten_ones():
     assert plugins.install_hint("oxla-frontend-onnx", str(ROOT)).endswith(
         "extensions/frontend_onnx")
-    assert "not written yet" in plugins.install_hint("oxla-backend-hip", str(ROOT))
+    assert "not written yet" in plugins.install_hint("oxla-backend-tpu", str(ROOT))
     # outside the checkout the folder is given absolutely, so the command still works
     cwd = os.getcwd()
     try:

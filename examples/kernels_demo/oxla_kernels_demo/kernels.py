@@ -19,6 +19,11 @@ from oxla_kernels import (
 )
 
 SRC = Path(__file__).parent / "src"
+"""The kernels' sources. ``rmsnorm.spv`` is the SYCL device image, the SPIR-V that
+``rmsnorm.cl`` compiles to (what a SYCL compiler ships; rebuilt with Debian's clang-15
+and llvm-spirv-15: ``clang-15 -cc1 -triple spir64-unknown-unknown -cl-std=CL1.2
+-finclude-default-header -emit-llvm-bc -O2 rmsnorm.cl -o rmsnorm.bc && llvm-spirv-15
+rmsnorm.bc -o rmsnorm.spv``)."""
 
 
 def rmsnorm_reference(x: np.ndarray, w: np.ndarray, eps: float = 1e-6) -> np.ndarray:
@@ -49,8 +54,7 @@ RMSNORM = Kernel(
     impls=[
         CImpl((SRC / "rmsnorm.c").read_text(), "demo_rmsnorm"),
         NumpyImpl(rmsnorm_reference),
-        SyclImpl("demo_rmsnorm", _rows, opencl=(SRC / "rmsnorm.cl").read_text(),
-                 scalars=(_dim, "eps")),
+        SyclImpl("demo_rmsnorm", _rows, spirv=SRC / "rmsnorm.spv", scalars=(_dim, "eps")),
         CudaImpl((SRC / "rmsnorm.cu").read_text(), "demo_rmsnorm", grid=_rows,
                  block=(128,), scalars=(_dim, "eps"), shared_mem=128 * 4),
         HipImpl((SRC / "rmsnorm.hip").read_text(), "demo_rmsnorm", grid=_rows,

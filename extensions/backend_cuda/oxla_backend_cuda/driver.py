@@ -71,7 +71,8 @@ def check(result: tuple) -> Any:
     return values[0] if len(values) == 1 else tuple(values) if values else None
 
 
-_PARAM_TYPES = {"buf": ctypes.c_void_p, "i64": ctypes.c_int64}
+_PARAM_TYPES = {"buf": ctypes.c_void_p, "i64": ctypes.c_int64, "in": ctypes.c_void_p,
+                "out": ctypes.c_void_p, "f32": ctypes.c_float}
 
 
 class DriverDevice:
@@ -172,6 +173,30 @@ class DriverDevice:
         params = (tuple(v for _, v in args), tuple(_PARAM_TYPES[k] for k, _ in args)) \
             if args else 0
         check(self._d.cuLaunchKernel(fn, *grid, *block, shared_bytes, stream, params, 0))
+
+    def load_custom(self, rec: Any) -> Any:
+        """A custom call's kernel (``oxla_kernels.DeviceKernel``,
+        :mod:`oxla_codegen_llvm.gpu.custom_call`): its cubin when it is for this
+        device's arch, else its PTX JIT-compiled for it; ``(module, function)``."""
+        self._current()
+        if rec.format == "cubin" and rec.arch == self.arch:
+            image = rec.image
+        else:
+            ptx = rec.extra.get("ptx") or (rec.image if rec.format == "ptx" else None)
+            if ptx is None:
+                raise OxlaError(f"custom call kernel {rec.entry}: its cubin is for "
+                                f"{rec.arch or '?'}, not {self.arch}, and it has no PTX")
+            image = ptx_to_cubin(ptx.decode() if isinstance(ptx, bytes) else ptx, self.arch)
+        module = check(self._d.cuModuleLoadData(image))
+        return module, check(self._d.cuModuleGetFunction(module, rec.entry.encode()))
+
+    def launch_custom(self, kernel: Any, grid: tuple[int, int, int],
+                      block: tuple[int, int, int], shared_bytes: int, stream: Any,
+                      args: list[tuple[str, Any, int]]) -> None:
+        """``cuLaunchKernel`` of a custom call's kernel: buffers as pointers, then
+        scalars (``f32`` as float, ``i64`` as a 64-bit integer)."""
+        self.launch(kernel[1], grid, block, shared_bytes, stream,
+                    [(k, v) for k, v, _ in args])
 
     def gemm(self, call: GemmCall, stream: Any) -> None:
         if self._blas is None:

@@ -3,12 +3,15 @@
 (Triton: :mod:`oxla_kernels.triton_impl`).
 
 The record is the whole contract with a backend: ``CustomCallInfo(target, "cuda",
-impl)``'s ``fn`` is the implementation, whose ``device_kernel(ins, outs, attrs)`` a
-backend calls at compile time with the call's static types; it launches
-``entry`` from ``image`` with ``grid`` x ``block`` threads and ``shared_mem`` bytes on
-the executable's own stream, passing the operands' device pointers, then the
-results', then the ``scalars`` attributes (as 32-bit floats or 64-bit ints, in that
-order). NVRTC is the pinned ``nvidia-cuda-nvrtc`` wheel (its PTX ISA is what the CUDA
+impl)``'s ``fn`` is the implementation, whose ``for_call(ins, outs, backend_config)`` a
+backend calls at compile time with the call's static types and its ``backend_config``
+string (decoded into the kernel's attributes, then ``device_kernel(ins, outs, attrs)``);
+it launches ``entry`` from ``image`` with ``grid`` x ``block`` threads and
+``shared_mem`` bytes on the executable's own stream, passing the operands' device
+pointers, then the results', then the ``scalars`` attributes (as 32-bit floats or
+64-bit ints, in that order). A simulated device runs the record's PTX in an emulator,
+or calls its ``host`` function when it has one (Triton's interpreter; for HIP, the same
+source compiled for the host, :mod:`oxla_kernels.hip_host`). NVRTC is the pinned ``nvidia-cuda-nvrtc`` wheel (its PTX ISA is what the CUDA
 backend's ``ptxas`` accepts); ``ptxas``, when found (``$OXLA_PTXAS``, PATH, Triton's
 bundled copy), also assembles a cubin for ``arch``.
 """
@@ -16,6 +19,7 @@ bundled copy), also assembles a cubin for ``arch``.
 from __future__ import annotations
 
 import ctypes
+import functools
 import glob
 import importlib.util
 import os
@@ -32,7 +36,8 @@ import numpy as np
 
 from oxla.errors import LoweringError
 from oxla.ir import types as T
-from oxla_kernels.kernel import scalar_values
+from oxla_kernels.hip_host import run_on_host
+from oxla_kernels.kernel import decode_config, scalar_values
 
 Grid = Callable[[Sequence[T.TensorType], Mapping[str, Any]], tuple[int, ...]]
 
@@ -51,6 +56,10 @@ class DeviceKernel:
         shared_mem: dynamic shared memory bytes.
         scalars: attribute values passed after the buffers, in order.
         extra: other images of the same kernel (``{"ptx": ...}`` beside a cubin).
+        arch: the ``sm_XY`` (or ``gfxNNN``) a cubin (code object) is for.
+        host: ``host(buffers)`` runs the kernel on host memory (the operands' then the
+            results' bytes as ``uint8`` arrays, results written in place), for a
+            simulated device; None: it runs the PTX.
     """
 
     backend: str
@@ -62,6 +71,8 @@ class DeviceKernel:
     shared_mem: int = 0
     scalars: tuple[float | int, ...] = ()
     extra: dict[str, bytes] = field(default_factory=dict)
+    arch: str = ""
+    host: Callable[[list[np.ndarray]], None] | None = field(default=None, compare=False)
 
 
 def dims3(t: Sequence[int]) -> tuple[int, int, int]:
@@ -77,7 +88,17 @@ class GpuImpl:
         self.kernel = kernel
 
     def custom_call_fn(self) -> Any:
-        return self  # the backend calls device_kernel(ins, outs, attrs)
+        return self  # the backend calls for_call(ins, outs, backend_config)
+
+    def for_call(self, ins: Sequence[T.TensorType], outs: Sequence[T.TensorType],
+                 backend_config: str) -> DeviceKernel:
+        """The launch record of one call site (module doc).
+
+        Raises:
+            LoweringError: the kernel does not compile (the compiler's log in the notes).
+        """
+        return self.device_kernel(ins, outs, decode_config(backend_config,
+                                                           self.kernel.attributes))
 
     def run(self, arrays, ins, outs, attrs) -> list[np.ndarray]:
         raise LoweringError(f"the {self.language} implementation of "
@@ -217,12 +238,14 @@ class CudaImpl(GpuImpl):
                 pass
         return DeviceKernel("cuda", fmt, image, self.entry, dims3(self.grid(ins, attrs)),
                             self.block, self.shared_mem,
-                            scalar_values(self.scalars, ins, attrs), {"ptx": ptx})
+                            scalar_values(self.scalars, ins, attrs), {"ptx": ptx},
+                            self.arch if fmt == "cubin" else "")
 
 
 class HipImpl(GpuImpl):
     """HIP C++ for the hip backend, compiled with ``hipcc --genco`` (``$OXLA_HIPCC``)
-    to a code object for ``arch``; same arguments as :class:`CudaImpl`."""
+    to a code object for ``arch`` (a plain AMDGPU ELF, not a clang offload bundle:
+    ``--no-gpu-bundle-output``); same arguments as :class:`CudaImpl`."""
 
     backend = "hip"
     language = "hip"
@@ -241,14 +264,21 @@ class HipImpl(GpuImpl):
         with tempfile.TemporaryDirectory() as tmp:
             src, out = Path(tmp) / "k.hip", Path(tmp) / "k.hsaco"
             src.write_text(self.source)
-            res = subprocess.run([exe, "--genco", f"--offload-arch={self.arch}", str(src),
-                                  "-o", str(out)], capture_output=True, text=True,
+            res = subprocess.run([exe, "--genco", f"--offload-arch={self.arch}",
+                                  "--no-gpu-bundle-output", str(src), "-o", str(out)],
+                                 capture_output=True, text=True,
                                  check=False, env={**os.environ, "HIP_PLATFORM": "amd"})
             if res.returncode:
                 raise LoweringError("hipcc failed", notes=[res.stderr.strip()[-2000:]])
             return out.read_bytes()
 
     def device_kernel(self, ins, outs, attrs) -> DeviceKernel:
-        return DeviceKernel("hip", "hsaco", self.code_object(), self.entry,
-                            dims3(self.grid(ins, attrs)), self.block, self.shared_mem,
-                            scalar_values(self.scalars, ins, attrs))
+        """The launch record: the code object, and as ``host`` the same source run on
+        the host (:mod:`oxla_kernels.hip_host`, what the simulated hip device calls)."""
+        grid, scalars = dims3(self.grid(ins, attrs)), scalar_values(self.scalars, ins, attrs)
+        kinds = ["ptr"] * (len(ins) + len(outs)) + [
+            "i64" if isinstance(v, bool | int | np.integer) else "f32" for v in scalars]
+        host = functools.partial(run_on_host, self.source, self.entry, kinds, grid,
+                                 self.block, self.shared_mem, scalars)
+        return DeviceKernel("hip", "hsaco", self.code_object(), self.entry, grid, self.block,
+                            self.shared_mem, scalars, arch=self.arch, host=host)

@@ -120,19 +120,41 @@ class TritonImpl(GpuImpl):
         backend = target.partition(":")[0]
         fmt = "cubin" if backend == "cuda" else "hsaco"
         extra = {"ptx": k["ptx"]} if "ptx" in k else {}
+        req = self._request(ins, outs, attrs)
+        dtypes = [np.dtype(t.element_type.dtype) for t in [*ins, *outs]]
+
+        def host(buffers: list[np.ndarray]) -> None:  # a simulated device's launch
+            typed = [b.view(d) for b, d in zip(buffers, dtypes)]
+            res = interpret(req, typed[:len(ins)], typed[len(ins):])
+            for b, r in zip(typed[len(ins):], res):
+                b[...] = r.reshape(-1)
+
         return DeviceKernel(backend, fmt, k[fmt], k["name"], dims3(self.grid(ins, attrs)),
                             (32 * self.num_warps, 1, 1), int(k["shared"]),
-                            scalar_values(self.scalars, ins, attrs), extra)
+                            scalar_values(self.scalars, ins, attrs), extra,
+                            ("sm_" if backend == "cuda" else "") + target.partition(":")[2],
+                            host)
 
     def run(self, arrays, ins, outs, attrs) -> list[np.ndarray]:
         """Runs on CPU tensors with Triton's interpreter (``TRITON_INTERPRET=1``)."""
-        with tempfile.TemporaryDirectory() as tmp:
-            src, dst = Path(tmp) / "in.npz", Path(tmp) / "out.npz"
-            np.savez(src, **{f"in{i}": a for i, a in enumerate(arrays)},
-                     **{f"out{i}": np.zeros(t.shape, np.dtype(t.element_type.dtype))
-                        for i, t in enumerate(outs)})
-            _worker({**self._request(ins, outs, attrs), "mode": "interpret",
-                     "inputs": str(src), "outputs": str(dst), "n_in": len(arrays),
-                     "n_out": len(outs)}, env={"TRITON_INTERPRET": "1"})
-            data = np.load(dst)
-            return [data[f"out{i}"] for i in range(len(outs))]
+        return interpret(self._request(ins, outs, attrs), arrays,
+                         [np.zeros(t.shape, np.dtype(t.element_type.dtype)) for t in outs])
+
+
+def interpret(req: dict, inputs: Sequence[np.ndarray],
+              outputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Runs the kernel of ``req`` (:meth:`TritonImpl._request`) with Triton's interpreter
+    in the worker process, on copies of ``inputs`` and of ``outputs`` (their initial
+    contents); returns the outputs it wrote.
+
+    Raises:
+        LoweringError: Triton is not installed for oxla, or the kernel failed.
+    """
+    with tempfile.TemporaryDirectory() as tmp:
+        src, dst = Path(tmp) / "in.npz", Path(tmp) / "out.npz"
+        np.savez(src, **{f"in{i}": a for i, a in enumerate(inputs)},
+                 **{f"out{i}": a for i, a in enumerate(outputs)})
+        _worker({**req, "mode": "interpret", "inputs": str(src), "outputs": str(dst),
+                 "n_in": len(inputs), "n_out": len(outputs)}, env={"TRITON_INTERPRET": "1"})
+        data = np.load(dst)
+        return [data[f"out{i}"] for i in range(len(outputs))]

@@ -10,7 +10,8 @@ A call (one stream, taken from the runtime's pool):
    torch/cupy tensor; ROCm builds use the same protocol) is read in place;
 2. the steps run: kernel launches with their buffers' addresses (``arena + offset``,
    an input's, a result slot's or a constant's), BLAS GEMMs, FFTs, copies; ``while``/``if``/
-   ``case`` copy their predicate back to the host and choose there; collectives,
+   ``case`` copy their predicate back to the host and choose there; custom calls
+   launch their plugin's kernel (:mod:`oxla_codegen_llvm.gpu.custom_call`); collectives,
    streaming and probe ops run on the host between the device's steps
    (:mod:`~oxla_codegen_llvm.gpu.hostops`);
 3. a loop-free program runs as one **graph**: captured on first use for its input
@@ -66,6 +67,7 @@ class _Loaded:
         self.module = dev.load_module(exe.image) if exe.program.kernels else None
         self.functions = {k.name: dev.function(self.module, k.name)
                           for k in exe.program.kernels}
+        self.custom = [dev.load_custom(rec) for rec in exe.program.custom]
         self.ptrs: list[int] = []
         self.consts = [self._keep(rt.upload(c)) for c in exe.program.constants]
         with rt.stream() as s:
@@ -265,6 +267,11 @@ class GPUExecutable:
                 args = [(kind, addr(v) if kind == "buf" else int(v)) for kind, v in st["args"]]
                 dev.launch(loaded.functions[st["kernel"]], tuple(st["grid"]),
                            tuple(st["block"]), st["shared"], s, args)
+            elif op == "custom":
+                args = [(a[0], addr(a[1]), a[2]) if a[0] in ("in", "out") else
+                        (a[0], a[1], 0) for a in st["args"]]
+                dev.launch_custom(loaded.custom[st["kernel"]], tuple(st["grid"]),
+                                  tuple(st["block"]), st["shared"], s, args)
             elif op == "gemm":
                 dev.gemm(dot_call(st["batch"], st["m"], st["n"], st["k"], st["trans_lhs"],
                                   st["trans_rhs"], st["dtype"], addr(st["lhs"]),
@@ -360,9 +367,14 @@ def save_artifact(exe: GPUExecutable, path: str | os.PathLike[str]) -> None:
     """Writes ``exe`` to ``path`` (module doc).
 
     Raises:
-        NotSupportedError: the program has host steps (collectives, streaming, probes),
-            whose ops an artifact cannot hold yet.
+        NotSupportedError: the program launches custom-call kernels (their launch
+            records are not serialized yet) or has host steps (collectives, streaming,
+            probes), whose ops an artifact cannot hold yet.
     """
+    if exe.program.custom:
+        raise NotSupportedError(f"a {exe.backend} executable with custom-call kernels "
+                                "cannot be saved yet (their launch records are not "
+                                "serialized); compile the program where it runs")
     if exe.program.host_ops:
         names = sorted({op.name for op in exe.program.host_ops})
         raise NotSupportedError(f"a {exe.backend} artifact cannot hold host-staged ops yet "

@@ -8,6 +8,8 @@ a backend that runs SIMT kernels and BLAS GEMMs.
 * dots: f32/f64 GEMMs through the vendor BLAS (cuBLAS, rocBLAS), operands laid out
   ``[B,M,K]``/``[B,K,M]`` and ``[B,K,N]``/``[B,N,K]`` read in place, others copied into
   that layout first (a :class:`~oxla.lowering.PackKernel`);
+* ``custom_call``: a plugin's GPU kernel, launched as it is
+  (:mod:`oxla_codegen_llvm.gpu.custom_call`);
 * every other op the op table has is its own kernel (an ``OpKernel``): whether simt has
   a GPU kernel for it is known at codegen, which raises ``NotSupportedError`` naming it;
 * ``prepare``: inline composites, the core pipeline, the plugins' patterns for the
@@ -40,6 +42,7 @@ from oxla.passes import absorb_transposes, inline_composites, legalized_ops, run
 from oxla.protocols import CompileOptions
 from oxla_codegen_llvm import EMITTERS, is_fusible, llvm_type
 from oxla_codegen_llvm.fused import INDEX_RULES
+from oxla_codegen_llvm.gpu import custom_call
 from oxla_codegen_llvm.gpu.hostops import HOST_STEP_OPS
 from oxla_codegen_llvm.simt.kernels import OP_KINDS
 from oxla_codegen_llvm.simt.kernels import claim as simt_claim
@@ -49,9 +52,10 @@ BLAS_TYPES = ("f32", "f64")
 PREPARED_AWAY = frozenset({"func.call", "stablehlo.composite"})
 LIBRARY_OPS = frozenset({"stablehlo.fft"})
 """Op kernels the launch program runs as a vendor-library call (:mod:`.program`)."""
-HOST_OPS = frozenset({"stablehlo.custom_call"})
-"""Ops that need a host runtime this backend does not have yet (the collectives, streaming
-and probe ops are host steps: ``hostops.HOST_STEP_OPS``)."""
+HOST_OPS: frozenset[str] = frozenset()
+"""Ops that need a host runtime this backend does not have yet (none: the collectives,
+streaming and probe ops are host steps, ``hostops.HOST_STEP_OPS``; custom calls launch
+their plugin's kernel, :mod:`.custom_call`)."""
 
 
 def unsupported(op: Operation, why: str = "", backend: str = "cuda") -> NotSupportedError:
@@ -93,6 +97,9 @@ class GPUPolicy(PolicyBase):
     def classify(self, op: Operation) -> str | None:
         if op.name in DOTS and blas_dot(op):
             return "dot"
+        if op.name == custom_call.OP:
+            custom_call.implementation(op, self.name)  # a registered kernel, a form it takes
+            return "op"
         if op.name in HOST_OPS or op.name in CONTROL_OPS:
             return None
         return "op"  # simt's kernels_for says at codegen whether it has a GPU kernel

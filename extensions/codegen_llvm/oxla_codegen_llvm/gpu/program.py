@@ -14,6 +14,8 @@
   op itself is kept in :attr:`Program.host_ops`, the step holds its operands' and
   results' refs;
 * plain copies (control flow's loop-carried values) -> ``copy`` (``cuMemcpyDtoDAsync``);
+* ``custom_call`` -> ``custom``, a plugin's GPU kernel launched from its own image
+  (:mod:`oxla_codegen_llvm.gpu.custom_call`; the records are ``Program.custom``);
 * ``while``/``if``/``case`` -> host-driven steps whose predicate is copied back to the
   host after the condition's kernels (``while``, ``if``, ``case``).
 
@@ -35,7 +37,8 @@ import numpy as np
 
 from oxla.errors import OxlaError
 from oxla.ir import types as T
-from oxla.lowering import Buf, ControlKernel, DotKernel, PackKernel, Plan
+from oxla.lowering import Buf, ControlKernel, DotKernel, OpKernel, PackKernel, Plan
+from oxla_codegen_llvm.gpu import custom_call
 from oxla_codegen_llvm.gpu.fft import fft_call
 from oxla_codegen_llvm.gpu.hostops import HOST_STEP_OPS, value_spec
 
@@ -53,6 +56,8 @@ class Program:
         kernels: the SIMT kernels (``oxla_codegen_llvm.simt.Kernel``), in first-launch
             order, names unique.
         temp_bytes: the arena's size.
+        custom: the custom calls' launch records (``oxla_kernels.DeviceKernel``), by a
+            ``custom`` step's ``kernel`` index.
         host_ops: the ops of the ``host`` steps, by step index (not saved: a program
             with host steps has no artifact yet).
     """
@@ -61,22 +66,26 @@ class Program:
     constants: list[np.ndarray] = field(default_factory=list)
     kernels: list[Any] = field(default_factory=list)
     temp_bytes: int = 0
+    custom: list[Any] = field(default_factory=list)
     host_ops: list[Any] = field(default_factory=list)
 
     @property
     def loop_free(self) -> bool:
-        """True when no step is host-driven control flow or an FFT (whose plan is made
-        at its first run, which a stream capture forbids): the program can be one graph."""
-        return all(s["op"] in ("launch", "gemm", "copy", "zero") for s in self.steps)
+        """True when no step is host-driven control flow, a host step or an FFT (whose
+        plan is made at its first run, which a stream capture forbids): the program can
+        be one graph."""
+        return all(s["op"] in ("launch", "gemm", "copy", "zero", "custom")
+                   for s in self.steps)
 
 
 class _Builder:
-    def __init__(self, simt: Any):
-        self.simt = simt
+    def __init__(self, simt: Any, backend: str):
+        self.simt, self.backend = simt, backend
         self.consts: dict[int, int] = {}
         self.constants: list[np.ndarray] = []
         self.kernels: list[Any] = []
         self.names: set[str] = set()
+        self.custom: list[Any] = []
         self.scratch_at = 0  # the arena offset of the FFTs' scratch
         self.scratch_bytes = 0
         self.host_ops: list[Any] = []
@@ -118,6 +127,11 @@ class _Builder:
             return [{"op": "gemm", "batch": k.batch, "m": k.m, "n": k.n, "k": k.k,
                      "trans_lhs": k.trans_lhs, "trans_rhs": k.trans_rhs, "dtype": k.dtype,
                      "lhs": self.ref(k.lhs), "rhs": self.ref(k.rhs), "out": self.ref(k.out)}]
+        if isinstance(k, OpKernel) and k.op.name == custom_call.OP:
+            rec = custom_call.launch_record(k.op, self.backend)
+            self.custom.append(rec)
+            return [custom_call.custom_step(k.op, len(self.custom) - 1, self.ref, plan.vbuf,
+                                            k.outs, rec)]
         if isinstance(k, PackKernel) and tuple(k.perm) == tuple(range(len(k.perm))):
             return [{"op": "copy", "src": self.ref(k.src_buf), "dst": self.ref(k.out),
                      "nbytes": k.out.nbytes}]
@@ -193,19 +207,20 @@ def ptx_name(name: str) -> str:
     return out if re.match(r"[A-Za-z_$]", out) else "k_" + out
 
 
-def build_program(plan: Plan, simt: Any) -> Program:
+def build_program(plan: Plan, simt: Any, backend: str = "cuda") -> Program:
     """The launch program of ``plan`` (module doc); ``simt`` is
-    ``oxla_codegen_llvm.simt`` (passed in: the kernels are its).
+    ``oxla_codegen_llvm.simt`` (passed in: the kernels are its); ``backend`` names the
+    custom calls' implementations.
 
     Raises:
         NotSupportedError: a plan kernel simt has no GPU kernel for yet (its message
             names the op or kind).
     """
-    b = _Builder(simt)
+    b = _Builder(simt, backend)
     b.scratch_at = -(-plan.temp_bytes // SCRATCH_ALIGN) * SCRATCH_ALIGN
     steps = b.steps(plan)
     temp = b.scratch_at + b.scratch_bytes if b.scratch_bytes else plan.temp_bytes
-    return Program(steps, b.constants, b.kernels, temp, b.host_ops)
+    return Program(steps, b.constants, b.kernels, temp, b.custom, b.host_ops)
 
 
 def count_steps(steps: list[dict[str, Any]], op: str) -> int:

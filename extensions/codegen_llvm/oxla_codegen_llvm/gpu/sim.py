@@ -8,6 +8,9 @@ of a GPU backend runs on a machine without a GPU.
   is an error naming the pointer, not a silent overwrite);
 * ``launch``: the kernel's host twin (``oxla_codegen_llvm.simt.HostTwin``) runs the grid,
   with the device's warp (wavefront) size: 32 for CUDA and RDNA, 64 for CDNA;
+* ``launch_custom`` (a custom call's kernel): its ``host`` function on the buffers'
+  bytes, or its PTX in gpuocelot (:mod:`oxla_codegen_llvm.gpu.custom_call`), buffers
+  copied into memory the emulator's process maps and the results copied back;
 * ``gemm``: :func:`oxla_codegen_llvm.gpu.gemm.gemm_reference`, the BLAS libraries'
   documented semantics in numpy, on the call's own arguments;
 * ``fft``: :func:`oxla_codegen_llvm.gpu.fft.fft_reference`, likewise for the FFT
@@ -29,9 +32,11 @@ from typing import Any
 
 import numpy as np
 
-from oxla.errors import OxlaError
+from oxla.errors import NotSupportedError, OxlaError
+from oxla_codegen_llvm.gpu.custom_call import ocelot_ptx
 from oxla_codegen_llvm.gpu.fft import FftCall, fft_reference
 from oxla_codegen_llvm.gpu.gemm import GemmCall, gemm_reference
+from oxla_codegen_llvm.simt import ocelot
 from oxla_codegen_llvm.simt.host import HostTwin
 
 ALIGN = 64
@@ -172,7 +177,7 @@ class SimDevice:
     # -- modules and launches --------------------------------------------------------------
     def load_module(self, image: Any) -> Any:
         """Host twins of ``image.kernels`` (a backend's module image)."""
-        return HostTwin(image.kernels) if image.kernels else None
+        return HostTwin(image.kernels, self.warp_size) if image.kernels else None
 
     def function(self, module: Any, name: str) -> Any:
         if module is None:
@@ -189,6 +194,37 @@ class SimDevice:
 
         def work():
             twin.launch(name, tuple(grid), tuple(block), shared_bytes, values)
+            self.stats["launches"] += 1
+        self._run(stream, work)
+
+    def load_custom(self, rec: Any) -> Any:
+        """``("host", fn)`` for a record with a host function, else ``("ocelot", ptx,
+        entry, library)``.
+
+        Raises:
+            NotSupportedError: a HIP code object, PTX that uses what gpuocelot lacks, or
+                no gpuocelot.
+        """
+        if rec.host is not None:
+            return ("host", rec.host)
+        ptx = ocelot_ptx(rec)
+        lib, why = ocelot.library()
+        if lib is None:
+            raise NotSupportedError(f"custom call kernel {rec.entry} needs gpuocelot on "
+                                    f"the simulated device: {why}")
+        return ("ocelot", ptx, rec.entry, lib)
+
+    def launch_custom(self, kernel: Any, grid: tuple[int, int, int],
+                      block: tuple[int, int, int], shared_bytes: int, stream: Any,
+                      args: list[tuple[str, Any, int]]) -> None:
+        bufs = [(kind, self.view(v, n)) for kind, v, n in args if kind in ("in", "out")]
+        scalars = [(kind, v) for kind, v, _ in args if kind not in ("in", "out")]
+
+        def work():
+            if kernel[0] == "host":
+                kernel[1]([b if kind == "out" else b.copy() for kind, b in bufs])
+            else:
+                _ocelot_launch(kernel, bufs, scalars, grid, block, shared_bytes)
             self.stats["launches"] += 1
         self._run(stream, work)
 
@@ -217,3 +253,25 @@ def host_array(device: SimDevice, ptr: int, shape: tuple[int, ...], dtype: Any) 
     return device.view(ptr, n).view(dt).reshape(shape)
 
 
+
+
+def _ocelot_launch(kernel: tuple, bufs: list[tuple[str, np.ndarray]],
+                   scalars: list[tuple[str, Any]], grid: tuple[int, int, int],
+                   block: tuple[int, int, int], shared_bytes: int) -> None:
+    """One custom-call launch in gpuocelot: each buffer copied into memory its process
+    maps, the ``out`` ones copied back; an f32 scalar passes as its 32-bit pattern."""
+    _, ptx, entry, lib = kernel
+    with ocelot.OcelotDevice(lib) as dev:
+        mapped = []
+        for _, b in bufs:
+            m = dev.alloc(b.nbytes)
+            m[:b.nbytes] = b
+            mapped.append(m)
+        vals = [m.ctypes.data for m in mapped]
+        for kind, v in scalars:
+            vals.append(int(np.float32(v).view(np.uint32)) if kind == "f32" else int(v))
+        kinds = ["buf"] * len(mapped) + ["i64"] * len(scalars)
+        dev.launch(ptx, entry, kinds, vals, grid, block, shared_bytes)
+        for (kind, b), m in zip(bufs, mapped):
+            if kind == "out":
+                b[...] = m[:b.nbytes]

@@ -26,7 +26,7 @@ def kernels_stage(c: Compilation) -> None:
     """The plan as a launch program, GPU kernels from ``simt.kernels_for``
     (``c.artifacts["program"]``)."""
     assert c.plan is not None
-    program = build_program(c.plan, simt)
+    program = build_program(c.plan, simt, c.policy.name)
     c.artifacts["program"] = program
     c.dump("5-program.json", lambda: json.dumps(program.steps, indent=1))
 

@@ -8,7 +8,8 @@ barrier between two regions is the end of a thread loop. The thread's position i
 in module globals the model's intrinsics read; a value that lives across a barrier is
 in the thread's slot of ``priv`` (``threads x private`` bytes); ``shared`` is one buffer
 reused by each block in turn. Warp shuffles are off (``has_shuffle`` is false), so
-kernels take their shared-memory path. One launch at a time per process (a lock).
+kernels take their shared-memory path; ``warp_size`` is the device's (32 for CUDA and
+RDNA3, 64 for CDNA: the simulated device of each arch). One launch at a time per process (a lock).
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ def _slot(b: ir.IRBuilder, st: ir.GlobalVariable, k: int) -> ir.Value:
     return b.gep(st, [ir.Constant(I32, 0), ir.Constant(I32, k)], inbounds=True)
 
 
-def _intrinsics(module: ir.Module, st, sh, kernels: Sequence[Kernel]) -> None:
+def _intrinsics(module: ir.Module, st, sh, kernels: Sequence[Kernel], warp_size: int) -> None:
     for r, reg in enumerate(SREGS):
         for a, axis in enumerate(AXES):
             _, b = _define(module, f"oxla.simt.{reg}.{axis}", I32)
@@ -71,7 +72,7 @@ def _intrinsics(module: ir.Module, st, sh, kernels: Sequence[Kernel]) -> None:
     _, b = _define(module, "oxla.simt.has_shuffle", I1)
     b.ret(ir.Constant(I1, 0))
     _, b = _define(module, "oxla.simt.warp_size", I32)
-    b.ret(ir.Constant(I32, 32))
+    b.ret(ir.Constant(I32, warp_size))
     fn, b = _define(module, "oxla.simt.shfl.down", I32, [I32, I32])
     b.ret(fn.args[0])  # never reached: has_shuffle is false on the host
     cpu = CPUTarget.host()
@@ -117,12 +118,13 @@ def _entry(module: ir.Module, st, sh, info: KernelInfo) -> None:
     b.ret_void()
 
 
-def host_text(kernels: Sequence[Kernel]) -> str:
-    """The host runtime of ``kernels`` (entries, intrinsics, math) as IR text."""
+def host_text(kernels: Sequence[Kernel], warp_size: int = 32) -> str:
+    """The host runtime of ``kernels`` (entries, intrinsics, math) as IR text, for a
+    device whose warps have ``warp_size`` lanes."""
     module = ir.Module("oxla_simt_host")
     module.triple = ""
     st, sh = _state(module)
-    _intrinsics(module, st, sh, kernels)
+    _intrinsics(module, st, sh, kernels, warp_size)
     for info in infos(kernels):
         _entry(module, st, sh, info)
     return str(module)
@@ -133,15 +135,17 @@ class HostTwin:
 
     Args:
         kernels: the kernels (:class:`~oxla_codegen_llvm.simt.model.Kernel`).
+        warp_size: the lanes of a warp (wavefront) of the device simulated.
 
     Raises:
         LoweringError: their IR is invalid (a bug in the generators).
     """
 
-    def __init__(self, kernels: Sequence[Kernel]):
+    def __init__(self, kernels: Sequence[Kernel], warp_size: int = 32):
         self.kernels = {k.name: k for k in kernels}
+        self.warp_size = warp_size
         self._info = {i.name: i for i in infos(kernels)}
-        mod = link(host_text(kernels), kernels)
+        mod = link(host_text(kernels, warp_size), kernels)
         target = CPUTarget.host()
         mod.triple = target.triple
         self._jit = compile_ir(str(mod), target, opt=2)

@@ -5,7 +5,10 @@ variadic argmax), three shapes of work:
   output element; thread ``t`` folds elements ``t, t + B, ...`` in order, the B partial
   results meet in a shared-memory tree (B a power of two, at most the row length, so
   every thread has an element); the last 32 with warp shuffles where the target has
-  them (single 32-bit result), the same tree otherwise (host twin, sm_35);
+  them (single 32-bit result), the same tree otherwise (host twin, sm_35). The shuffle
+  step needs the 32 lanes in one warp: a target query, ``warp_size() >= 32`` (true on
+  NVIDIA's 32 and AMD's 64-lane CDNA and 32-lane RDNA wavefronts; ``shfl.down`` keeps the
+  model's width-32 segments on 64-lane wavefronts too);
 * **column** (the reduced dims are the outermost ones, at least 64 rows, few columns): a
   32 x 8 block per 32 columns, 8 partial results per column meeting in a tree;
 * **serial** (anything else: small reductions, dims in the middle): one thread per
@@ -192,6 +195,13 @@ def _tree_step(r: Region, red: _Reduce, offs: list[int], lane: ir.Value, s: int,
             b.store(v, _sh(r, o, ty, at))
 
 
+def _shuffles(r: Region) -> ir.Value:
+    """i1: the last 32 partial results may meet by warp shuffles (the target has them
+    and a warp holds 32 lanes); both target constants, folded by each lowering."""
+    wide = r.b.icmp_unsigned(">=", r.warp_size(), ir.Constant(ir.IntType(32), 32))
+    return r.b.and_(r.has_shuffle(), wide)
+
+
 def _row(red: _Reduce) -> Kernel:
     B = min(MAX_ROW_BLOCK, 1 << (red.R.bit_length() - 1))
     offs, nbytes = red.shared_layout(B)
@@ -208,7 +218,7 @@ def _row(red: _Reduce) -> Kernel:
         if shuffle and s == 16:
             with kb.region() as r:  # the last 32 values in warp 0, by shuffles
                 b = r.b
-                with b.if_then(b.and_(r.has_shuffle(), b.icmp_unsigned("<", r.tid(), _c(32)))):
+                with b.if_then(b.and_(_shuffles(r), b.icmp_unsigned("<", r.tid(), _c(32)))):
                     ty = red.tys[0]
                     v = b.load(_sh(r, offs[0], ty, r.tid()), typ=ty)
                     for d in (16, 8, 4, 2, 1):
@@ -216,7 +226,7 @@ def _row(red: _Reduce) -> Kernel:
                     with b.if_then(b.icmp_unsigned("==", r.tid(), _c(0))):
                         b.store(v, _sh(r, offs[0], ty, _c(0)))
         with kb.region() as r:
-            guard = r.b.not_(r.has_shuffle()) if shuffle and s <= 16 else None
+            guard = r.b.not_(_shuffles(r)) if shuffle and s <= 16 else None
             _tree_step(r, red, offs, r.tid(), s, guard=guard)
         s //= 2
     with kb.region() as r:
