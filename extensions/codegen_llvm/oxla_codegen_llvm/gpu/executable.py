@@ -277,6 +277,9 @@ class GPUExecutable:
                                   st["trans_rhs"], st["dtype"], addr(st["lhs"]),
                                   addr(st["rhs"]), addr(st["out"])), s)
             elif op == "fft":
+                if not hasattr(dev, "fft"):
+                    raise NotSupportedError(f"the {self.backend} device has no FFT library "
+                                            "binding yet ('stablehlo.fft')")
                 dev.fft(fft_call(st["type"], st["dtype"], tuple(st["length"]), st["batch"],
                                  addr(st["src"]), addr(st["dst"]), addr(st["work"])), s)
             elif op == "host":
