@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from oxla.errors import OxlaError
+from oxla.errors import OxlaError, RuntimeInputError
 
 ProcessId = tuple[int, int]
 """``(replica_id, partition_id)``."""
@@ -106,3 +106,28 @@ class Rendezvous:
                 raise self.error_type(f"recv on channel {key}: nothing was sent")
             self._wait(lambda: bool(q), f"recv on channel {key}")
             return q.popleft()
+
+
+def grid_jobs(programs: Sequence[Sequence[Any]], args: Sequence[Any]
+              ) -> list[tuple[ProcessId, Any, list]]:
+    """``(process, executable, its arguments)`` for each process of a compiled grid
+    (one row of executables per replica), handing ``args`` out in row-major process
+    order, each executable taking ``len(exe.signature.inputs)`` of them (the backends'
+    ``run_parallel``).
+
+    Raises:
+        RuntimeInputError: ragged ``programs`` or the wrong number of arguments.
+    """
+    if not programs or not programs[0] or any(len(r) != len(programs[0]) for r in programs):
+        raise RuntimeInputError("run_parallel: programs must be a non-empty grid with rows "
+                                "of the same length")
+    jobs, pos = [], 0
+    for r, row in enumerate(programs):
+        for p, exe in enumerate(row):
+            n = len(exe.signature.inputs)
+            jobs.append(((r, p), exe, list(args[pos:pos + n])))
+            pos += n
+    if pos != len(args):
+        raise RuntimeInputError(f"run_parallel: {len(args)} arguments for programs taking "
+                                f"{pos}")
+    return jobs

@@ -41,6 +41,13 @@ from __future__ import annotations
 from oxla.lowering import pipeline
 from oxla.lowering.buffers import assign_best, assign_buffers, distinct_locations, location
 from oxla.lowering.control import CONTROL_OPS, captured_values, control_kernel
+from oxla.lowering.dots import (
+    GemmDims,
+    blas_operand,
+    dot_dims,
+    dot_operand_indices,
+    gemm_dims,
+)
 from oxla.lowering.effects import has_effect, op_has_effect
 from oxla.lowering.fusion import (
     LOWERED_OPS,
@@ -77,7 +84,9 @@ from oxla.lowering.shapes import (
 )
 
 __all__ = [
-    "CONTROL_OPS", "LOWERED_OPS", "Buf", "Compilation", "ControlKernel", "DotKernel", "Kernel", "KernelBase",
+    "CONTROL_OPS", "LOWERED_OPS", "Buf", "Compilation", "ControlKernel", "DotKernel",
+    "GemmDims", "Kernel", "KernelBase", "blas_operand", "dot_dims", "dot_operand_indices",
+    "gemm_dims",
     "LoopKernel", "OpKernel", "PackKernel", "Plan", "Policy", "PolicyBase", "Stage",
     "assign_best", "assign_buffers", "captured_values", "check_static", "classify",
     "control_kernel", "dependences", "distinct_locations", "fuse", "fuse_block",

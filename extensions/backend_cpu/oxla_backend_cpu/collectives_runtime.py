@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from oxla.errors import OxlaError, RuntimeInputError
-from oxla.interpreter.rendezvous import ProcessId, Rendezvous
+from oxla.interpreter.rendezvous import ProcessId, Rendezvous, grid_jobs
 from oxla.ir import types as T
 from oxla_backend_cpu.collectives import CALLBACK, DESCRIPTOR, combiner_name
 
@@ -525,9 +525,7 @@ def run_parallel(programs: Sequence[Sequence[Any]], args: Sequence[Any],
         RuntimeInputError: ragged ``programs`` or the wrong number of arguments.
         OxlaError: the first error of a process (a deadlock, a bad process group...).
     """
-    if not programs or not programs[0] or any(len(r) != len(programs[0]) for r in programs):
-        raise RuntimeInputError("run_parallel: programs must be a non-empty grid with rows "
-                                "of the same length")
+    jobs = grid_jobs(programs, args)
     if infeed is not None and not callable(infeed):
         queue = deque(list(v) for v in infeed)
 
@@ -537,15 +535,6 @@ def run_parallel(programs: Sequence[Sequence[Any]], args: Sequence[Any],
             return queue.popleft()
 
     grid = Grid(len(programs), len(programs[0]), infeed, outfeed, timeout)
-    jobs, pos = [], 0
-    for r, row in enumerate(programs):
-        for p, exe in enumerate(row):
-            n = len(exe.signature.inputs)
-            jobs.append(((r, p), exe, list(args[pos:pos + n])))
-            pos += n
-    if pos != len(args):
-        raise RuntimeInputError(f"run_parallel: {len(args)} arguments for programs taking "
-                                f"{pos}")
     outs: list[Any] = [None] * len(jobs)
     errors: list[BaseException | None] = [None] * len(jobs)
 

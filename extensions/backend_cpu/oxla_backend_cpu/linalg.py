@@ -25,13 +25,14 @@ from __future__ import annotations
 import llvmlite.ir as ir
 import numpy as np
 from oxla_codegen_llvm import FusedEmitter, Scalar, linearize, llvm_type, loop_nest, shape_of
+from oxla_codegen_llvm.elements import mac
 from oxla_codegen_llvm.fused import store as store_elem
 from oxla_codegen_llvm.scalar import convert
 
 from oxla.errors import NotSupportedError
 from oxla.ir import attributes as A
 from oxla.ir import types as T
-from oxla.lowering import OpKernel
+from oxla.lowering import OpKernel, dot_dims, dot_operand_indices
 from oxla_backend_cpu.opkernels import op_emitter
 
 I1, I64 = ir.IntType(1), ir.IntType(64)
@@ -89,29 +90,6 @@ def conv_acc_type(et: T.ElementType) -> T.ElementType:
     return acc_type(et)
 
 
-def _mac(s: Scalar, acc_et: T.ElementType, acc: ir.Value, x: ir.Value, y: ir.Value) -> ir.Value:
-    b = s.b
-    if isinstance(acc_et, T.ComplexType):
-        # complex<f32>: every step rounded to f32 (XLA's complex64 arithmetic, which the
-        # test files' expected values come from); complex<f64>: plain f64.
-        from oxla_codegen_llvm.complex import make, parts
-
-        def r(v: ir.Value) -> ir.Value:
-            if acc_et.element_type.name == "f64":
-                return v
-            return b.fpext(b.fptrunc(v, ir.FloatType()), ir.DoubleType())
-
-        (ar, ai), (xr, xi), (yr, yi) = parts(b, acc), parts(b, x), parts(b, y)
-        pr = r(b.fsub(r(b.fmul(xr, yr)), r(b.fmul(xi, yi))))
-        pi = r(b.fadd(r(b.fmul(xr, yi)), r(b.fmul(xi, yr))))
-        return make(b, r(b.fadd(ar, pr)), r(b.fadd(ai, pi)))
-    if isinstance(acc_et, T.FloatType):
-        return b.fadd(acc, b.fmul(x, y, flags=s.flags), flags=s.flags)
-    if acc_et.width == 1:  # boolean dot: or of ands
-        return b.or_(acc, b.and_(x, y))
-    return b.add(acc, b.mul(x, y))
-
-
 def _cvt(s: Scalar, op, x: ir.Value, src: T.ElementType, dst: T.ElementType) -> ir.Value:
     """``convert``, quantized sides dequantized/quantized (spec
     ``dequantize_op_quantize``; the result rounded to the expressed type first, as the
@@ -133,16 +111,6 @@ def _zero(ty: ir.Type) -> ir.Constant:
     return ir.Constant(ty, 0.0 if isinstance(ty, ir.FloatType | ir.DoubleType) else 0)
 
 
-def dot_dims(op) -> tuple[tuple[int, ...], ...]:
-    """``(lhs_batch, rhs_batch, lhs_contracting, rhs_contracting)`` of a dot."""
-    if op.name == "stablehlo.dot":
-        return (), (), (op.operands[0].type.rank - 1,), (0,)
-    d = op.attr("dot_dimension_numbers")
-    return tuple(tuple(int(x) for x in d.get(k, ())) for k in (
-        "lhs_batching_dimensions", "rhs_batching_dimensions",
-        "lhs_contracting_dimensions", "rhs_contracting_dimensions"))
-
-
 @op_emitter("stablehlo.dot")
 @op_emitter("stablehlo.dot_general")
 def emit_dot_loop(s: Scalar, k: OpKernel, buffers: dict, outs: list) -> None:
@@ -154,8 +122,6 @@ def emit_dot_loop(s: Scalar, k: OpKernel, buffers: dict, outs: list) -> None:
     aty = llvm_type(acc_et)
     lb, rb, lc, rc = dot_dims(op)
     ls, rs = shape_of(lhs), shape_of(rhs)
-    lf = [d for d in range(len(ls)) if d not in lb + lc]
-    rf = [d for d in range(len(rs)) if d not in rb + rc]
     out_shape = shape_of(op.results[0])
     f = FusedEmitter(s, buffers)
     with b.goto_entry_block():
@@ -164,19 +130,10 @@ def emit_dot_loop(s: Scalar, k: OpKernel, buffers: dict, outs: list) -> None:
         b.store(_zero(aty), acc)
         with loop_nest(b, [ls[d] for d in lc], "k") as kidx:
             f.reset()
-            li: list = [None] * len(ls)
-            ri: list = [None] * len(rs)
-            for n, (dl, dr) in enumerate(zip(lb, rb)):
-                li[dl] = ri[dr] = oidx[n]
-            for n, d in enumerate(lf):
-                li[d] = oidx[len(lb) + n]
-            for n, d in enumerate(rf):
-                ri[d] = oidx[len(lb) + len(lf) + n]
-            for i, dl, dr in zip(kidx, lc, rc):
-                li[dl] = ri[dr] = i
+            li, ri = dot_operand_indices((lb, rb, lc, rc), len(ls), len(rs), oidx, kidx)
             x = _cvt(s, op, f.value_at(lhs, li), lhs.type.element_type, acc_et)
             y = _cvt(s, op, f.value_at(rhs, ri), rhs.type.element_type, acc_et)
-            b.store(_mac(s, acc_et, b.load(acc, typ=aty), x, y), acc)
+            b.store(mac(s, acc_et, b.load(acc, typ=aty), x, y), acc)
         f.reset()
         store_elem(s, outs[0], et, linearize(b, oidx, out_shape),
                    _cvt(s, op, b.load(acc, typ=aty), acc_et, et))
@@ -274,7 +231,7 @@ def emit_convolution(s: Scalar, k: OpKernel, buffers: dict, outs: list) -> None:
             with b.if_then(inside):
                 x = _cvt(s, op, f.value_at(lhs, li), lhs.type.element_type, acc_et)
                 y = _cvt(s, op, f.value_at(rhs, ki), rhs.type.element_type, acc_et)
-                b.store(_mac(s, acc_et, b.load(acc, typ=aty), x, y), acc)
+                b.store(mac(s, acc_et, b.load(acc, typ=aty), x, y), acc)
             f.reset()
         f.reset()
         store_elem(s, outs[0], et, linearize(b, oidx, out_shape),

@@ -20,11 +20,11 @@ from __future__ import annotations
 import llvmlite.ir as ir
 import numpy as np
 from oxla_codegen_llvm import FusedEmitter, Scalar, linearize, llvm_type, loop_nest, shape_of
+from oxla_codegen_llvm.elements import from_raw_bits, raw_bits
 from oxla_codegen_llvm.fused import clamp, emit_region, to_index
 from oxla_codegen_llvm.fused import load as load_elem
 from oxla_codegen_llvm.fused import store as store_elem
 from oxla_codegen_llvm.loops import for_range
-from oxla_codegen_llvm.scalar import from_storage, storage_type, to_storage
 
 from oxla.errors import NotSupportedError
 from oxla.ir import types as T
@@ -238,26 +238,6 @@ def reshaping_bitcast(op) -> bool:
         op.operands[0].type.rank != op.results[0].type.rank
 
 
-def _raw_bits(s: Scalar, et, v: ir.Value, width: int) -> ir.Value:
-    """The ``width`` bits of register value ``v`` of ``et`` as an ``i<width>``."""
-    bits = to_storage(s, et, v)
-    if not isinstance(bits.type, ir.IntType):
-        bits = s.b.bitcast(bits, ir.IntType(width))
-    if bits.type.width != width:
-        bits = s.b.trunc(bits, ir.IntType(width))
-    return bits
-
-
-def from_raw_bits(s: Scalar, et, bits: ir.Value) -> ir.Value:
-    st = storage_type(et)
-    if isinstance(st, ir.IntType):
-        if st.width != bits.type.width:
-            bits = s.b.zext(bits, st)
-    else:
-        bits = s.b.bitcast(bits, st)
-    return from_storage(s, et, bits)
-
-
 @op_emitter("stablehlo.bitcast_convert")
 def emit_bitcast_across_widths(s: Scalar, k: OpKernel, buffers: dict, outs: list) -> None:
     """Spec ``bitcast_convert`` between widths: byte-sized element types copy the bytes
@@ -286,14 +266,14 @@ def emit_bitcast_across_widths(s: Scalar, k: OpKernel, buffers: dict, outs: list
             acc = ir.Constant(wide, 0)
             for j in range(kk):
                 v = load_elem(s, buffers[x], src, b.add(b.mul(i, _i64(kk)), _i64(j)))
-                bits = b.zext(_raw_bits(s, src, v, ws), wide)
+                bits = b.zext(raw_bits(s, src, v, ws), wide)
                 acc = b.or_(acc, b.shl(bits, ir.Constant(wide, j * ws)))
             store_elem(s, outs[0], dst, i, from_raw_bits(s, dst, acc))
         return
     kk = ws // wd
     n_in = int(np.prod(shape_of(x)))
     with for_range(b, n_in, "unpack") as i:
-        bits = _raw_bits(s, src, load_elem(s, buffers[x], src, i), ws)
+        bits = raw_bits(s, src, load_elem(s, buffers[x], src, i), ws)
         for j in range(kk):
             part = b.trunc(b.lshr(bits, ir.Constant(wide, j * wd)), ir.IntType(wd))
             store_elem(s, outs[0], dst, b.add(b.mul(i, _i64(kk)), _i64(j)),

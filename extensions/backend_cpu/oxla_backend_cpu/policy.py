@@ -23,7 +23,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from oxla_codegen_llvm import EMITTERS, is_fusible, llvm_type
@@ -37,10 +36,10 @@ from oxla.lowering import (
     Buf,
     DotKernel,
     Kernel,
-    PackKernel,
     PolicyBase,
     Stage,
-    nbytes,
+    blas_operand,
+    gemm_dims,
 )
 from oxla.lowering import unsupported as _unsupported
 from oxla.passes import (
@@ -82,17 +81,6 @@ def blas_dot(op: Operation) -> bool:
     et = op.operands[0].type.element_type
     return et == op.operands[1].type.element_type == op.results[0].type.element_type and \
         isinstance(et, T.FloatType) and et.name in BLAS_TYPES and not linalg.small_f32_dot(op)
-
-
-def dot_dims(op: Operation) -> tuple[tuple[int, ...], ...]:
-    """(lhs batch, rhs batch, lhs contracting, rhs contracting) dimensions of a dot."""
-    lhs_rank = op.operands[0].type.rank
-    if op.name == "stablehlo.dot":
-        return (), (), (lhs_rank - 1,), (0,)
-    d = op.attr("dot_dimension_numbers")
-    return tuple(tuple(d.get(k, ())) for k in (
-        "lhs_batching_dimensions", "rhs_batching_dimensions",
-        "lhs_contracting_dimensions", "rhs_contracting_dimensions"))
 
 
 class CPUPolicy(PolicyBase):
@@ -175,34 +163,19 @@ def _dot_kernels(op: Operation, vbuf: dict[Value, Buf], n: int, counter) -> list
     if et != rhs.type.element_type or et != op.results[0].type.element_type or not (
             isinstance(et, T.FloatType) and et.name in BLAS_TYPES):
         raise unsupported(op, "dot other than f32 x f32 -> f32 or f64 x f64 -> f64")
-    lb, rb, lc, rc = dot_dims(op)
-    lf = tuple(d for d in range(lhs.type.rank) if d not in lb + lc)
-    rf = tuple(d for d in range(rhs.type.rank) if d not in rb + rc)
-    ls, rs = lhs.type.shape, rhs.type.shape
-    batch = math.prod(ls[d] for d in lb)
-    m, k = math.prod(ls[d] for d in lf), math.prod(ls[d] for d in lc)
-    nn = math.prod(rs[d] for d in rf)
+    g = gemm_dims(op)
+    lb, rb, lc, rc, lf, rf = g.lb, g.rb, g.lc, g.rc, g.lf, g.rf
+    batch, m, nn, k = g.batch, g.m, g.n, g.k
+    rs = rhs.type.shape
     kernels: list[Kernel] = []
-
-    def layout(x: Value, b, free, contr, free_first: bool) -> tuple[Buf, bool]:
-        order = tuple(range(x.type.rank))
-        if order == b + free + contr:
-            return vbuf[x], not free_first
-        if order == b + contr + free:
-            return vbuf[x], free_first
-        perm = b + free + contr if free_first else b + contr + free
-        out = Buf(f"pack{next(counter)}", nbytes(x), "temp")
-        kernels.append(PackKernel(f"pack{n + len(kernels)}", x, vbuf[x], perm, out))
-        return out, False
-
-    lbuf, trans_l = layout(lhs, lb, lf, lc, True)
+    lbuf, trans_l = blas_operand(lhs, vbuf, lb, lf, lc, True, kernels, n, counter)
     packed = pack_constant_rhs(vbuf[rhs], rs, rc, rf, m, nn, k) if not rb else None
     if packed is not None:
         kernels.append(DotKernel(f"dot{n + len(kernels)}", op, lbuf, packed[0],
                                  vbuf[op.results[0]], 1, m, nn, k, trans_l, False, et.name,
                                  strategy="packed", tile=packed[1]))
         return kernels
-    rbuf, trans_r = layout(rhs, rb, rf, rc, False)
+    rbuf, trans_r = blas_operand(rhs, vbuf, rb, rf, rc, False, kernels, n, counter)
     if is_gemv(batch, m, nn):
         kernels.append(DotKernel(f"dot{n + len(kernels)}", op, lbuf, rbuf,
                                  vbuf[op.results[0]], 1, m, nn, k, trans_l, trans_r, et.name,

@@ -18,19 +18,17 @@ import math
 
 import llvmlite.ir as ir
 from oxla_codegen_llvm import FusedEmitter, Scalar, linearize, loop_nest, shape_of
+from oxla_codegen_llvm.counter_rng import halves, joined, philox4x32, threefry2x32
+from oxla_codegen_llvm.elements import from_raw_bits
 from oxla_codegen_llvm.fused import store as store_elem
 from oxla_codegen_llvm.loops import for_range
 
 from oxla.errors import NotSupportedError
 from oxla.ir import attributes as A
 from oxla.lowering import OpKernel
-from oxla_backend_cpu.misc_ops import from_raw_bits
 from oxla_backend_cpu.opkernels import op_emitter
 
 I32, I64 = ir.IntType(32), ir.IntType(64)
-_ROTATIONS = (13, 15, 26, 6, 17, 29, 16, 24)
-_PHILOX_W = (0x9E3779B9, 0xBB67AE85)
-_PHILOX_M = (0xD2511F53, 0xCD9E8D57)
 
 
 def _c32(v: int) -> ir.Constant:
@@ -39,43 +37,6 @@ def _c32(v: int) -> ir.Constant:
 
 def _i64(v: int) -> ir.Constant:
     return ir.Constant(I64, v)
-
-
-def _split(b: ir.IRBuilder, v: ir.Value) -> tuple[ir.Value, ir.Value]:
-    return b.trunc(v, I32), b.trunc(b.lshr(v, _i64(32)), I32)
-
-
-def _join(b: ir.IRBuilder, lo: ir.Value, hi: ir.Value) -> ir.Value:
-    return b.or_(b.zext(lo, I64), b.shl(b.zext(hi, I64), _i64(32)))
-
-
-def threefry2x32(b: ir.IRBuilder, x0: ir.Value, x1: ir.Value, k0: ir.Value,
-                 k1: ir.Value) -> tuple[ir.Value, ir.Value]:
-    """Threefry-2x32, 20 rounds, on i32 registers (wrapping adds)."""
-    ks = (k0, k1, b.xor(b.xor(_c32(0x1BD11BDA), k0), k1))
-    x0, x1 = b.add(x0, ks[0]), b.add(x1, ks[1])
-    for block in range(5):
-        for r in (_ROTATIONS[:4] if block % 2 == 0 else _ROTATIONS[4:]):
-            x0 = b.add(x0, x1)
-            x1 = b.or_(b.shl(x1, _c32(r)), b.lshr(x1, _c32(32 - r)))
-            x1 = b.xor(x0, x1)
-        x0 = b.add(x0, ks[(block + 1) % 3])
-        x1 = b.add(b.add(x1, ks[(block + 2) % 3]), _c32(block + 1))
-    return x0, x1
-
-
-def philox4x32(b: ir.IRBuilder, x: list[ir.Value], k0: ir.Value,
-               k1: ir.Value) -> list[ir.Value]:
-    """Philox-4x32, 10 rounds, on i32 registers (64-bit products for hi/lo words)."""
-    key = [k0, k1]
-    for _ in range(10):
-        p0 = b.mul(b.zext(x[0], I64), _i64(_PHILOX_M[0]))
-        p1 = b.mul(b.zext(x[2], I64), _i64(_PHILOX_M[1]))
-        hi0, lo0 = _split(b, p0)[1], b.trunc(p0, I32)
-        hi1, lo1 = _split(b, p1)[1], b.trunc(p1, I32)
-        x = [b.xor(b.xor(hi1, x[1]), key[0]), lo1, b.xor(b.xor(hi0, x[3]), key[1]), lo0]
-        key = [b.add(key[0], _c32(_PHILOX_W[0])), b.add(key[1], _c32(_PHILOX_W[1]))]
-    return x
 
 
 def _store_word(s: Scalar, out: ir.Value, et, bits: int, idx: ir.Value, w: ir.Value) -> None:
@@ -110,7 +71,7 @@ def emit_rng_bit_generator(s: Scalar, k: OpKernel, buffers: dict, outs: list) ->
     state = [f.value_at(state_v, [_i64(i)]) for i in range(n_state)]
     state = [v if v.type == I64 else b.zext(v, I64) for v in state]
     f.reset()
-    k0, k1 = _split(b, state[0])
+    k0, k1 = halves(b, state[0])
     out = outs[1]
     if alg == "THREE_FRY":
         if n_state != 2:
@@ -119,11 +80,11 @@ def emit_rng_bit_generator(s: Scalar, k: OpKernel, buffers: dict, outs: list) ->
         counter = state[1]
         if bits == 64:
             with for_range(b, n, "tf") as i:
-                o0, o1 = threefry2x32(b, *_split(b, b.add(counter, i)), k0, k1)
-                _store_word(s, out, et, bits, i, _join(b, o0, o1))
+                o0, o1 = threefry2x32(b, *halves(b, b.add(counter, i)), k0, k1)
+                _store_word(s, out, et, bits, i, joined(b, o0, o1))
             blocks = n
         elif not shape:
-            o0, _ = threefry2x32(b, *_split(b, counter), k0, k1)
+            o0, _ = threefry2x32(b, *halves(b, counter), k0, k1)
             _store_word(s, out, et, bits, _i64(0), o0)
             blocks = 1
         else:
@@ -134,7 +95,7 @@ def emit_rng_bit_generator(s: Scalar, k: OpKernel, buffers: dict, outs: list) ->
             blocks = math.prod(half)
             with loop_nest(b, half, "tf") as hidx:
                 j = linearize(b, hidx, half)
-                o = threefry2x32(b, *_split(b, b.add(counter, j)), k0, k1)
+                o = threefry2x32(b, *halves(b, b.add(counter, j)), k0, k1)
                 for w in range(2):
                     pos = b.add(b.mul(hidx[split], _i64(2)), _i64(w))
                     idx = list(hidx)
@@ -153,8 +114,8 @@ def emit_rng_bit_generator(s: Scalar, k: OpKernel, buffers: dict, outs: list) ->
         with for_range(b, blocks, "ph") as j:
             lo = b.add(lo0, j)
             hi = b.add(hi0, b.zext(b.icmp_unsigned("<", lo, lo0), I64))
-            o = philox4x32(b, [*_split(b, lo), *_split(b, hi)], k0, k1)
-            ws = [_join(b, o[0], o[1]), _join(b, o[2], o[3])] if bits == 64 else o
+            o = philox4x32(b, [*halves(b, lo), *halves(b, hi)], k0, k1)
+            ws = [joined(b, o[0], o[1]), joined(b, o[2], o[3])] if bits == 64 else o
             for t in range(per):
                 idx = b.add(b.mul(j, _i64(per)), _i64(t))
                 with b.if_then(b.icmp_signed("<", idx, _i64(n))):

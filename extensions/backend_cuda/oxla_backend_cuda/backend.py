@@ -17,6 +17,8 @@ from __future__ import annotations
 import os
 import time
 
+from oxla_codegen_llvm.gpu.hostops import run_parallel
+
 from oxla.ir import Module
 from oxla.lowering import pipeline
 from oxla.protocols import CompileOptions
@@ -55,3 +57,9 @@ class CUDABackend:
     def load(self, path: str | os.PathLike[str]) -> CUDAExecutable:
         """Loads an artifact written by :meth:`CUDAExecutable.save`."""
         return load_artifact(path)
+
+    def run_parallel(self, programs, args, infeed=None) -> tuple[list, list]:
+        """Runs a replica x partition grid of executables of this backend on one device,
+        one thread per process, collectives staged through the host
+        (:func:`oxla_codegen_llvm.gpu.hostops.run_parallel`)."""
+        return run_parallel(programs, args, infeed)

@@ -20,7 +20,8 @@ CUDA_TYPES = {"f32": 0, "f64": 1}  # cudaDataType: CUDA_R_32F, CUDA_R_64F
 COMPUTE_TYPES = {"f32": 68, "f64": 70}  # cublasComputeType_t: CUBLAS_COMPUTE_32F / _64F
 GEMM_DEFAULT = -1  # cublasGemmAlgo_t
 SYMBOLS = ("cublasCreate_v2", "cublasDestroy_v2", "cublasSetStream_v2",
-           "cublasGemmStridedBatchedEx", "cublasSetMathMode", "cublasGetProperty")
+           "cublasGemmStridedBatchedEx", "cublasSetMathMode", "cublasGetProperty",
+           "cublasSscal_v2_64", "cublasDscal_v2_64")
 
 
 def library_path(name: str = "libcublas.so.13") -> str:
@@ -58,6 +59,8 @@ def load_library() -> ctypes.CDLL:
     lib.cublasCreate_v2.argtypes = [ctypes.POINTER(ptr)]
     lib.cublasSetStream_v2.argtypes = [ptr, ptr]
     lib.cublasSetMathMode.argtypes = [ptr, c_int]
+    for name in ("cublasSscal_v2_64", "cublasDscal_v2_64"):
+        getattr(lib, name).argtypes = [ptr, i64, ptr, ptr, i64]
     return lib
 
 
@@ -101,3 +104,12 @@ class CuBLAS:
             call.a, t, call.lda, call.stride_a, call.b, t, call.ldb, call.stride_b,
             ctypes.byref(beta), call.c, t, call.ldc, call.stride_c, call.batch,
             COMPUTE_TYPES[call.dtype], GEMM_DEFAULT), "cublasGemmStridedBatchedEx")
+
+    def scal(self, ptr: int, count: int, factor: float, dtype: str, stream: int) -> None:
+        """``x[i] *= factor`` for the ``count`` reals (f32/f64) at ``ptr`` on ``stream``
+        (``cublasSscal_v2_64``/``cublasDscal_v2_64``; the inverse FFTs' scale)."""
+        lib, h = self._lib, self._handle
+        self._check(lib.cublasSetStream_v2(h, ctypes.c_void_p(stream)), "cublasSetStream")
+        name = "cublasDscal_v2_64" if dtype == "f64" else "cublasSscal_v2_64"
+        scalar = ctypes.c_double if dtype == "f64" else ctypes.c_float
+        self._check(getattr(lib, name)(h, count, ctypes.byref(scalar(factor)), ptr, 1), name)

@@ -19,9 +19,11 @@ from typing import Any
 
 import numpy as np
 from oxla_codegen_llvm.gpu.device import Device
+from oxla_codegen_llvm.gpu.fft import FftCall
 
 from oxla.errors import OxlaError
 from oxla_backend_cuda.cublas import CuBLAS, GemmCall
+from oxla_backend_cuda.cufft import CuFFT
 from oxla_backend_cuda.nvjit import ptx_to_cubin
 
 
@@ -109,6 +111,7 @@ class DriverDevice:
         self.name = name.split(b"\0")[0].decode()
         self.dlpack_device = (2, ordinal)  # kDLCUDA
         self._blas = None
+        self._fft = None
         try:  # keep freed pool memory for the next call instead of returning it at syncs
             pool = check(driver.cuDeviceGetDefaultMemPool(self._dev))
             check(driver.cuMemPoolSetAttribute(
@@ -199,6 +202,15 @@ class DriverDevice:
         if self._blas is None:
             self._blas = CuBLAS()
         self._blas.gemm(call, int(stream))
+
+    def fft(self, call: FftCall, stream: Any) -> None:
+        """cuFFT (:class:`oxla_backend_cuda.cufft.CuFFT`, plans kept per transform), the
+        scale of an inverse by cuBLAS."""
+        if self._fft is None:
+            if self._blas is None:
+                self._blas = CuBLAS()
+            self._fft = CuFFT(self.copy_device, self._blas.scal)
+        self._fft.run(call, stream)
 
     def begin_capture(self, stream: Any) -> None:
         mode = self._d.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL

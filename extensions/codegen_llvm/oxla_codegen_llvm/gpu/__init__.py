@@ -13,6 +13,8 @@ vendor-specific.
   device arrays);
 * :mod:`~oxla_codegen_llvm.gpu.sim`: the simulated device (host memory, host twins with
   the arch's warp size, BLAS calls by :mod:`~oxla_codegen_llvm.gpu.gemm`'s semantics);
+* :mod:`~oxla_codegen_llvm.gpu.fft`: ``stablehlo.fft`` as one vendor-FFT call and its
+  semantics;
 * :mod:`~oxla_codegen_llvm.gpu.arrays`: device arrays (DLPack, CUDA array interface);
 * :mod:`~oxla_codegen_llvm.gpu.artifact`: reading a GPU backend's ``.oxla`` artifact.
 

@@ -9,9 +9,11 @@ A call (one stream, taken from the runtime's pool):
    ``__cuda_array_interface__`` (a :class:`~oxla_codegen_llvm.gpu.arrays.DeviceArray`, a
    torch/cupy tensor; ROCm builds use the same protocol) is read in place;
 2. the steps run: kernel launches with their buffers' addresses (``arena + offset``,
-   an input's, a result slot's or a constant's), BLAS GEMMs, copies; ``while``/``if``/
+   an input's, a result slot's or a constant's), BLAS GEMMs, FFTs, copies; ``while``/``if``/
    ``case`` copy their predicate back to the host and choose there; custom calls
-   launch their plugin's kernel (:mod:`oxla_codegen_llvm.gpu.custom_call`);
+   launch their plugin's kernel (:mod:`oxla_codegen_llvm.gpu.custom_call`); collectives,
+   streaming and probe ops run on the host between the device's steps
+   (:mod:`~oxla_codegen_llvm.gpu.hostops`);
 3. a loop-free program runs as one **graph**: captured on first use for its input
    addresses (input slots and the arena never move, so a call with numpy inputs always
    replays the same graph; device inputs at new addresses capture another, at most
@@ -27,6 +29,7 @@ concurrently.
 from __future__ import annotations
 
 import collections
+import copy
 import io
 import json
 import os
@@ -44,7 +47,9 @@ from oxla.ir import parse_main_signature
 from oxla.ir.types import TensorType
 from oxla.protocols import Signature
 from oxla_codegen_llvm.gpu.arrays import DeviceArray, device_pointer
+from oxla_codegen_llvm.gpu.fft import fft_call
 from oxla_codegen_llvm.gpu.gemm import dot_call
+from oxla_codegen_llvm.gpu.hostops import HostCall, value_spec
 from oxla_codegen_llvm.gpu.program import Program
 from oxla_codegen_llvm.gpu.runtime import Runtime
 
@@ -119,6 +124,7 @@ class GPUExecutable:
         self.out_bytes = [_nbytes(s) for s in self._out_specs]
         self._lock = threading.Lock()
         self._loaded: _Loaded | None = None
+        self._host = threading.local()  # .call: the last HostCall on this thread
         self.stats.setdefault("graph_launches", 0)
         self.stats.setdefault("graph_captures", 0)
 
@@ -142,6 +148,21 @@ class GPUExecutable:
             OxlaError: no device to run on.
         """
         raise NotImplementedError
+
+    def replica(self) -> GPUExecutable:
+        """The same program with its own device state (arena, slots, graphs), for
+        another process of a grid running it at the same time (:mod:`.hostops`)."""
+        twin = copy.copy(self)
+        twin.stats = dict(self.stats)
+        twin._lock, twin._loaded, twin._host = threading.Lock(), None, threading.local()
+        return twin
+
+    @property
+    def probes(self) -> dict[str, list[np.ndarray]]:
+        """``probe_id -> [value, ...]`` recorded by ``interpreter.probe`` during the last
+        call on this thread (the interpreter's ``Context.probes``)."""
+        call = getattr(self._host, "call", None)
+        return call.probes if call is not None else {}
 
     def _load(self) -> _Loaded:
         if self._loaded is None:
@@ -215,7 +236,9 @@ class GPUExecutable:
                     dev.graph_launch(graph, s)
                     self.stats["graph_launches"] += 1
                 else:
-                    self._steps(self.program.steps, bases, loaded, s)
+                    host = HostCall() if self.program.host_ops else None
+                    self._host.call = host
+                    self._steps(self.program.steps, bases, loaded, s, host)
                 outs: list[Any] = []
                 for spec, slot, nb in zip(self._out_specs, loaded.results, self.out_bytes):
                     if spec is None:
@@ -231,7 +254,7 @@ class GPUExecutable:
         return outs
 
     def _steps(self, steps: list[dict[str, Any]], bases: dict[str, list[int]],
-               loaded: _Loaded, s: Any) -> None:
+               loaded: _Loaded, s: Any, host: HostCall | None = None) -> None:
         dev = loaded.rt.device
 
         def addr(ref: list) -> int:
@@ -253,17 +276,26 @@ class GPUExecutable:
                 dev.gemm(dot_call(st["batch"], st["m"], st["n"], st["k"], st["trans_lhs"],
                                   st["trans_rhs"], st["dtype"], addr(st["lhs"]),
                                   addr(st["rhs"]), addr(st["out"])), s)
+            elif op == "fft":
+                if not hasattr(dev, "fft"):
+                    raise NotSupportedError(f"the {self.backend} device has no FFT library "
+                                            "binding yet ('stablehlo.fft')")
+                dev.fft(fft_call(st["type"], st["dtype"], tuple(st["length"]), st["batch"],
+                                 addr(st["src"]), addr(st["dst"]), addr(st["work"])), s)
+            elif op == "host":
+                assert host is not None
+                self._host_step(st, addr, dev, s, host)
             elif op == "copy":
                 dev.copy_device(addr(st["dst"]), addr(st["src"]), st["nbytes"], s)
             elif op == "zero":
                 dev.memset_zero(addr(st["dst"]), st["nbytes"], s)
             elif op == "while":
-                self._steps(st["init"], bases, loaded, s)
+                self._steps(st["init"], bases, loaded, s, host)
                 while True:
-                    self._steps(st["cond"], bases, loaded, s)
+                    self._steps(st["cond"], bases, loaded, s, host)
                     if not self._predicate(st, addr, dev, s):
                         break
-                    self._steps(st["body"], bases, loaded, s)
+                    self._steps(st["body"], bases, loaded, s, host)
             elif op in ("if", "case"):
                 value = self._predicate(st, addr, dev, s)
                 branches = st["branches"]
@@ -271,9 +303,30 @@ class GPUExecutable:
                     pick = 0 if value else 1
                 else:  # out of [0, n) runs the last branch (spec: case)
                     pick = value if 0 <= value < len(branches) else len(branches) - 1
-                self._steps(branches[pick], bases, loaded, s)
+                self._steps(branches[pick], bases, loaded, s, host)
             else:
                 raise OxlaError(f"internal: unknown step '{op}'")
+
+    def _host_step(self, st: dict[str, Any], addr, dev: Any, s: Any, host: HostCall) -> None:
+        """A host op (:mod:`.hostops`): operands to the host, the op, results back."""
+        op = self.program.host_ops[st["index"]]
+        args: list[Any] = []
+        for v, ref in zip(op.operands, st["ins"]):
+            spec = value_spec(v)
+            if spec is None:
+                args.append(TOKEN)
+                continue
+            a = np.empty(*spec)
+            dev.copy_to_host(a, addr(ref), s)
+            args.append(a)
+        dev.stream_synchronize(s)
+        results = host.run(op, args)
+        for v, ref, r in zip(op.results, st["outs"], results):
+            spec = value_spec(v)
+            if spec is not None:
+                dev.copy_to_device(addr(ref), np.ascontiguousarray(r, spec[1]).reshape(spec[0]),
+                                   s)
+        dev.stream_synchronize(s)  # the host arrays are the copies' sources
 
     @staticmethod
     def _predicate(st: dict[str, Any], addr, dev: Any, s: Any) -> int:
@@ -318,12 +371,17 @@ def save_artifact(exe: GPUExecutable, path: str | os.PathLike[str]) -> None:
 
     Raises:
         NotSupportedError: the program launches custom-call kernels (their launch
-            records are not serialized yet).
+            records are not serialized yet) or has host steps (collectives, streaming,
+            probes), whose ops an artifact cannot hold yet.
     """
     if exe.program.custom:
         raise NotSupportedError(f"a {exe.backend} executable with custom-call kernels "
                                 "cannot be saved yet (their launch records are not "
                                 "serialized); compile the program where it runs")
+    if exe.program.host_ops:
+        names = sorted({op.name for op in exe.program.host_ops})
+        raise NotSupportedError(f"a {exe.backend} artifact cannot hold host-staged ops yet "
+                                f"({', '.join(names)})")
     kernels = [{"name": k.name, "grid": list(k.grid), "block": list(k.block),
                 "shared_bytes": int(k.shared_bytes), "llvm_ir": k.llvm_ir,
                 "params": [[p.kind, int(p.value)] for p in k.params]}

@@ -20,7 +20,6 @@ A backend subclasses :class:`GPUPolicy` with its ``name`` and its own stages.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from oxla.errors import NotSupportedError
@@ -32,10 +31,11 @@ from oxla.lowering import (
     Buf,
     DotKernel,
     Kernel,
-    PackKernel,
     PolicyBase,
     Stage,
-    nbytes,
+    blas_operand,
+    dot_dims,  # noqa: F401 - re-exported (oxla_backend_cuda.policy)
+    gemm_dims,
 )
 from oxla.lowering import unsupported as _unsupported
 from oxla.passes import absorb_transposes, inline_composites, legalized_ops, run_pipeline
@@ -43,31 +43,24 @@ from oxla.protocols import CompileOptions
 from oxla_codegen_llvm import EMITTERS, is_fusible, llvm_type
 from oxla_codegen_llvm.fused import INDEX_RULES
 from oxla_codegen_llvm.gpu import custom_call
+from oxla_codegen_llvm.gpu.hostops import HOST_STEP_OPS
 from oxla_codegen_llvm.simt.kernels import OP_KINDS
 from oxla_codegen_llvm.simt.kernels import claim as simt_claim
 
 DOTS = ("stablehlo.dot_general", "stablehlo.dot")
 BLAS_TYPES = ("f32", "f64")
 PREPARED_AWAY = frozenset({"func.call", "stablehlo.composite"})
-HOST_OPS = frozenset({"interpreter.probe", "stablehlo.infeed",
-                      "stablehlo.outfeed", "stablehlo.send", "stablehlo.recv"})
-"""Ops that need a host runtime this backend does not have yet."""
+LIBRARY_OPS = frozenset({"stablehlo.fft"})
+"""Op kernels the launch program runs as a vendor-library call (:mod:`.program`)."""
+HOST_OPS: frozenset[str] = frozenset()
+"""Ops that need a host runtime this backend does not have yet (none: the collectives,
+streaming and probe ops are host steps, ``hostops.HOST_STEP_OPS``; custom calls launch
+their plugin's kernel, :mod:`.custom_call`)."""
 
 
 def unsupported(op: Operation, why: str = "", backend: str = "cuda") -> NotSupportedError:
     """The error for an op, type or form ``backend`` cannot compile yet."""
     return _unsupported(op, backend, why)
-
-
-def dot_dims(op: Operation) -> tuple[tuple[int, ...], ...]:
-    """(lhs batch, rhs batch, lhs contracting, rhs contracting) dimensions of a dot."""
-    lhs_rank = op.operands[0].type.rank
-    if op.name == "stablehlo.dot":
-        return (), (), (lhs_rank - 1,), (0,)
-    d = op.attr("dot_dimension_numbers")
-    return tuple(tuple(d.get(k, ())) for k in (
-        "lhs_batching_dimensions", "rhs_batching_dimensions",
-        "lhs_contracting_dimensions", "rhs_contracting_dimensions"))
 
 
 def blas_dot(op: Operation) -> bool:
@@ -97,6 +90,8 @@ class GPUPolicy(PolicyBase):
         return is_fusible(op)
 
     def claim(self, op: Operation) -> str | None:
+        if op.name in HOST_STEP_OPS:  # replica_id/partition_id too: never fused as 0
+            return "op"
         return simt_claim(op)  # what simt must take before fusion (bitcasts across widths)
 
     def classify(self, op: Operation) -> str | None:
@@ -116,9 +111,11 @@ class GPUPolicy(PolicyBase):
     def rules(self) -> set[str]:
         """The op names this backend has a rule for (``oxla plugins --coverage``): the
         shared emitter's elementwise and index rules, simt's op kernels
-        (``simt.kernels.OP_KINDS``), dots, control flow, and what ``prepare`` removes."""
+        (``simt.kernels.OP_KINDS``), dots, library calls (``LIBRARY_OPS``: fft), host
+        steps (``HOST_STEP_OPS``), control flow, and what ``prepare`` removes."""
         return (set(EMITTERS) | set(INDEX_RULES) | set(OP_KINDS) | set(LOWERED_OPS) | set(DOTS)
-                | set(CONTROL_OPS) | PREPARED_AWAY | legalized_ops())
+                | set(CONTROL_OPS) | PREPARED_AWAY | LIBRARY_OPS | HOST_STEP_OPS
+                | legalized_ops())
 
     def prepare(self, module: Module, options: CompileOptions) -> tuple[Module, list[str]]:
         """The IR passes before fusion; returns the module and the plan's first notes."""
@@ -145,28 +142,10 @@ def dot_kernels(op: Operation, vbuf: dict[Value, Buf], n: int, counter,
     et = lhs.type.element_type
     if not blas_dot(op):
         raise unsupported(op, "dot other than f32 x f32 -> f32 or f64 x f64 -> f64", backend)
-    lb, rb, lc, rc = dot_dims(op)
-    lf = tuple(d for d in range(lhs.type.rank) if d not in lb + lc)
-    rf = tuple(d for d in range(rhs.type.rank) if d not in rb + rc)
-    ls, rs = lhs.type.shape, rhs.type.shape
-    batch = math.prod(ls[d] for d in lb)
-    m, k = math.prod(ls[d] for d in lf), math.prod(ls[d] for d in lc)
-    nn = math.prod(rs[d] for d in rf)
+    g = gemm_dims(op)
     kernels: list[Kernel] = []
-
-    def layout(x: Value, b, free, contr, free_first: bool) -> tuple[Buf, bool]:
-        order = tuple(range(x.type.rank))
-        if order == b + free + contr:
-            return vbuf[x], not free_first
-        if order == b + contr + free:
-            return vbuf[x], free_first
-        perm = b + free + contr if free_first else b + contr + free
-        out = Buf(f"pack{next(counter)}", nbytes(x), "temp")
-        kernels.append(PackKernel(f"pack{n + len(kernels)}", x, vbuf[x], perm, out))
-        return out, False
-
-    lbuf, trans_l = layout(lhs, lb, lf, lc, True)
-    rbuf, trans_r = layout(rhs, rb, rf, rc, False)
+    lbuf, trans_l = blas_operand(lhs, vbuf, g.lb, g.lf, g.lc, True, kernels, n, counter)
+    rbuf, trans_r = blas_operand(rhs, vbuf, g.rb, g.rf, g.rc, False, kernels, n, counter)
     kernels.append(DotKernel(f"dot{n + len(kernels)}", op, lbuf, rbuf, vbuf[op.results[0]],
-                             batch, m, nn, k, trans_l, trans_r, et.name))
+                             g.batch, g.m, g.n, g.k, trans_l, trans_r, et.name))
     return kernels

@@ -6,6 +6,13 @@
   ``oxla_codegen_llvm.simt.kernels_for`` (``launch`` steps, in their launch order);
 * dots -> one BLAS GEMM each (``gemm``; :func:`oxla_codegen_llvm.gpu.gemm.dot_call`
   maps it to the column-major call when it runs);
+* ``stablehlo.fft`` -> one vendor-FFT call (``fft``; :func:`oxla_codegen_llvm.gpu.fft.fft_call`
+  maps it to the library's arguments when it runs); the scratch copy an ``IRFFT`` reads
+  lies in the arena past the plan's buffers;
+* collectives, ``send``/``recv``, ``infeed``/``outfeed``, ``replica_id``/``partition_id``
+  and ``interpreter.probe`` -> ``host`` steps (:mod:`oxla_codegen_llvm.gpu.hostops`): the
+  op itself is kept in :attr:`Program.host_ops`, the step holds its operands' and
+  results' refs;
 * plain copies (control flow's loop-carried values) -> ``copy`` (``cuMemcpyDtoDAsync``);
 * ``custom_call`` -> ``custom``, a plugin's GPU kernel launched from its own image
   (:mod:`oxla_codegen_llvm.gpu.custom_call`; the records are ``Program.custom``);
@@ -21,6 +28,7 @@ arena.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,10 +36,14 @@ from typing import Any
 import numpy as np
 
 from oxla.errors import OxlaError
+from oxla.ir import types as T
 from oxla.lowering import Buf, ControlKernel, DotKernel, OpKernel, PackKernel, Plan
 from oxla_codegen_llvm.gpu import custom_call
+from oxla_codegen_llvm.gpu.fft import fft_call
+from oxla_codegen_llvm.gpu.hostops import HOST_STEP_OPS, value_spec
 
 Ref = list  # [region, index, offset]
+SCRATCH_ALIGN = 256
 
 
 @dataclass
@@ -46,6 +58,8 @@ class Program:
         temp_bytes: the arena's size.
         custom: the custom calls' launch records (``oxla_kernels.DeviceKernel``), by a
             ``custom`` step's ``kernel`` index.
+        host_ops: the ops of the ``host`` steps, by step index (not saved: a program
+            with host steps has no artifact yet).
     """
 
     steps: list[dict[str, Any]]
@@ -53,10 +67,13 @@ class Program:
     kernels: list[Any] = field(default_factory=list)
     temp_bytes: int = 0
     custom: list[Any] = field(default_factory=list)
+    host_ops: list[Any] = field(default_factory=list)
 
     @property
     def loop_free(self) -> bool:
-        """True when no step is host-driven control flow (the program can be one graph)."""
+        """True when no step is host-driven control flow, a host step or an FFT (whose
+        plan is made at its first run, which a stream capture forbids): the program can
+        be one graph."""
         return all(s["op"] in ("launch", "gemm", "copy", "zero", "custom")
                    for s in self.steps)
 
@@ -69,6 +86,9 @@ class _Builder:
         self.kernels: list[Any] = []
         self.names: set[str] = set()
         self.custom: list[Any] = []
+        self.scratch_at = 0  # the arena offset of the FFTs' scratch
+        self.scratch_bytes = 0
+        self.host_ops: list[Any] = []
 
     def ref(self, buf: Buf) -> Ref:
         root, off = buf, 0
@@ -115,6 +135,11 @@ class _Builder:
         if isinstance(k, PackKernel) and tuple(k.perm) == tuple(range(len(k.perm))):
             return [{"op": "copy", "src": self.ref(k.src_buf), "dst": self.ref(k.out),
                      "nbytes": k.out.nbytes}]
+        op = getattr(k, "op", None)
+        if op is not None and op.name == "stablehlo.fft" and type(k).__name__ == "OpKernel":
+            return self.fft(k, plan)
+        if op is not None and op.name in HOST_STEP_OPS and type(k).__name__ == "OpKernel":
+            return self.host(k, plan)
         steps = []
         k.name = ptx_name(k.name)  # the entry symbols simt makes are the plan's names
         for g in self.simt.kernels_for(k, plan):
@@ -127,6 +152,40 @@ class _Builder:
             steps.append({"op": "launch", "kernel": g.name, "grid": list(g.grid),
                           "block": list(g.block), "shared": int(g.shared_bytes), "args": args})
         return steps
+
+    def fft(self, k: Any, plan: Plan) -> list[dict[str, Any]]:
+        """The ``fft`` step of an ``OpKernel`` of ``stablehlo.fft`` (none when the
+        operand or the result is empty; zeros when only the operand is)."""
+        op = k.op
+        x, y = op.operands[0], op.results[0]
+        length = [int(n) for n in op.attr("fft_length").values]
+        ftype = str(op.attr("fft_type").value)
+        et = x.type.element_type
+        real = et.element_type if isinstance(et, T.ComplexType) else et
+        out = plan.vbuf[y]
+        if out.nbytes == 0:
+            return []
+        if plan.vbuf[x].nbytes == 0 or 0 in length:
+            return [{"op": "zero", "dst": self.ref(out), "nbytes": out.nbytes}]
+        rank = len(length)
+        batch = math.prod(x.type.shape[:x.type.rank - rank])
+        call = fft_call(ftype, real.name, tuple(length), batch, 0, 0, 0)  # checks sizes
+        if call.kind == "c2r":
+            self.scratch_bytes = max(self.scratch_bytes, call.in_bytes)
+        return [{"op": "fft", "type": ftype, "dtype": real.name, "length": length,
+                 "batch": batch, "src": self.ref(plan.vbuf[x]), "dst": self.ref(out),
+                 "work": ["arena", 0, self.scratch_at]}]
+
+    def host(self, k: Any, plan: Plan) -> list[dict[str, Any]]:
+        """The ``host`` step of an op kernel of a host op (tokens have no ref)."""
+        op = k.op
+
+        def refs(values) -> list[Ref | None]:
+            return [self.ref(plan.vbuf[v]) if value_spec(v) is not None else None
+                    for v in values]
+        self.host_ops.append(op)
+        return [{"op": "host", "index": len(self.host_ops) - 1, "name": op.name,
+                 "ins": refs(op.operands), "outs": refs(op.results)}]
 
     def control(self, k: ControlKernel) -> dict[str, Any]:
         pred = self.ref(k.pred)
@@ -158,8 +217,10 @@ def build_program(plan: Plan, simt: Any, backend: str = "cuda") -> Program:
             names the op or kind).
     """
     b = _Builder(simt, backend)
+    b.scratch_at = -(-plan.temp_bytes // SCRATCH_ALIGN) * SCRATCH_ALIGN
     steps = b.steps(plan)
-    return Program(steps, b.constants, b.kernels, plan.temp_bytes, b.custom)
+    temp = b.scratch_at + b.scratch_bytes if b.scratch_bytes else plan.temp_bytes
+    return Program(steps, b.constants, b.kernels, temp, b.custom, b.host_ops)
 
 
 def count_steps(steps: list[dict[str, Any]], op: str) -> int:

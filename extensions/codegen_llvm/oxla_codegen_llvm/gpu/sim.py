@@ -13,11 +13,13 @@ of a GPU backend runs on a machine without a GPU.
   copied into memory the emulator's process maps and the results copied back;
 * ``gemm``: :func:`oxla_codegen_llvm.gpu.gemm.gemm_reference`, the BLAS libraries'
   documented semantics in numpy, on the call's own arguments;
+* ``fft``: :func:`oxla_codegen_llvm.gpu.fft.fft_reference`, likewise for the FFT
+  libraries (unnormalized inverse, then the scale; a C2R input overwritten);
 * streams run their work at once, in order; capture (``begin_capture`` ..
   ``end_capture``) records the work instead of running it, and ``graph_launch`` replays
   the recording, as a CUDA/HIP graph replays its nodes.
 
-``stats`` counts what ran (launches, GEMMs, copies, graph launches, bytes in use).
+``stats`` counts what ran (launches, GEMMs, FFTs, copies, graph launches, bytes in use).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import numpy as np
 
 from oxla.errors import NotSupportedError, OxlaError
 from oxla_codegen_llvm.gpu.custom_call import ocelot_ptx
+from oxla_codegen_llvm.gpu.fft import FftCall, fft_reference
 from oxla_codegen_llvm.gpu.gemm import GemmCall, gemm_reference
 from oxla_codegen_llvm.simt import ocelot
 from oxla_codegen_llvm.simt.host import HostTwin
@@ -64,7 +67,7 @@ class SimDevice:
         self._blocks: dict[int, np.ndarray] = {}  # address -> its host block
         self._starts: list[int] = []
         self._ids = itertools.count()
-        self.stats = {"launches": 0, "gemms": 0, "copies": 0, "graph_launches": 0,
+        self.stats = {"launches": 0, "gemms": 0, "ffts": 0, "copies": 0, "graph_launches": 0,
                       "captures": 0, "allocs": 0, "bytes_in_use": 0}
 
     # -- memory ---------------------------------------------------------------------
@@ -229,6 +232,17 @@ class SimDevice:
         def work():
             gemm_reference(call, self.view)
             self.stats["gemms"] += 1
+        self._run(stream, work)
+
+    def fft(self, call: FftCall, stream: Any) -> None:
+        for ptr, nbytes in ((call.src, call.in_bytes), (call.dst, call.out_bytes)):
+            self.view(ptr, nbytes)  # inside an allocation
+        if call.kind == "c2r":
+            self.view(call.work, call.in_bytes)
+
+        def work():
+            fft_reference(call, self.view)
+            self.stats["ffts"] += 1
         self._run(stream, work)
 
 

@@ -22,10 +22,11 @@ from oxla.errors import NotSupportedError
 from oxla.ir import attributes as A
 from oxla.ir import types as T
 from oxla.lowering import OpKernel, Plan
+from oxla_codegen_llvm.elements import mac
 from oxla_codegen_llvm.fused import FusedEmitter, shape_of
 from oxla_codegen_llvm.loops import loop_nest
 from oxla_codegen_llvm.simt.model import I1, I64, Region
-from oxla_codegen_llvm.simt.ops import acc_type, cvt, mac, per_element, zero_of
+from oxla_codegen_llvm.simt.ops import acc_type, cvt, per_element, zero_of
 
 
 def _c(n: int) -> ir.Constant:
@@ -115,7 +116,7 @@ def conv_kernel(k: OpKernel, plan: Plan) -> list:
                         ri[kd] = b.sub(_c(ksp[d] - 1), kx) if reversal[d] else kx
                     x = cvt(r, op, f.value_at(lhs, li), lhs.type.element_type, acc_et)
                     y = cvt(r, op, f.value_at(rhs, ri), rhs.type.element_type, acc_et)
-                    b.store(mac(r, acc_et, b.load(acc, typ=aty), x, y), acc)
+                    b.store(mac(r.s, acc_et, b.load(acc, typ=aty), x, y), acc)
                     f.reset()
         return [cvt(r, op, b.load(acc, typ=aty), acc_et, et)]
 

@@ -15,8 +15,9 @@ import numpy as np
 from oxla.errors import NotSupportedError
 from oxla.ir import attributes as A
 from oxla.ir import types as T
-from oxla.lowering import OpKernel, Plan
-from oxla_codegen_llvm.complex import constant, make, parts
+from oxla.lowering import OpKernel, Plan, dot_dims, dot_operand_indices
+from oxla_codegen_llvm.complex import constant
+from oxla_codegen_llvm.elements import from_raw_bits, mac, raw_bits
 from oxla_codegen_llvm.fused import (
     FusedEmitter,
     clamp,
@@ -30,11 +31,8 @@ from oxla_codegen_llvm.loops import delinearize, loop_nest
 from oxla_codegen_llvm.quant import dequantize, quantize
 from oxla_codegen_llvm.scalar import (
     convert,
-    from_storage,
     llvm_type,
     round_to,
-    storage_type,
-    to_storage,
 )
 from oxla_codegen_llvm.simt.loop import launch_1d
 from oxla_codegen_llvm.simt.model import I1, I64, Kernel, KernelBuilder, Param, Region, grid_stride
@@ -131,16 +129,6 @@ def reduce_window_kernel(k: OpKernel, plan: Plan) -> list[Kernel]:
     return per_element(k, plan, compute)
 
 
-def dot_dims(op) -> tuple[tuple[int, ...], ...]:
-    """(lhs batch, rhs batch, lhs contracting, rhs contracting) dimensions of a dot."""
-    if op.name == "stablehlo.dot":
-        return (), (), (op.operands[0].type.rank - 1,), (0,)
-    d = op.attr("dot_dimension_numbers")
-    return tuple(tuple(int(x) for x in d.get(key, ())) for key in (
-        "lhs_batching_dimensions", "rhs_batching_dimensions",
-        "lhs_contracting_dimensions", "rhs_contracting_dimensions"))
-
-
 def acc_type(op, et: T.ElementType) -> T.ElementType:
     """The accumulation type of a dot or convolution of result type ``et``: f32 for f32
     and narrower floats, f64 for f64 (as XLA and the GEMM libraries, whose results the
@@ -178,26 +166,6 @@ def zero_of(acc_et: T.ElementType) -> ir.Constant:
     return ir.Constant(ty, 0.0 if isinstance(acc_et, T.FloatType) else 0)
 
 
-def mac(r: Region, acc_et: T.ElementType, acc: ir.Value, x: ir.Value, y: ir.Value
-        ) -> ir.Value:
-    """``acc + x * y`` as a separate multiply and add (complex<f32>: every step rounded to
-    f32, XLA's complex64 arithmetic)."""
-    b = r.b
-    if isinstance(acc_et, T.ComplexType):
-        def rd(v: ir.Value) -> ir.Value:
-            if acc_et.element_type.name == "f64":
-                return v
-            return b.fpext(b.fptrunc(v, ir.FloatType()), ir.DoubleType())
-
-        (ar, ai), (xr, xi), (yr, yi) = parts(b, acc), parts(b, x), parts(b, y)
-        pr = rd(b.fsub(rd(b.fmul(xr, yr)), rd(b.fmul(xi, yi))))
-        pi = rd(b.fadd(rd(b.fmul(xr, yi)), rd(b.fmul(xi, yr))))
-        return make(b, rd(b.fadd(ar, pr)), rd(b.fadd(ai, pi)))
-    if isinstance(acc_et, T.FloatType):
-        return b.fadd(acc, b.fmul(x, y))
-    return b.add(acc, b.mul(x, y))
-
-
 def dot_kernel(k: OpKernel, plan: Plan) -> list[Kernel]:
     """``dot_general`` (types no GEMM library takes: integers, small floats) as one thread
     per result element, the contraction in row-major order with a separate multiply and
@@ -209,8 +177,6 @@ def dot_kernel(k: OpKernel, plan: Plan) -> list[Kernel]:
     aty = zero_of(acc_et).type
     lb, rb, lc, rc = dot_dims(op)
     ls, rs = shape_of(lhs), shape_of(rhs)
-    lf = [d for d in range(len(ls)) if d not in lb + lc]
-    rf = [d for d in range(len(rs)) if d not in rb + rc]
 
     def compute(r: Region, f: FusedEmitter, oidx: list) -> list[ir.Value]:
         b = r.b
@@ -219,19 +185,10 @@ def dot_kernel(k: OpKernel, plan: Plan) -> list[Kernel]:
         b.store(zero_of(acc_et), acc)
         with loop_nest(b, [ls[d] for d in lc], "k") as kidx:
             f.reset()
-            li: list = [None] * len(ls)
-            ri: list = [None] * len(rs)
-            for n, (dl, dr) in enumerate(zip(lb, rb)):
-                li[dl] = ri[dr] = oidx[n]
-            for n, d in enumerate(lf):
-                li[d] = oidx[len(lb) + n]
-            for n, d in enumerate(rf):
-                ri[d] = oidx[len(lb) + len(lf) + n]
-            for i, dl, dr in zip(kidx, lc, rc):
-                li[dl] = ri[dr] = i
+            li, ri = dot_operand_indices((lb, rb, lc, rc), len(ls), len(rs), oidx, kidx)
             x = cvt(r, op, f.value_at(lhs, li), lhs.type.element_type, acc_et)
             y = cvt(r, op, f.value_at(rhs, ri), rhs.type.element_type, acc_et)
-            b.store(mac(r, acc_et, b.load(acc, typ=aty), x, y), acc)
+            b.store(mac(r.s, acc_et, b.load(acc, typ=aty), x, y), acc)
         f.reset()
         return [cvt(r, op, b.load(acc, typ=aty), acc_et, et)]
 
@@ -283,25 +240,6 @@ def real_dynamic_slice_kernel(k: OpKernel, plan: Plan) -> list[Kernel]:
     return per_element(k, plan, compute)
 
 
-def raw_bits(r: Region, et, v: ir.Value, width: int) -> ir.Value:
-    bits = to_storage(r.s, et, v)
-    if not isinstance(bits.type, ir.IntType):
-        bits = r.b.bitcast(bits, ir.IntType(width))
-    if bits.type.width != width:
-        bits = r.b.trunc(bits, ir.IntType(width))
-    return bits
-
-
-def from_raw_bits(r: Region, et, bits: ir.Value) -> ir.Value:
-    st = storage_type(et)
-    if isinstance(st, ir.IntType):
-        if st.width != bits.type.width:
-            bits = r.b.zext(bits, st)
-    else:
-        bits = r.b.bitcast(bits, st)
-    return from_storage(r.s, et, bits)
-
-
 def bitcast_kernel(k: OpKernel, plan: Plan) -> list[Kernel]:
     """``bitcast_convert`` between element types of different widths: byte-sized types
     copy the bytes (little-endian, as the interpreter's numpy views); sub-byte ones pack
@@ -341,16 +279,16 @@ def bitcast_kernel(k: OpKernel, plan: Plan) -> list[Kernel]:
                     acc = ir.Constant(wide, 0)
                     for j in range(kk):
                         v = load(r.s, r.params[0], src, b.add(b.mul(i, _c(kk)), _c(j)))
-                        bits = b.zext(raw_bits(r, src, v, ws), wide)
+                        bits = b.zext(raw_bits(r.s, src, v, ws), wide)
                         acc = b.or_(acc, b.shl(bits, ir.Constant(wide, j * ws)))
-                    store(r.s, r.params[1], dst, i, from_raw_bits(r, dst, acc))
+                    store(r.s, r.params[1], dst, i, from_raw_bits(r.s, dst, acc))
                 else:  # result element i is part i % kk of source element i // kk
                     kk = ws // wd
-                    bits = raw_bits(r, src, load(r.s, r.params[0], src, b.udiv(i, _c(kk))),
+                    bits = raw_bits(r.s, src, load(r.s, r.params[0], src, b.udiv(i, _c(kk))),
                                      ws)
                     sh = b.zext(b.trunc(b.mul(b.urem(i, _c(kk)), _c(wd)), ir.IntType(32)),
                                 wide) if ws > 32 else b.trunc(b.mul(b.urem(i, _c(kk)),
                                                                     _c(wd)), wide)
                     part = b.trunc(b.lshr(bits, sh), ir.IntType(wd))
-                    store(r.s, r.params[1], dst, i, from_raw_bits(r, dst, part))
+                    store(r.s, r.params[1], dst, i, from_raw_bits(r.s, dst, part))
     return [kb.build()]

@@ -22,15 +22,13 @@ import llvmlite.ir as ir
 from oxla.errors import NotSupportedError
 from oxla.ir import attributes as A
 from oxla.lowering import OpKernel, Plan
+from oxla_codegen_llvm.counter_rng import halves, joined, philox4x32, threefry2x32
+from oxla_codegen_llvm.elements import from_raw_bits
 from oxla_codegen_llvm.fused import FusedEmitter, shape_of, store
 from oxla_codegen_llvm.loops import delinearize, linearize
 from oxla_codegen_llvm.simt.loop import launch_1d
 from oxla_codegen_llvm.simt.model import I32, I64, Kernel, KernelBuilder, Region, grid_stride
-from oxla_codegen_llvm.simt.ops import from_raw_bits, params_of
-
-ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
-PHILOX_W = (0x9E3779B9, 0xBB67AE85)
-PHILOX_M = (0xD2511F53, 0xCD9E8D57)
+from oxla_codegen_llvm.simt.ops import params_of
 
 
 def _u32(v: int) -> ir.Constant:
@@ -39,41 +37,6 @@ def _u32(v: int) -> ir.Constant:
 
 def _c(v: int) -> ir.Constant:
     return ir.Constant(I64, v)
-
-
-def halves(b: ir.IRBuilder, v: ir.Value) -> tuple[ir.Value, ir.Value]:
-    """(low, high) 32-bit words of an i64."""
-    return b.trunc(v, I32), b.trunc(b.lshr(v, _c(32)), I32)
-
-
-def joined(b: ir.IRBuilder, lo: ir.Value, hi: ir.Value) -> ir.Value:
-    return b.or_(b.zext(lo, I64), b.shl(b.zext(hi, I64), _c(32)))
-
-
-def threefry(b: ir.IRBuilder, x0: ir.Value, x1: ir.Value, k0: ir.Value, k1: ir.Value
-             ) -> tuple[ir.Value, ir.Value]:
-    """Threefry-2x32 with 20 rounds (5 blocks of 4, a key injection after each)."""
-    keys = (k0, k1, b.xor(b.xor(_u32(0x1BD11BDA), k0), k1))
-    x0, x1 = b.add(x0, keys[0]), b.add(x1, keys[1])
-    for blk in range(5):
-        for rot in ROTATIONS[blk % 2]:
-            x0 = b.add(x0, x1)
-            x1 = b.xor(x0, b.or_(b.shl(x1, _u32(rot)), b.lshr(x1, _u32(32 - rot))))
-        x0 = b.add(x0, keys[(blk + 1) % 3])
-        x1 = b.add(b.add(x1, keys[(blk + 2) % 3]), _u32(blk + 1))
-    return x0, x1
-
-
-def philox(b: ir.IRBuilder, x: list[ir.Value], k0: ir.Value, k1: ir.Value) -> list[ir.Value]:
-    """Philox-4x32 with 10 rounds."""
-    key = [k0, k1]
-    for _ in range(10):
-        p0 = b.mul(b.zext(x[0], I64), _c(PHILOX_M[0]))
-        p1 = b.mul(b.zext(x[2], I64), _c(PHILOX_M[1]))
-        (lo0, hi0), (lo1, hi1) = halves(b, p0), halves(b, p1)
-        x = [b.xor(b.xor(hi1, x[1]), key[0]), lo1, b.xor(b.xor(hi0, x[3]), key[1]), lo0]
-        key = [b.add(key[0], _u32(PHILOX_W[0])), b.add(key[1], _u32(PHILOX_W[1]))]
-    return x
 
 
 def rng_kernel(k: OpKernel, plan: Plan) -> list[Kernel]:
@@ -120,7 +83,7 @@ def rng_kernel(k: OpKernel, plan: Plan) -> list[Kernel]:
     def word(r: Region, idx: ir.Value, w: ir.Value) -> None:
         if w.type.width != bits:
             w = r.b.trunc(w, ir.IntType(bits))
-        store(r.s, r.params[-1], et, idx, from_raw_bits(r, et, w))
+        store(r.s, r.params[-1], et, idx, from_raw_bits(r.s, et, w))
 
     with kb.region() as r:
         b = r.b
@@ -139,15 +102,15 @@ def rng_kernel(k: OpKernel, plan: Plan) -> list[Kernel]:
                 new_state.append(b.add(hi0, b.zext(b.icmp_unsigned("<", new_lo, lo0), I64)))
         with b.if_then(b.icmp_unsigned("==", r.global_id(), _c(0))):
             for i, v in enumerate(new_state):
-                store(r.s, r.params[-2], st_et, _c(i), from_raw_bits(r, st_et, v))
+                store(r.s, r.params[-2], st_et, _c(i), from_raw_bits(r.s, st_et, v))
         if n:
             with grid_stride(r, blocks) as j:
                 if alg == "THREE_FRY" and (bits == 64 or not shape):
-                    o0, o1 = threefry(b, *halves(b, b.add(counter, j)), k0, k1)
+                    o0, o1 = threefry2x32(b, *halves(b, b.add(counter, j)), k0, k1)
                     word(r, j, joined(b, o0, o1) if bits == 64 else o0)
                 elif alg == "THREE_FRY":
                     hidx = delinearize(b, j, half)
-                    o = threefry(b, *halves(b, b.add(counter, j)), k0, k1)
+                    o = threefry2x32(b, *halves(b, b.add(counter, j)), k0, k1)
                     for w in range(2):
                         pos = b.add(b.mul(hidx[split], _c(2)), _c(w))
                         idx = list(hidx)
@@ -157,7 +120,7 @@ def rng_kernel(k: OpKernel, plan: Plan) -> list[Kernel]:
                 else:
                     lo = b.add(lo0, j)
                     hi = b.add(hi0, b.zext(b.icmp_unsigned("<", lo, lo0), I64))
-                    o = philox(b, [*halves(b, lo), *halves(b, hi)], k0, k1)
+                    o = philox4x32(b, [*halves(b, lo), *halves(b, hi)], k0, k1)
                     ws = [joined(b, o[0], o[1]), joined(b, o[2], o[3])] if bits == 64 else o
                     per = len(ws)
                     for t in range(per):
