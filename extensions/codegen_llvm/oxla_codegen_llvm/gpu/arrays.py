@@ -3,7 +3,8 @@
 A :class:`DeviceArray` owns (or borrows) device memory of one shape and dtype, and is
 consumed without a copy through ``__cuda_array_interface__`` (version 3) and DLPack
 (``__dlpack__``/``__dlpack_device__``); ``.numpy()`` copies it to the host. Inputs with
-``__cuda_array_interface__`` are read in place (:func:`device_pointer`), so an
+``__cuda_array_interface__`` are read in place (:func:`device_pointer`), and so are
+DLPack producers' tensors on the executable's device (:func:`dlpack_input`), so an
 executable's result can be the next call's input without leaving the device.
 
 On the simulated device memory is host memory, so DLPack names it ``kDLCPU`` and
@@ -170,3 +171,101 @@ def device_pointer(value: Any, shape: tuple[int, ...], dtype: np.dtype, index: i
             raise RuntimeInputError(f"argument #{index} is not C-contiguous "
                                     f"(strides {tuple(strides)})")
     return int(cai["data"][0])
+
+
+# -- DLPack inputs (consumer side) ------------------------------------------------------
+_consumer = ctypes.PyDLL(None)  # py_object prototypes, apart from the producer's above
+_consumer.PyCapsule_IsValid.restype = ctypes.c_int
+_consumer.PyCapsule_IsValid.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_consumer.PyCapsule_GetPointer.restype = ctypes.c_void_p
+_consumer.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_consumer.PyCapsule_SetName.restype = ctypes.c_int
+_consumer.PyCapsule_SetName.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_DLTENSOR, _USED = b"dltensor", b"used_dltensor"  # module constants: names must outlive
+KDL_CPU = 1
+
+
+class DLPackInput:
+    """A producer's tensor consumed for one call: ``ptr`` is its data's address; the
+    producer's deleter runs at :meth:`close` (the call is over, its stream synchronized).
+
+    Attributes:
+        ptr: ``data + byte_offset``.
+        nbytes: the tensor's size.
+    """
+
+    def __init__(self, managed: Any, ptr: int, nbytes: int):
+        self._managed = managed
+        self.ptr = ptr
+        self.nbytes = nbytes
+
+    def close(self) -> None:
+        managed, self._managed = self._managed, None
+        if managed is not None and managed.contents.deleter:
+            managed.contents.deleter(managed)
+
+
+def is_dlpack_producer(value: Any) -> bool:
+    """Whether ``value`` is a DLPack producer that is not a numpy array (numpy's are host
+    inputs, copied) and has no ``__cuda_array_interface__`` (read by :func:`device_pointer`)."""
+    return (hasattr(value, "__dlpack__") and hasattr(value, "__dlpack_device__")
+            and not isinstance(value, np.ndarray | np.generic)
+            and getattr(value, "__cuda_array_interface__", None) is None)
+
+
+def dlpack_input(value: Any, shape: tuple[int, ...], dtype: np.dtype, index: int,
+                 device: tuple[int, int]) -> DLPackInput | None:
+    """Consumes a DLPack producer's tensor (no copy) for an argument of ``shape`` and
+    ``dtype`` on the executable's DLPack ``device`` (``(kDLCUDA, ordinal)``, ``(kDLROCM,
+    ordinal)``; the simulated device's is ``(kDLCPU, 0)``).
+
+    Returns:
+        The consumed tensor, or None when the producer's memory is host memory and the
+        executable's device is not the host (the argument is then copied like numpy's).
+
+    Raises:
+        RuntimeInputError: the tensor is on another device, or has another shape or dtype,
+            or is not C-contiguous, or the producer's ``__dlpack__`` failed.
+    """
+    got_device = tuple(int(d) for d in value.__dlpack_device__())
+    if got_device[0] == KDL_CPU and device[0] != KDL_CPU:
+        return None
+    if got_device != tuple(device):
+        raise RuntimeInputError(f"argument #{index} is on DLPack device {got_device}, the "
+                                f"executable runs on {tuple(device)}")
+    try:
+        capsule = value.__dlpack__()
+    except Exception as e:  # the producer's own refusal (a copy it would need, a stream)
+        raise RuntimeInputError(f"argument #{index}: its __dlpack__ failed: {e}") from None
+    if not _consumer.PyCapsule_IsValid(capsule, _DLTENSOR):
+        raise RuntimeInputError(f"argument #{index}: __dlpack__ returned no 'dltensor' capsule")
+    address = _consumer.PyCapsule_GetPointer(capsule, _DLTENSOR)
+    _consumer.PyCapsule_SetName(capsule, _USED)  # ours now: its destructor leaves it be
+    managed = ctypes.cast(address, ctypes.POINTER(DLManagedTensor))
+    t = managed.contents.dl_tensor
+    held = DLPackInput(managed, int(t.data or 0) + int(t.byte_offset),
+                       int(np.prod(shape, dtype=np.int64)) * dtype.itemsize)
+    try:
+        _check_tensor(t, shape, dtype, index)
+    except RuntimeInputError:
+        held.close()
+        raise
+    return held
+
+
+def _check_tensor(t: DLTensor, shape: tuple[int, ...], dtype: np.dtype, index: int) -> None:
+    got_shape = tuple(int(t.shape[i]) for i in range(t.ndim))
+    want = dl_dtype(dtype)
+    got = (t.dtype.code, t.dtype.bits, t.dtype.lanes)
+    if got_shape != tuple(shape) or got != (want.code, want.bits, want.lanes):
+        raise RuntimeInputError(f"argument #{index} has shape {got_shape} and DLPack dtype "
+                                f"(code, bits, lanes) {got}, expected {tuple(shape)} and "
+                                f"{dtype} {(want.code, want.bits, want.lanes)}")
+    if t.strides:
+        step = 1
+        for i in reversed(range(t.ndim)):
+            if shape[i] != 1 and int(t.strides[i]) != step:
+                strides = tuple(int(t.strides[j]) for j in range(t.ndim))
+                raise RuntimeInputError(f"argument #{index} is not C-contiguous "
+                                        f"(strides {strides} in elements)")
+            step *= shape[i]

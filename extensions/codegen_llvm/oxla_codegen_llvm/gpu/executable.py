@@ -7,7 +7,9 @@ A call (one stream, taken from the runtime's pool):
 
 1. inputs: a numpy array is copied into the executable's input slot; an object with
    ``__cuda_array_interface__`` (a :class:`~oxla_codegen_llvm.gpu.arrays.DeviceArray`, a
-   torch/cupy tensor; ROCm builds use the same protocol) is read in place;
+   torch/cupy tensor; ROCm builds use the same protocol) is read in place, and so is a
+   DLPack producer's tensor on the executable's device (consumed for the call, its
+   deleter run after it; :func:`~oxla_codegen_llvm.gpu.arrays.dlpack_input`);
 2. the steps run: kernel launches with their buffers' addresses (``arena + offset``,
    an input's, a result slot's or a constant's), BLAS GEMMs, FFTs, copies; ``while``/``if``/
    ``case`` copy their predicate back to the host and choose there; custom calls
@@ -46,7 +48,13 @@ from oxla.interpreter.registry import TOKEN
 from oxla.ir import parse_main_signature
 from oxla.ir.types import TensorType
 from oxla.protocols import Signature
-from oxla_codegen_llvm.gpu.arrays import DeviceArray, device_pointer
+from oxla_codegen_llvm.gpu.arrays import (
+    DeviceArray,
+    DLPackInput,
+    device_pointer,
+    dlpack_input,
+    is_dlpack_producer,
+)
 from oxla_codegen_llvm.gpu.fft import fft_call
 from oxla_codegen_llvm.gpu.gemm import dot_call
 from oxla_codegen_llvm.gpu.hostops import HostCall, value_spec
@@ -188,23 +196,55 @@ class GPUExecutable:
         array interface)."""
         return self._run(args, device_results=True)
 
-    def _inputs(self, args: tuple) -> tuple[list[int | None], list[np.ndarray | None]]:
+    def _inputs(self, args: tuple) -> tuple[list[int | None], list[np.ndarray | None],
+                                            list[DLPackInput]]:
         if len(args) != len(self._in_specs):
             check_inputs(self.signature.inputs, args)  # raises the count error
         device: list[int | None] = []
-        for i, (a, spec) in enumerate(zip(args, self._in_specs)):
-            device.append(device_pointer(a, *spec, i) if spec is not None else None)
-        host_idx = [i for i, p in enumerate(device) if p is None]
-        host: list[np.ndarray | None] = [None] * len(args)
-        if host_idx:
-            checked = check_inputs([self.signature.inputs[i] for i in host_idx],
-                                   [args[i] for i in host_idx])
-            for i, v in zip(host_idx, checked):
-                host[i] = np.ascontiguousarray(v) if self._in_specs[i] is not None else None
-        return device, host
+        held: list[DLPackInput] = []
+        try:
+            for i, (a, spec) in enumerate(zip(args, self._in_specs)):
+                p = device_pointer(a, *spec, i) if spec is not None else None
+                if p is None and spec is not None and is_dlpack_producer(a):
+                    p = self._dlpack(a, spec, i, held)
+                device.append(p)
+            host_idx = [i for i, p in enumerate(device) if p is None]
+            host: list[np.ndarray | None] = [None] * len(args)
+            if host_idx:
+                checked = check_inputs([self.signature.inputs[i] for i in host_idx],
+                                       [args[i] for i in host_idx])
+                for i, v in zip(host_idx, checked):
+                    host[i] = np.ascontiguousarray(v) if self._in_specs[i] is not None else None
+        except BaseException:
+            for h in held:
+                h.close()
+            raise
+        return device, host, held
+
+    def _dlpack(self, value: Any, spec: tuple, index: int, held: list[DLPackInput]) -> int | None:
+        """A DLPack producer's address on this executable's device, or None to copy it
+        (host memory for a GPU; on the simulated device, host memory it did not allocate)."""
+        dev = self.runtime().device
+        h = dlpack_input(value, *spec, index, tuple(dev.dlpack_device))
+        if h is None:
+            return None
+        owns = getattr(dev, "owns", None)
+        if owns is not None and not owns(h.ptr, h.nbytes):
+            h.close()
+            return None
+        held.append(h)
+        return h.ptr
 
     def _run(self, args: tuple, device_results: bool) -> list[Any]:
-        device_in, host_in = self._inputs(args)
+        device_in, host_in, held = self._inputs(args)
+        try:
+            return self._run_inputs(device_in, host_in, device_results)
+        finally:  # the call's stream is synchronized: producers may free their tensors
+            for h in held:
+                h.close()
+
+    def _run_inputs(self, device_in: list[int | None], host_in: list[np.ndarray | None],
+                    device_results: bool) -> list[Any]:
         with self._lock:
             loaded = self._load()
             rt, dev = loaded.rt, loaded.rt.device

@@ -102,6 +102,15 @@ class SimDevice:
         raise OxlaError(f"simulated device: {nbytes} bytes at {ptr:#x} are outside every "
                         "allocation")
 
+    def owns(self, ptr: int, nbytes: int) -> bool:
+        """Whether ``nbytes`` at ``ptr`` lie inside one live allocation (a DLPack input in
+        host memory the device did not allocate is copied in, not read in place)."""
+        try:
+            self.view(ptr, nbytes)
+        except OxlaError:
+            return False
+        return True
+
     def _run(self, stream: SimStream, work: Callable[[], None]) -> None:
         if stream.capture is not None:
             stream.capture.append(work)
