@@ -9,7 +9,9 @@ driver; running needs one, or the simulated device (``OXLA_CUDA_DEVICE=sim``).
 ``available()`` is true only where programs can run (a driver, or the simulated device
 asked for), so the default-backend choice (:data:`oxla.plugins.BACKEND_PREFERENCE`)
 never picks cuda on a machine without a GPU; ``compile_only()`` lets an explicit
-``--backend cuda`` compile there.
+``--backend cuda`` compile there. A persistent compile cache
+(:mod:`oxla_backend_cuda.cache`) sits in front of the pipeline unless
+``CompileOptions(cache=False)`` or a ``dump_dir`` is given.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from oxla_codegen_llvm.gpu.hostops import run_parallel
 from oxla.ir import Module
 from oxla.lowering import pipeline
 from oxla.protocols import CompileOptions
+from oxla_backend_cuda import cache
 from oxla_backend_cuda import device as devices
 from oxla_backend_cuda.artifact import load_artifact
 from oxla_backend_cuda.executable import BACKEND, CUDAExecutable
@@ -51,8 +54,22 @@ class CUDABackend:
         """
         options = options or CompileOptions()
         t0 = time.perf_counter()
-        return pipeline.run(module, CUDAPolicy(), CUDATarget.for_options(options), options,
-                            started=t0)
+        target = CUDATarget.for_options(options)
+        if not options.cache or options.dump_dir:
+            exe = pipeline.run(module, CUDAPolicy(), target, options, started=t0)
+            exe.stats["cache"] = "off"
+            return exe
+        key = cache.cache_key(module, options, target.archs)
+        hit = cache.lookup(key)
+        if hit is not None:
+            hit.stats.update(cache="hit", compile_seconds=time.perf_counter() - t0)
+            return hit
+        exe = pipeline.run(module, CUDAPolicy(), target, options, started=t0)
+        exe.stats["cache"] = "miss"
+        why = cache.store(key, exe)
+        if why is not None:
+            exe.stats["cache_note"] = f"not cached: {why}"
+        return exe
 
     def load(self, path: str | os.PathLike[str]) -> CUDAExecutable:
         """Loads an artifact written by :meth:`CUDAExecutable.save`."""
