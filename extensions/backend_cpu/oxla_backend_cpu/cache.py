@@ -41,12 +41,14 @@ import tempfile
 from functools import cache
 from typing import Any
 
+from oxla_codegen_llvm import cache_keys
+
 import oxla_backend_cpu
 from oxla_backend_cpu.digests import digests
 from oxla_backend_cpu.executable import load_artifact
 from oxla_backend_cpu.parallel import num_threads
 
-ENV = "OXLA_CACHE_DIR"
+ENV = cache_keys.ENV
 MAX_BYTES_ENV = "OXLA_CACHE_MAX_BYTES"
 DEFAULT_MAX_BYTES = 2 << 30
 """The cache directory's size limit in bytes (2 GiB) unless ``$OXLA_CACHE_MAX_BYTES``
@@ -58,26 +60,16 @@ ELIDE_BYTES = 256
 
 def cache_dir() -> str:
     """The directory holding cache entries (not created here)."""
-    env = os.environ.get(ENV)
-    if env:
-        return env
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "oxla", "cpu")
+    return cache_keys.cache_dir("cpu")
 
 
 @cache
 def _versions() -> dict[str, str]:
-    from importlib import metadata
-
     import llvmlite.binding as llvm
 
-    out = {"llvm": ".".join(map(str, llvm.llvm_version_info))}
-    for dist in ("oxla", "oxla-backend-cpu", "oxla-codegen-llvm", "llvmlite"):
-        try:
-            out[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            out[dist] = "unknown"
-    return out
+    return {"llvm": ".".join(map(str, llvm.llvm_version_info)),
+            **cache_keys.dist_versions(("oxla", "oxla-backend-cpu", "oxla-codegen-llvm",
+                                        "llvmlite"))}
 
 
 def _source_stamp() -> str:
@@ -89,14 +81,8 @@ def _source_stamp() -> str:
     import oxla.lowering
     import oxla.passes
 
-    h = hashlib.sha256()
-    for pkg in (oxla_backend_cpu, oxla_codegen_llvm, oxla.passes, oxla.lowering):
-        d = os.path.dirname(pkg.__file__ or "")
-        for name in sorted(os.listdir(d)):
-            if name.endswith(".py"):
-                st = os.stat(os.path.join(d, name))
-                h.update(f"{name}:{st.st_size}:{st.st_mtime_ns};".encode())
-    return h.hexdigest()
+    return cache_keys.source_stamp((oxla_backend_cpu, oxla_codegen_llvm, oxla.passes,
+                                    oxla.lowering))
 
 
 def module_key(module: Any, options: Any, target: Any) -> tuple[str, dict[str, Any]]:

@@ -30,13 +30,11 @@ import hashlib
 import json
 import os
 import tempfile
-from functools import cache
-from importlib import metadata
 from typing import Any
 
 import numpy as np
 import oxla_codegen_llvm
-from oxla_codegen_llvm import gpu
+from oxla_codegen_llvm import cache_keys, gpu
 
 import oxla.lowering
 import oxla.passes
@@ -45,7 +43,8 @@ from oxla.errors import NotSupportedError, OxlaError
 from oxla.ir.printer import print_module_elided
 from oxla_backend_cuda.artifact import load_artifact
 
-ENV = "OXLA_CACHE_DIR"
+ENV = cache_keys.ENV
+DISTS = ("oxla", "oxla-backend-cuda", "oxla-codegen-llvm", "llvmlite")
 PREFIX, SUFFIX = "cuda-", ".oxla"
 ELIDE_BYTES = 256
 """Constants larger than this are hashed from their bytes, not printed into the key."""
@@ -53,34 +52,13 @@ ELIDE_BYTES = 256
 
 def cache_dir() -> str:
     """The directory holding cache entries (not created here)."""
-    env = os.environ.get(ENV)
-    if env:
-        return env
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "oxla", "cuda")
-
-
-@cache
-def _versions() -> dict[str, str]:
-    out = {}
-    for dist in ("oxla", "oxla-backend-cuda", "oxla-codegen-llvm", "llvmlite"):
-        try:
-            out[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            out[dist] = "unknown"
-    return out
+    return cache_keys.cache_dir("cuda")
 
 
 def source_stamp() -> str:
     """A hash of the source files' names, sizes and mtimes (module doc)."""
-    h = hashlib.sha256()
-    for pkg in (oxla_backend_cuda, oxla_codegen_llvm, gpu, oxla.passes, oxla.lowering):
-        d = os.path.dirname(pkg.__file__ or "")
-        for name in sorted(os.listdir(d)):
-            if name.endswith(".py"):
-                st = os.stat(os.path.join(d, name))
-                h.update(f"{name}:{st.st_size}:{st.st_mtime_ns};".encode())
-    return h.hexdigest()
+    return cache_keys.source_stamp(
+        (oxla_backend_cuda, oxla_codegen_llvm, gpu, oxla.passes, oxla.lowering))
 
 
 def cache_key(module: Any, options: Any, archs: tuple[str, ...]) -> str:
@@ -90,7 +68,7 @@ def cache_key(module: Any, options: Any, archs: tuple[str, ...]) -> str:
     text, arrays = print_module_elided(module, ELIDE_BYTES)
     meta = {"pipeline": options.pipeline, "fast_math": options.fast_math,
             "extra": repr(sorted(options.extra.items())), "archs": list(archs),
-            "versions": _versions(), "source": source_stamp()}
+            "versions": cache_keys.dist_versions(DISTS), "source": source_stamp()}
     h = hashlib.sha256(json.dumps(meta, sort_keys=True).encode())
     h.update(b"\0" + text.encode())
     for a in arrays:
