@@ -1,14 +1,19 @@
-"""GPT-2 small on the hip backend's simulated device: the figure issue #15 asks for.
+"""GPT-2 small on a GPU backend's simulated device: the figure issues #14 (cuda) and #15
+(hip) ask for.
 
-Builds GPT-2 small (``transformers.GPT2Config()``, random weights, nothing downloaded),
-saves it with ``torch.export.save``, compiles it with ``oxla compile --frontend torch
---backend hip --hip-arch gfx942`` on this machine (no GPU, no ROCm: llvmlite and
-``ld.lld``), checks that the artifact carries a gfx942 code object, runs it with
-``OXLA_HIP_DEVICE=sim oxla run`` (kernels as host twins at wave64, GEMMs as rocBLAS's
-numpy semantics) and compares the logits with torch eager. Exits 1 when the largest
-error is above 1e-4 of the largest logit. Not a test: it takes minutes on two cores.
+Builds GPT-2 small (transformers, random weights), saves it with ``torch.export``,
+compiles it with ``oxla compile --frontend torch --backend cuda|hip`` on this machine (no
+GPU needed: ptxas/nvJitLink for cuda, llvmlite and ``ld.lld`` for hip), checks that the
+artifact carries the code for the requested arch (``--arch``: ``sm_80,sm_90`` for cuda,
+``gfx942`` for hip), runs it with ``OXLA_<BACKEND>_DEVICE=sim oxla run`` (kernels as host
+twins, GEMMs as cuBLAS's/rocBLAS's numpy semantics) and compares the logits with torch
+eager. Exits 1 when the largest error is above 1e-4 of the largest logit. Not a test: it
+takes minutes on two cores.
 
-    .venv/bin/python bench/hip_gpt2_sim.py [--seq 64] [--layers 12] [--out out/gpt2_hip]
+Usage::
+
+    .venv/bin/python bench/gpu_gpt2_sim.py --backend cuda|hip [--arch A] [--seq 64]
+        [--layers 12] [--out out/gpt2_<backend>]
 """
 
 from __future__ import annotations
@@ -24,15 +29,22 @@ from pathlib import Path
 import numpy as np
 
 TOLERANCE = 1e-4
+GPU = {"cuda": ("--cuda-arch", "sm_80,sm_90", ".cubin"),
+       "hip": ("--hip-arch", "gfx942", ".hsaco")}
+"""backend: (its arch flag, the archs compiled by default, the code objects' suffix)"""
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seq", type=int, default=64)
     parser.add_argument("--layers", type=int, default=12)
-    parser.add_argument("--arch", default="gfx942")
-    parser.add_argument("--out", default="out/gpt2_hip")
+    parser.add_argument("--backend", choices=sorted(GPU), default="cuda")
+    parser.add_argument("--arch", default=None, help="--cuda-arch/--hip-arch value")
+    parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
+    arch_flag, default_arch, suffix = GPU[args.backend]
+    archs = (args.arch or default_arch).split(",")
+    args.out = args.out or f"out/gpt2_{args.backend}"
 
     import torch
     import transformers
@@ -58,22 +70,25 @@ def main(argv: list[str] | None = None) -> int:
     print(f"GPT-2: {n_params / 1e6:.1f}M parameters, {args.layers} layers, sequence {args.seq}")
     torch.export.save(torch.export.export(model, (ids,), strict=False), out / "gpt2.pt2")
     np.save(out / "ids.npy", ids.numpy())
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OXLA_HIP")}
+    device_env = f"OXLA_{args.backend.upper()}_DEVICE"
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(f"OXLA_{args.backend.upper()}")}
     cli = [sys.executable, "-m", "oxla.cli.main"]
     t0 = time.perf_counter()
-    subprocess.run(cli + ["compile", "--frontend", "torch", "--backend", "hip",
-                          "--hip-arch", args.arch, str(out / "gpt2.pt2"),
+    subprocess.run(cli + ["compile", "--frontend", "torch", "--backend", args.backend,
+                          arch_flag, ",".join(archs), str(out / "gpt2.pt2"),
                           "-o", str(out / "gpt2.oxla")], env=env, check=True)
     t1 = time.perf_counter()
     with zipfile.ZipFile(out / "gpt2.oxla") as z:
-        members = [n for n in z.namelist() if n.endswith(".hsaco")]
+        members = [n for n in z.namelist() if n.endswith(suffix)]
     print(f"code objects in the artifact: {', '.join(members)}")
-    if f"{args.arch}.hsaco" not in members:
-        print(f"FAILED: no {args.arch} code object", file=sys.stderr)
+    missing = [a for a in archs if not any(m.endswith(a + suffix) for m in members)]
+    if missing:
+        print(f"FAILED: no code object for {', '.join(missing)}", file=sys.stderr)
         return 1
     subprocess.run(cli + ["run", str(out / "gpt2.oxla"), "--input", str(out / "ids.npy"),
                           "--output", str(out / "logits.npz")],
-                   env={**env, "OXLA_HIP_DEVICE": "sim"}, check=True)
+                   env={**env, device_env: "sim"}, check=True)
     t2 = time.perf_counter()
     with torch.no_grad():
         want = model(ids).numpy()
