@@ -13,7 +13,7 @@ Workloads (the ones issue #14 names for cuda; bench/cuda_vs_xla.py where it exis
 * ``softmax`` and ``layernorm``: 8192 x 4096 f32 rows;
 * ``dispatch``: the per-call cost of a 1-element add.
 
-GPT-2 small and a transformer block go through ``bench/hip_gpt2_sim.py`` (compile and
+GPT-2 small and a transformer block go through ``bench/gpu_gpt2_sim.py --backend hip`` (compile and
 simulated-device check); timing them on a GPU is left to ``oxla run`` there.
 
 oxla runs the same StableHLO that ``jax.jit(...).lower()`` prints, compiled with
@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         }
         results[name] = row
         print(f"{name:10s} " + "  ".join(f"{k} {v * 1e3:8.3f} ms" for k, v in row.items()))
-    print("GPT-2 small and the transformer block: bench/hip_gpt2_sim.py compiles them; "
+    print("GPT-2 small and the transformer block: bench/gpu_gpt2_sim.py --backend hip compiles them; "
           "time the artifact with `oxla run` on the GPU (not measured: no AMD GPU here)")
     if args.json and device is not None:
         with open(args.json, "w") as f:
