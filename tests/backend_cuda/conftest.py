@@ -34,7 +34,14 @@ def check_against_interpreter(text: str, args: list, rtol: float = 1e-6, atol: f
     """Compiles ``text`` for cuda, runs it (on the device the environment chooses) and
     compares each result with the interpreter's. Returns the executable."""
     exe = compile_cuda(text, **extra)
-    got = exe(*args)
+    assert_like_interpreter(exe(*args), text, args, rtol, atol)
+    return exe
+
+
+def assert_like_interpreter(got: list, text: str, args: list, rtol: float = 1e-6,
+                            atol: float = 0.0) -> None:
+    """Each result in ``got`` has the interpreter's dtype and shape for ``text`` on
+    ``args``, its values within ``rtol``/``atol`` (floats, NaNs equal) or equal."""
     want = InterpreterBackend().compile(parse_module(text, "test.mlir"))(*args)
     assert len(got) == len(want)
     for g, w in zip(got, want):
@@ -44,4 +51,3 @@ def check_against_interpreter(text: str, args: list, rtol: float = 1e-6, atol: f
             np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, equal_nan=True)
         else:
             np.testing.assert_array_equal(g, w)
-    return exe

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 
-import numpy as np
 import pytest
 
 pytest.importorskip("llvmlite")
@@ -15,9 +14,9 @@ pytest.importorskip("msgpack")
 
 from oxla_codegen_llvm.simt.amdgpu import lld_path  # noqa: E402
 
-from oxla.interpreter import InterpreterBackend  # noqa: E402
 from oxla.ir import parse_module  # noqa: E402
 from oxla.protocols import CompileOptions  # noqa: E402
+from tests.backend_cuda.conftest import assert_like_interpreter  # noqa: E402
 
 if lld_path() is None:
     if os.environ.get("CI") == "true":
@@ -45,14 +44,5 @@ def check_against_interpreter(text: str, args: list, rtol: float = 1e-6, atol: f
     """Compiles ``text`` for hip, runs it (on the device the environment chooses) and
     compares each result with the interpreter's. Returns the executable."""
     exe = compile_hip(text, **extra)
-    got = exe(*args)
-    want = InterpreterBackend().compile(parse_module(text, "test.mlir"))(*args)
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        g, w = np.asarray(g), np.asarray(w)
-        assert g.dtype == w.dtype and g.shape == w.shape
-        if np.issubdtype(g.dtype, np.inexact):
-            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, equal_nan=True)
-        else:
-            np.testing.assert_array_equal(g, w)
+    assert_like_interpreter(exe(*args), text, args, rtol, atol)
     return exe
