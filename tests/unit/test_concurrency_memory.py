@@ -1,6 +1,6 @@
 """Concurrency and memory, for every backend (issue #20): one executable called from 8
 threads with different inputs gives the single-thread results, and resident memory
-stays flat over 10,000 calls."""
+stays flat over 15,000 calls."""
 
 from __future__ import annotations
 
@@ -81,17 +81,25 @@ def _rss_bytes() -> int:
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs Linux /proc")
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_resident_memory_is_flat_over_10000_calls(backend):
+def test_resident_memory_is_flat_over_15000_calls(backend):
+    """A leak grows resident memory in every window of calls; allocator noise (arena
+    growth, fragmentation left by the tests that ran before in the same process) shows
+    up in one window at most, so the smallest window's growth is what is asserted."""
     exe = _compile(backend)
     x = _inputs(0)
     for _ in range(500):  # warm up: pools, caches, lazy imports
         exe(*x)
-    gc.collect()
-    before = _rss_bytes()
-    for _ in range(10_000):
-        outs = exe(*x)
-    del outs
-    gc.collect()
-    grown = _rss_bytes() - before
-    # a leak of one 256-byte result per call would be 2.5 MB; allow allocator noise
-    assert grown < 2 << 20, f"resident memory grew {grown / 2**20:.1f} MiB over 10,000 calls"
+    window = 5_000
+    grown = []
+    for _ in range(3):  # 15,000 calls in all
+        gc.collect()
+        before = _rss_bytes()
+        for _ in range(window):
+            outs = exe(*x)
+        del outs
+        gc.collect()
+        grown.append(_rss_bytes() - before)
+    # a leak of one 256-byte result per call is 1.28 MB in each window
+    assert min(grown) < 1 << 20, (
+        "resident memory grew in every window of 5,000 calls: "
+        + ", ".join(f"{g / 2**20:.2f} MiB" for g in grown))
