@@ -5,7 +5,9 @@ with random weights (nothing is downloaded): GPT-2, BERT, Llama, ViT, plus a tor
 with BatchNorm and ReLU6 and its QDQ version from onnxruntime's ``quantize_static``.
 Each model is compiled by oxla (``oxla_frontend_onnx.compile(..., backend="cpu")``) and
 loaded by onnxruntime (CPU provider, all optimizations); outputs are checked against each
-other, then both are timed alternately (median of ``--runs`` calls after warm-up).
+other, then both are timed in one interleaved run (:func:`timing.interleaved`: ``--rounds``
+rounds, in each a settle pause, an untimed call and a block of timed calls per engine, so
+load from other processes hits both alike); the median call is reported, with the load.
 
     .venv/bin/python bench/onnx_vs_ort.py            # default sizes
     .venv/bin/python bench/onnx_vs_ort.py --quick    # small configs, fewer runs
@@ -15,15 +17,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import tempfile
-import time
 import warnings
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from timing import interleaved  # noqa: E402
 
 
 def _models(quick: bool):
@@ -94,21 +96,14 @@ def _quantize(fp: str, x: np.ndarray, path: str) -> None:
                     activation_type=QuantType.QInt8, weight_type=QuantType.QInt8)
 
 
-def _time(fn, runs: int) -> float:
-    ts = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small configs, fewer runs")
-    ap.add_argument("--runs", type=int, default=None, help="timed calls per model")
+    ap.add_argument("--rounds", type=int, default=None, help="interleaved rounds per model")
+    ap.add_argument("--budget", type=float, default=0.1,
+                    help="seconds per timed block of the slower engine")
     args = ap.parse_args(argv)
-    runs = args.runs or (5 if args.quick else 20)
+    rounds = args.rounds or (2 if args.quick else 8)
     import onnxruntime as ort
     from oxla_frontend_onnx import compile as onnx_compile
 
@@ -133,14 +128,17 @@ def main(argv: list[str] | None = None) -> int:
             for _ in range(3):
                 fn(x)
                 sess.run(None, feed)
-            t_ort = _time(lambda: sess.run(None, feed), runs)  # noqa: B023
-            t_ox = _time(lambda: fn(x), runs)  # noqa: B023
+            times = interleaved({"oxla": lambda: fn(x),  # noqa: B023
+                                 "onnxruntime": lambda: sess.run(None, feed)},  # noqa: B023
+                                rounds, args.budget, settle_s=0.05, max_calls=200)
+            t_ox, t_ort = (float(np.median(times[k])) for k in ("oxla", "onnxruntime"))
             rows.append((name, t_ox * 1e3, t_ort * 1e3, err))
             print(f"{name:8s} oxla {t_ox * 1e3:9.3f} ms  onnxruntime {t_ort * 1e3:9.3f} ms  "
-                  f"oxla/ort {t_ox / t_ort:5.2f}x  rel err {err:.1e}", flush=True)
+                  f"oxla/ort {t_ox / t_ort:5.2f}x  rel err {err:.1e}  load {os.getloadavg()[0]:.2f}",
+                  flush=True)
     worst = max(r[1] / r[2] for r in rows)
     print(f"worst ratio oxla/onnxruntime: {worst:.2f}x ({os.cpu_count()} cpus, "
-          f"median of {runs})")
+          f"{rounds} interleaved rounds, median call)")
     return 0
 
 
