@@ -17,6 +17,7 @@ from oxla_frontend_onnx.importer import (
     group_results,
     import_model,
     input_names,
+    result_layout,
     result_names,
 )
 
@@ -37,6 +38,9 @@ class OnnxFunction:
         self.input_names = input_names
         self.output_names = output_names
         self.module = module
+        # regrouping is only needed for sequence outputs; the layout is read once
+        self._sequences = module is not None and any(k is not None
+                                                     for _, k in result_layout(module))
 
     @property
     def stats(self) -> dict[str, Any]:
@@ -69,7 +73,8 @@ class OnnxFunction:
             if missing:
                 raise RuntimeInputError(f"missing input(s) {', '.join(missing)}")
             args = tuple(named[n] for n in self.input_names)
-        return group_results(self.module, self.executable(*args))
+        flat = self.executable(*args)
+        return group_results(self.module, flat) if self._sequences else list(flat)
 
     def run(self, output_names: Sequence[str] | None, feeds: dict[str, Any]) -> list[np.ndarray]:
         """onnxruntime's ``InferenceSession.run`` shape: outputs by name (None: all)."""
