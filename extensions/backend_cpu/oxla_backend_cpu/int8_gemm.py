@@ -26,6 +26,7 @@ NR`` = 8 x 48 with 16 lanes (24 accumulators), 6 x 16 with 8 lanes, as the f32 k
 
 from __future__ import annotations
 
+import functools
 import os
 import weakref
 from dataclasses import dataclass
@@ -47,6 +48,7 @@ DESC_FIELDS = ("m", "n", "k", "lda", "a_signed", "packed", "sb_k", "sb_n", "b_si
 """The descriptor's i64 words: the GEMM's shape, ``A``'s row stride (elements), 1 for a
 signed ``A``, 1 when ``B`` is packed at compile time (else ``B`` is raw with element
 strides ``sb_k``, ``sb_n`` and signedness ``b_signed``), 1 for oxla's parallel-for."""
+SYS_ARCH_PRCTL, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA = 158, 0x1023, 18  # x86-64 Linux
 KB = 256  # k groups per block of a panel (vnni512: 48 KiB of packed B)
 MIN_PANELS_PER_THREAD = 2
 ISA_ENV = "OXLA_CPU_INT8_GEMM"
@@ -68,6 +70,7 @@ class Isa:
     intrinsic: str
     features: tuple[str, ...]
     signed_rhs_only: bool
+    kpad: int = 1  # k groups of a panel padded to a multiple of this (AMX: 16 rows)
 
     @property
     def driver(self) -> str:
@@ -75,6 +78,8 @@ class Isa:
 
 
 ISAS = (
+    Isa("amx", 16, 4, 1, 16, 48, "llvm.x86.tdp", ("amx-int8", "amx-tile", "avx512f"),
+        False, 16),
     Isa("vnni512", 16, 4, 1, 8, 48, "llvm.x86.avx512.vpdpbusd.512",
         ("avx512f", "avx512bw", "avx512vnni"), True),
     Isa("pmaddwd512", 16, 2, 2, 8, 48, "llvm.x86.avx512.pmaddw.d.512",
@@ -89,7 +94,26 @@ def host_isas() -> list[Isa]:
     from oxla_codegen_llvm.target import CPUTarget
 
     feats = CPUTarget.host().feature_set()
-    return [i for i in ISAS if all(f in feats for f in i.features)]
+    return [i for i in ISAS if all(f in feats for f in i.features)
+            and (i.name != "amx" or amx_permitted())]
+
+
+@functools.cache
+def amx_permitted() -> bool:
+    """Asks Linux for this process's AMX tile state (``arch_prctl(ARCH_REQ_XCOMP_PERM,
+    XFEATURE_XTILEDATA)``, which a process needs before its first tile instruction);
+    True when granted. The driver asks again at run time (a loaded artifact runs in a
+    process that never compiled)."""
+    import ctypes
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.syscall(SYS_ARCH_PRCTL, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0
+    except (OSError, AttributeError):
+        return False
 
 
 def choose_isa(lhs_signed: bool, rhs_signed: bool) -> Isa | None:
@@ -137,14 +161,14 @@ _PACKED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 def pack_int8_weights(w: np.ndarray, isa: Isa, a_signed: bool) -> np.ndarray:
     """``w`` ``[K, N]`` (int8 or uint8) in ``isa``'s layout (module doc): panels
-    ``[panels, ceil(K/G), NR, G]`` of int8 (``vnni512``) or int16, zero-padded, then
+    ``[panels, kg, NR, G]`` (``kg``: ``ceil(K/G)`` padded to ``isa.kpad``) of bytes (``vnni512``) or int16, zero-padded, then
     ``panels * NR`` int32 column corrections (``-128 * colsum(w)`` for ``vnni512`` with
     a signed ``A``, else zeros). Returns a new uint8 array of those bytes."""
     k, n = w.shape
     g, nr = isa.group, isa.nr
-    kg, panels = -(-k // g), -(-n // nr)
+    kg, panels = -(-k // (g * isa.kpad)) * isa.kpad, -(-n // nr)
     full = np.zeros((kg * g, panels * nr), np.int8 if isa.ebytes == 1 else np.int16)
-    full[:k, :n] = w
+    full[:k, :n] = w.view(np.int8) if isa.ebytes == 1 else w  # bytes as they are
     packed = np.ascontiguousarray(full.reshape(kg, g, panels, nr).transpose(2, 0, 3, 1))
     corr = np.zeros(panels * nr, np.int64)
     if isa.signed_rhs_only and a_signed:
@@ -187,6 +211,8 @@ def define_driver(module: ir.Module, isa: Isa) -> ir.Function:
     desc, a, bp, c = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     f = read_fields(b, desc, DESC_FIELDS)
+    if isa.name == "amx":
+        _request_amx(module, b)
     runtime(module)
     nt = b.select(b.icmp_signed("!=", f["parallel"], i64c(0)),
                   b.load(module.globals[NUM_THREADS], typ=I64), i64c(1))
@@ -203,6 +229,23 @@ def define_driver(module: ir.Module, isa: Isa) -> ir.Function:
                      [desc, a, bp, c, geom], items)
     b.ret_void()
     return fn
+
+
+def _request_amx(module: ir.Module, b: ir.IRBuilder) -> None:
+    """Once per process: ``syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM,
+    XFEATURE_XTILEDATA)`` (see :func:`amx_permitted`)."""
+    flag = ir.GlobalVariable(module, I32, "oxla_amx_requested")
+    flag.linkage, flag.initializer = "internal", ir.Constant(I32, 0)
+    syscall = _declare_var(module, "syscall", I64, [I64])
+    with b.if_then(b.icmp_signed("==", b.load(flag, typ=I32), ir.Constant(I32, 0))):
+        b.call(syscall, [i64c(SYS_ARCH_PRCTL), i64c(ARCH_REQ_XCOMP_PERM),
+                         i64c(XFEATURE_XTILEDATA)])
+        b.store(ir.Constant(I32, 1), flag)
+
+
+def _declare_var(module: ir.Module, name: str, ret, args) -> ir.Function:
+    return module.globals.get(name) or ir.Function(
+        module, ir.FunctionType(ret, args, var_arg=True), name)
 
 
 def _define_task(module: ir.Module, isa: Isa, micro: ir.Function,
@@ -222,11 +265,13 @@ def _define_task(module: ir.Module, isa: Isa, micro: ir.Function,
     f = read_fields(b, desc, DESC_FIELDS)
     m, n, k = f["m"], f["n"], f["k"]
     packed = b.icmp_signed("!=", f["packed"], i64c(0))
+    if isa.name == "amx":  # the tile configuration is per thread
+        _load_tile_config(module, b)
     gm = b.load(geom, typ=I64)
     gn = b.load(b.gep(geom, [i64c(1)], source_etype=I64), typ=I64)
     tiles = cdiv(b, m, i64c(mr))
     panels = cdiv(b, n, i64c(nr))
-    kg = cdiv(b, k, i64c(g))
+    kg = b.mul(cdiv(b, k, i64c(g * isa.kpad)), i64c(isa.kpad))
     panel_bytes = b.mul(kg, i64c(nr * g * eb))
     with Loop(b, start, end, name="item") as t:
         im, jn = b.sdiv(t, gn), b.srem(t, gn)
@@ -256,7 +301,9 @@ def _define_task(module: ir.Module, isa: Isa, micro: ir.Function,
                     cp = b.gep(c, [b.add(b.mul(r0, n), b.mul(j, i64c(nr)))], source_etype=I32)
                     b.call(micro, [ap, f["lda"], f["a_signed"], panel, klen, cp, n,
                                    imin(b, i64c(mr), b.sub(m, r0)), cols,
-                                   b.not_(first), corr, use_corr])
+                                   b.not_(first), corr, use_corr, f["b_signed"]])
+    if isa.name == "amx":
+        b.call(_declare(module, "llvm.x86.tilerelease", VOID, []), [])
     b.ret_void()
     return task
 
@@ -276,27 +323,36 @@ def _define_pack(module: ir.Module, isa: Isa) -> ir.Function:
     bsigned = b.icmp_signed("!=", f["b_signed"], i64c(0))
     with Loop(b, i64c(0), i64c(nr), name="z") as z:
         b.store(ir.Constant(I32, 0), b.gep(corr, [z], source_etype=I32))
-    ngroups = cdiv(b, klen, i64c(g))
+    ngroups = b.mul(cdiv(b, klen, i64c(g * isa.kpad)), i64c(isa.kpad))
     col0 = b.mul(j, i64c(nr))
+    contiguous = b.and_(b.icmp_signed("==", f["sb_n"], i64c(1)),
+                        b.icmp_signed("<=", b.add(col0, i64c(nr)), f["n"]))
     with Loop(b, i64c(0), ngroups, name="pg") as gi:
-        with Loop(b, i64c(0), i64c(nr), name="pc") as cc:
-            col = b.add(col0, cc)
-            live_c = b.icmp_signed("<", col, f["n"])
-            s = ir.Constant(I32, 0)
-            for e in range(g):
-                kk = b.add(b.mul(gi, i64c(g)), i64c(e))
-                live = b.and_(live_c, b.icmp_signed("<", kk, klen))
-                idx = b.select(live, b.add(b.mul(b.add(k0, kk), f["sb_k"]),
-                                           b.mul(col, f["sb_n"])), i64c(0))
-                v = b.select(live, b.load(b.gep(src, [idx], source_etype=I8), typ=I8),
-                             ir.Constant(I8, 0))
-                w = b.select(bsigned, b.sext(v, I32), b.zext(v, I32))
-                s = b.add(s, w)
-                dst = b.gep(out, [b.add(b.mul(b.add(b.mul(gi, i64c(nr)), cc), i64c(g)),
-                                        i64c(e))], source_etype=et)
-                b.store(v if eb == 1 else b.trunc(w, I16), dst)
-            p = b.gep(corr, [cc], source_etype=I32)
-            b.store(b.add(b.load(p, typ=I32), s), p)
+        fast = b.and_(contiguous, b.icmp_signed("<=", b.mul(b.add(gi, i64c(1)), i64c(g)), klen))
+        with b.if_else(fast) as (vector, scalar):
+            with vector:  # a whole group of rows of a full panel: vector loads, a shuffle
+                _pack_group_vector(b, isa, src, f, bsigned, b.add(k0, b.mul(gi, i64c(g))),
+                                   col0, b.gep(out, [b.mul(gi, i64c(nr * g))], source_etype=et),
+                                   corr)
+            with scalar:
+                with Loop(b, i64c(0), i64c(nr), name="pc") as cc:
+                    col = b.add(col0, cc)
+                    live_c = b.icmp_signed("<", col, f["n"])
+                    s = ir.Constant(I32, 0)
+                    for e in range(g):
+                        kk = b.add(b.mul(gi, i64c(g)), i64c(e))
+                        live = b.and_(live_c, b.icmp_signed("<", kk, klen))
+                        idx = b.select(live, b.add(b.mul(b.add(k0, kk), f["sb_k"]),
+                                                   b.mul(col, f["sb_n"])), i64c(0))
+                        v = b.select(live, b.load(b.gep(src, [idx], source_etype=I8), typ=I8),
+                                     ir.Constant(I8, 0))
+                        w = b.select(bsigned, b.sext(v, I32), b.zext(v, I32))
+                        s = b.add(s, w)
+                        dst = b.gep(out, [b.add(b.mul(b.add(b.mul(gi, i64c(nr)), cc), i64c(g)),
+                                                i64c(e))], source_etype=et)
+                        b.store(v if eb == 1 else b.trunc(w, I16), dst)
+                    p = b.gep(corr, [cc], source_etype=I32)
+                    b.store(b.add(b.load(p, typ=I32), s), p)
     if isa.signed_rhs_only:  # vnni: A read as A + 128 when signed
         asigned = b.icmp_signed("!=", f["a_signed"], i64c(0))
         with Loop(b, i64c(0), i64c(nr), name="cs") as cc:
@@ -310,8 +366,41 @@ def _define_pack(module: ir.Module, isa: Isa) -> ir.Function:
     return fn
 
 
+MICRO_TYPE = ir.FunctionType(VOID, [PTR, I64, I64, PTR, I64, PTR, I64, I64, I64, I1, PTR, I1,
+                                     I64])
+
+
+def _pack_group_vector(b: ir.IRBuilder, isa: Isa, src: ir.Value, f: dict, bsigned: ir.Value,
+                       k: ir.Value, col0: ir.Value, dst: ir.Value, corr: ir.Value) -> None:
+    """Rows ``[k, k + G)``, columns ``[col0, col0 + NR)`` of a raw ``B`` with unit column
+    stride as one group ``[NR, G]`` at ``dst``, its column sums added to ``corr``."""
+    g, nr = isa.group, isa.nr
+    bty, wty, sty = (ir.VectorType(t, nr) for t in (I8, I32, I16))
+    rows = []
+    for e in range(g):
+        p = b.gep(src, [b.add(b.mul(b.add(k, i64c(e)), f["sb_k"]), col0)], source_etype=I8)
+        rows.append(b.load(p, typ=bty, align=1))
+    if isa.signed_rhs_only:
+        sums = b.load(corr, typ=wty, align=4)
+        for r in rows:
+            sums = b.add(sums, b.select(bsigned, b.sext(r, wty), b.zext(r, wty)))
+        b.store(sums, corr, align=4)
+    if isa.ebytes == 2:
+        rows = [b.select(bsigned, b.sext(r, sty), b.zext(r, sty)) for r in rows]
+    while len(rows) > 1:  # concatenate, then interleave: element (c, e) = row e, column c
+        rows = [b.shuffle_vector(rows[i], rows[i + 1], ir.Constant(
+            ir.VectorType(I32, 2 * rows[i].type.count), list(range(2 * rows[i].type.count))))
+            for i in range(0, len(rows), 2)]
+    mask = [e * nr + c for c in range(nr) for e in range(g)]
+    flat = rows[0]
+    out = b.shuffle_vector(flat, ir.Constant(flat.type, ir.Undefined),
+                           ir.Constant(ir.VectorType(I32, nr * g), mask))
+    b.store(out, dst, align=1)
+
+
 def _define_micro(module: ir.Module, isa: Isa) -> ir.Function:
-    """``micro(A, lda, a_signed, Bp, klen, C, ldc, rows, cols, acc, corr, use_corr)``:
+    """``micro(A, lda, a_signed, Bp, klen, C, ldc, rows, cols, acc, corr, use_corr,
+    b_signed)``:
     the ``MR x NR`` tile ``C[:rows, :cols] = (acc ? C : 0) + A[:, :klen] Bp +
     (use_corr ? corr : 0)``; rows past ``rows`` read row 0 and are not stored."""
     from oxla_codegen_llvm.loops import loop_hint
@@ -326,11 +415,11 @@ def _define_micro(module: ir.Module, isa: Isa) -> ir.Function:
     sfx = f"v{lanes}i32.p0"
     mload = _declare(module, f"llvm.masked.load.{sfx}", vty, [PTR, I32, mty, vty])
     mstore = _declare(module, f"llvm.masked.store.{sfx}", VOID, [vty, PTR, I32, mty])
-    fn = ir.Function(module, ir.FunctionType(
-        VOID, [PTR, I64, I64, PTR, I64, PTR, I64, I64, I64, I1, PTR, I1]),
-        f"{isa.driver}.micro")
+    if isa.name == "amx":
+        return _define_amx_micro(module, isa)
+    fn = ir.Function(module, MICRO_TYPE, f"{isa.driver}.micro")
     fn.linkage = "internal"
-    ap, lda, a_signed, bp, klen, c, ldc, rows, cols, acc, corr, use_corr = fn.args
+    ap, lda, a_signed, bp, klen, c, ldc, rows, cols, acc, corr, use_corr, _ = fn.args
     for p in (ap, bp, c):
         p.add_attribute("noalias")
     entry = fn.append_basic_block("entry")
@@ -438,6 +527,118 @@ def _define_micro(module: ir.Module, isa: Isa) -> ir.Function:
             b.call(mstore, [b.select(acc, b.add(val, old), val), p, i64c(4, I32), masks[v]])
     b.ret_void()
     return fn
+
+
+AMX_C, AMX_A, AMX_B = (0, 1, 2), 4, (5, 6, 7)  # tile registers: C row of 3, A, B
+TDP = {(True, True): "tdpbssd", (True, False): "tdpbsud", (False, True): "tdpbusd",
+       (False, False): "tdpbuud"}  # (A signed, B signed) -> the tile dot product
+
+
+def _load_tile_config(module: ir.Module, b: ir.IRBuilder) -> None:
+    """``ldtilecfg`` of palette 1 with every tile used 16 rows x 64 bytes."""
+    cfg = b.alloca(ir.ArrayType(I8, 64), name="tilecfg")
+    cfg.align = 64
+    raw = [0] * 64
+    raw[0] = 1
+    for t in (*AMX_C, AMX_A, *AMX_B):
+        raw[16 + 2 * t] = 64  # colsb (u16, little-endian)
+        raw[48 + t] = 16  # rows
+    b.store(ir.Constant(ir.ArrayType(I8, 64), raw), cfg)
+    b.call(_declare(module, "llvm.x86.ldtilecfg", VOID, [PTR]), [cfg])
+
+
+def _define_amx_micro(module: ir.Module, isa: Isa) -> ir.Function:
+    """The AMX micro (same signature as :func:`_define_micro`, ``corr`` unused: the tile
+    dot products take each signedness): a ``16 x 48`` tile of ``C`` in three tile
+    registers; per 64 values of ``k``, 16 rows of ``A`` (in place, or a zero-padded
+    stack copy at the edges) times three ``16 x 64``-byte tiles of the panel."""
+    nr, g = isa.nr, isa.group
+    fn = ir.Function(module, MICRO_TYPE, f"{isa.driver}.micro")
+    fn.linkage = "internal"
+    ap, lda, a_signed, bp, klen, c, ldc, rows, cols, acc, _, _, b_signed = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    tz = _declare(module, "llvm.x86.tilezero", VOID, [I8])
+    tload = _declare(module, "llvm.x86.tileloadd64", VOID, [I8, PTR, I64])
+    tstore = _declare(module, "llvm.x86.tilestored64", VOID, [I8, PTR, I64])
+    for t in AMX_C:
+        b.call(tz, [ir.Constant(I8, t)])
+    abuf = b.alloca(I8, 16 * 64, name="aedge")
+    abuf.align = 64
+    sa = b.icmp_signed("!=", a_signed, i64c(0))
+    sb = b.icmp_signed("!=", b_signed, i64c(0))
+    steps = cdiv(b, klen, i64c(64))
+    with Loop(b, i64c(0), steps, name="ks") as st:
+        k0 = b.mul(st, i64c(64))
+        inplace = b.and_(b.icmp_signed("==", rows, i64c(16)),
+                         b.icmp_signed("<=", b.add(k0, i64c(64)), klen))
+        with b.if_then(b.not_(inplace)):
+            with Loop(b, i64c(0), i64c(16 * 64), name="ae") as e:
+                r, kk = b.sdiv(e, i64c(64)), b.add(k0, b.srem(e, i64c(64)))
+                live = b.and_(b.icmp_signed("<", r, rows), b.icmp_signed("<", kk, klen))
+                idx = b.select(live, b.add(b.mul(r, lda), kk), i64c(0))
+                v = b.load(b.gep(ap, [idx], source_etype=I8), typ=I8)
+                b.store(b.select(live, v, ir.Constant(I8, 0)),
+                        b.gep(abuf, [e], source_etype=I8))
+        src = b.select(inplace, b.gep(ap, [k0], source_etype=I8), abuf)
+        b.call(tload, [ir.Constant(I8, AMX_A), src, b.select(inplace, lda, i64c(64))])
+        panel = b.gep(bp, [b.mul(st, i64c(16 * nr * g))], source_etype=I8)
+        for j, t in enumerate(AMX_B):
+            b.call(tload, [ir.Constant(I8, t), b.gep(panel, [i64c(j * 64)], source_etype=I8),
+                           i64c(nr * g)])
+        # the signedness pair picks the instruction (immediate tile operands: a branch)
+        blocks = {}
+        done = fn.append_basic_block("tdp.done")
+        for key, name in TDP.items():
+            blk = fn.append_basic_block(name)
+            blocks[key] = blk
+        sel_a = fn.append_basic_block("tdp.a")
+        b.cbranch(sa, sel_a, fn.append_basic_block("tdp.ua"))
+        ua = fn.basic_blocks[-1]
+        for blk_sel, asg in ((sel_a, True), (ua, False)):
+            b.position_at_end(blk_sel)
+            b.cbranch(sb, blocks[(asg, True)], blocks[(asg, False)])
+        for (asg, bsg), blk in blocks.items():
+            b.position_at_end(blk)
+            tdp = _declare(module, f"llvm.x86.{TDP[(asg, bsg)]}", VOID, [I8] * 3)
+            for tc, tb in zip(AMX_C, AMX_B):
+                b.call(tdp, [ir.Constant(I8, tc), ir.Constant(I8, AMX_A), ir.Constant(I8, tb)])
+            b.branch(done)
+        b.position_at_end(done)
+    tile = b.alloca(I32, 16 * nr, name="ctile")
+    tile.align = 64
+    for j, t in enumerate(AMX_C):
+        b.call(tstore, [ir.Constant(I8, t), b.gep(tile, [i64c(j * 16)], source_etype=I32),
+                        i64c(nr * 4)])
+    _store_tile(module, b, isa, tile, c, ldc, rows, cols, acc)
+    b.ret_void()
+    return fn
+
+
+def _store_tile(module: ir.Module, b: ir.IRBuilder, isa: Isa, tile: ir.Value, c: ir.Value,
+                ldc: ir.Value, rows: ir.Value, cols: ir.Value, acc: ir.Value) -> None:
+    """``C[:rows, :cols] (+)= tile`` (``tile``: ``MR x NR`` i32, row-major) with lane
+    masks at the column edge."""
+    lanes, nv = isa.lanes, isa.nr // isa.lanes
+    vty = ir.VectorType(I32, lanes)
+    mty = ir.VectorType(I1, lanes)
+    sfx = f"v{lanes}i32.p0"
+    mload = _declare(module, f"llvm.masked.load.{sfx}", vty, [PTR, I32, mty, vty])
+    mstore = _declare(module, f"llvm.masked.store.{sfx}", VOID, [vty, PTR, I32, mty])
+    splat = ir.Constant(ir.VectorType(I32, lanes), [0] * lanes)
+    zero = ir.Constant(vty, [0] * lanes)
+    lane = ir.Constant(ir.VectorType(I64, lanes), list(range(lanes)))
+    undef64 = ir.Constant(ir.VectorType(I64, lanes), ir.Undefined)
+    masks = []
+    for v in range(nv):
+        left = b.insert_element(undef64, b.sub(cols, i64c(v * lanes)), i64c(0, I32))
+        masks.append(b.icmp_signed("<", lane, b.shuffle_vector(left, undef64, splat)))
+    with Loop(b, i64c(0), rows, name="r") as r:
+        for v in range(nv):
+            p = b.gep(c, [b.add(b.mul(r, ldc), i64c(v * lanes))], source_etype=I32)
+            val = b.load(b.gep(tile, [b.add(b.mul(r, i64c(isa.nr)), i64c(v * lanes))],
+                               source_etype=I32), typ=vty, align=4)
+            old = b.call(mload, [p, i64c(4, I32), masks[v], zero])
+            b.call(mstore, [b.select(acc, b.add(val, old), val), p, i64c(4, I32), masks[v]])
 
 
 def define_int8_gemm_runtime(module: ir.Module) -> None:
