@@ -2,16 +2,23 @@
 uint8, int4, uint4, int16, uint16, f8 with saturation; round half to even),
 DynamicQuantizeLinear, MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv.
 
-Integer products run as integer ``dot_general``/``convolution`` on zero-point-shifted
-i32 operands (exact), then one requantization in f32.
+Integer convolutions run as ``convolution`` on zero-point-shifted i32 operands (exact),
+then one requantization in f32. Integer matrix products (MatMulInteger, QLinearMatMul,
+and a MatMul of two DequantizeLinear results, the QDQ form of onnxruntime's
+``quantize_static``) run as one 8-bit ``dot_general`` with an i32 result (what backends
+compute as integer GEMMs) and zero-point corrections (:func:`int8_matmul`), exact; a QDQ
+MatMul then rescales once in f32 (:func:`qdq_matmul`).
 """
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from oxla.ir import Value
-from oxla.ir.types import FloatType, IntegerType, f32, i32
+from oxla.ir import attributes as A
+from oxla.ir.types import FloatType, IntegerType, TensorType, f32, i32
 from oxla_frontend_onnx.emit import (
     broadcast_to,
     convert,
@@ -100,12 +107,99 @@ def _quantize(ctx: NodeContext) -> list[Value]:
                      bool(ctx.attr("saturate", 1)))]
 
 
+DEQUANTIZED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+"""A DequantizeLinear result -> ``(x, scale, zero_point or None, axis)`` of its node, so
+that a MatMul reading two of them can multiply the integers (:func:`qdq_matmul`)."""
+
+
 @rule("DequantizeLinear", since=10)
 def _dequantize(ctx: NodeContext) -> list[Value]:
     zp = ctx.input(2) if ctx.has(2) else None
     od = ctx.attr("output_dtype", 0)
-    return [dequantize(ctx, ctx.input(0), ctx.input(1), zp, ctx.attr("axis", 1),
-                       element_type(od) if od else None)]
+    axis = ctx.attr("axis", 1)
+    y = dequantize(ctx, ctx.input(0), ctx.input(1), zp, axis,
+                   element_type(od) if od else None)
+    if not ctx.attr("block_size", 0):
+        DEQUANTIZED[y] = (ctx.input(0), ctx.input(1), zp, axis)
+    return [y]
+
+
+def _is8(v: Value) -> bool:
+    et = etype(v)
+    return isinstance(et, IntegerType) and et.width == 8
+
+
+def _size(v: Value | None) -> int:
+    return 1 if v is None else int(np.prod(shape_of(v)))
+
+
+def int8_matmul(b, x: Value, zx: Value | None, w: Value, zw: Value | None) -> Value | None:
+    """``(x - zx) @ (w - zw)`` in i32 (exact, wrapping as i32) for 8-bit ``x`` ``[..., K]``
+    and ``w`` ``[K, N]``, ``zx`` a scalar (one element) and ``zw`` a scalar or ``[N]``
+    (None: zero), as one 8-bit ``dot_general`` with an i32 result plus corrections:
+    ``x @ w - zx * colsum(w) - zw * rowsum(x) + K * zx * zw``. An unsigned operand
+    beside a signed one is read as ``v - 128`` in i8 (its zero point lowered by 128), as
+    ``dot_general`` takes one element type. Returns None for other shapes."""
+    sx, sw = shape_of(x), shape_of(w)
+    if len(sw) != 2 or not sx or sx[-1] != sw[0] or _size(zx) != 1 or \
+            _size(zw) not in (1, sw[1]) or not (_is8(x) and _is8(w)):
+        return None
+    k, n = sw
+    i8 = IntegerType(8)
+
+    def zero(z: Value | None, shape) -> Value:
+        return splat(b, 0, i32, shape) if z is None else convert(b, b.reshape(z, shape), i32)
+
+    zxi, zwi = zero(zx, ()), zero(zw, () if _size(zw) == 1 else (n,))
+    if etype(x) != etype(w):
+        def signed(v: Value, z: Value) -> tuple[Value, Value]:
+            if not etype(v).unsigned:
+                return v, z
+            m128 = splat(b, 128, i32, shape_of(v))
+            v8 = b.convert(b.subtract(convert(b, v, i32), m128), i8)
+            return v8, b.subtract(z, splat(b, 128, i32, shape_of(z)))
+        x, zxi = signed(x, zxi)
+        w, zwi = signed(w, zwi)
+    out_shape = (*sx[:-1], n)
+    r = len(sx) - 1
+    acc = b.create("stablehlo.dot_general", [x, w], {
+        "dot_dimension_numbers": A.dot_dimension_numbers((), (), (r,), (0,))},
+        [TensorType(out_shape, i32)]).results[0]
+    colsum = reduce(b, convert(b, w, i32), [0], "add", 0)  # [N]
+    acc = b.subtract(acc, b.multiply(b.broadcast_in_dim(zxi, out_shape, []),
+                                     b.broadcast_in_dim(colsum, out_shape, [r])))
+    rowsum = reduce(b, convert(b, x, i32), [r], "add", 0)  # [...]
+    zw_b = b.broadcast_in_dim(zwi, out_shape, [] if _size(zw) == 1 else [r])
+    acc = b.subtract(acc, b.multiply(zw_b, b.broadcast_in_dim(rowsum, out_shape,
+                                                              list(range(r)))))
+    kzz = b.multiply(b.broadcast_in_dim(b.multiply(zxi, splat(b, k, i32)), out_shape, []),
+                     zw_b)
+    return b.add(acc, kzz)
+
+
+def qdq_matmul(ctx: NodeContext, a: Value, bv: Value) -> Value | None:
+    """MatMul of two DequantizeLinear results as :func:`int8_matmul` times ``sa * sb``
+    (f32), or None when the pair does not fit it (per-tensor ``a``; ``b`` per-tensor or
+    per column)."""
+    qa, qb = DEQUANTIZED.get(a), DEQUANTIZED.get(bv)
+    if qa is None or qb is None or etype(a) != f32 or etype(bv) != f32:
+        return None
+    x, sx, zx, _ = qa
+    w, sw, zw, axis = qb
+    if len(shape_of(w)) != 2 or _size(sx) != 1 or (
+            _size(sw) != 1 and norm_axis(axis, 2) != 1) or (
+            _size(zw) != 1 and norm_axis(axis, 2) != 1):
+        return None
+    acc = int8_matmul(ctx.b, x, zx, w, zw)
+    if acc is None:
+        return None
+    b = ctx.b
+    shp = shape_of(acc)
+    scale = b.broadcast_in_dim(b.reshape(convert(b, sx, f32), ()), shp, [])
+    swf = convert(b, sw, f32)
+    swb = (b.broadcast_in_dim(b.reshape(swf, ()), shp, []) if _size(sw) == 1 else
+           b.broadcast_in_dim(b.reshape(swf, (shp[-1],)), shp, [len(shp) - 1]))
+    return b.multiply(b.convert(acc, f32), b.multiply(scale, swb))
 
 
 @rule("DynamicQuantizeLinear", since=11)
@@ -140,8 +234,15 @@ def _shifted(ctx: NodeContext, v: Value, zp_index: int, axis: int) -> Value:
     return vi
 
 
+def _zp(ctx: NodeContext, i: int) -> Value | None:
+    return ctx.input(i) if ctx.has(i) else None
+
+
 @rule("MatMulInteger", since=10)
 def _matmul_integer(ctx: NodeContext) -> list[Value]:
+    fast = int8_matmul(ctx.b, ctx.input(0), _zp(ctx, 2), ctx.input(1), _zp(ctx, 3))
+    if fast is not None:
+        return [fast]
     a = _shifted(ctx, ctx.input(0), 2, -2)
     w = _shifted(ctx, ctx.input(1), 3, -1)
     return [matmul(ctx.b, a, w)]
@@ -176,9 +277,10 @@ def _requant(ctx: NodeContext, acc: Value, s_in: Value, s_w: Value, s_y: Value,
 
 @rule("QLinearMatMul", since=10)
 def _qlinear_matmul(ctx: NodeContext) -> list[Value]:
-    a = _shifted(ctx, ctx.input(0), 2, -2)
-    w = _shifted(ctx, ctx.input(3), 5, -1)
-    acc = matmul(ctx.b, a, w)
+    acc = int8_matmul(ctx.b, ctx.input(0), _zp(ctx, 2), ctx.input(3), _zp(ctx, 5))
+    if acc is None:
+        acc = matmul(ctx.b, _shifted(ctx, ctx.input(0), 2, -2),
+                     _shifted(ctx, ctx.input(3), 5, -1))
     zp_y = ctx.input(7) if ctx.has(7) else None
     out_et = etype(zp_y) if zp_y is not None else etype(ctx.input(0))
     return [_requant(ctx, acc, ctx.input(1), ctx.input(4), ctx.input(6), zp_y, out_et, -1)]
