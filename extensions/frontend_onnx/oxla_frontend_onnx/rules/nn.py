@@ -25,7 +25,7 @@ from oxla_frontend_onnx.emit import (
     splat,
 )
 from oxla_frontend_onnx.registry import NodeContext, rule
-from oxla_frontend_onnx.rules.quant import qdq_matmul
+from oxla_frontend_onnx.rules.qdot import qdq_matmul
 
 
 @rule("MatMul", since=1)
