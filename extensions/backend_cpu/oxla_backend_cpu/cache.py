@@ -11,7 +11,9 @@ everything the machine code depends on:
 * the versions of oxla, oxla-backend-cpu, oxla-codegen-llvm, llvmlite and LLVM;
 * the host's target triple, CPU name and CPU features;
 * the thread count at compile time (:func:`oxla_backend_cpu.parallel.num_threads`):
-  convolutions size their im2col chunks for it (:func:`oxla_backend_cpu.conv.chunk_budget`).
+  convolutions size their im2col chunks for it (:func:`oxla_backend_cpu.conv.chunk_budget`);
+* ``$OXLA_CPU_INT8_GEMM``, the integer GEMM's instruction kind where it is forced
+  (:data:`oxla_backend_cpu.int8_gemm.ISA_ENV`).
 
 A hit loads the stored object code (no pass pipeline, no LLVM). Run-time constants
 (weights) equal to a constant of the module are recorded in the entry by digest only and
@@ -46,6 +48,7 @@ from oxla_codegen_llvm import cache_keys
 import oxla_backend_cpu
 from oxla_backend_cpu.digests import digests
 from oxla_backend_cpu.executable import load_artifact
+from oxla_backend_cpu.int8_gemm import ISA_ENV as INT8_GEMM_ENV
 from oxla_backend_cpu.parallel import num_threads
 
 ENV = cache_keys.ENV
@@ -112,6 +115,7 @@ def cache_key(module_text: str, options: Any, target: Any, constants: Any = ()) 
         "cpu": target.cpu,
         "features": target.features,
         "threads": _threads(),
+        "int8_gemm": os.environ.get(INT8_GEMM_ENV, ""),
     }
     h = hashlib.sha256(json.dumps(meta, sort_keys=True).encode())
     h.update(b"\0")

@@ -12,6 +12,7 @@ import llvmlite.ir as ir
 
 from oxla_backend_cpu import batched_gemm as bg
 from oxla_backend_cpu import gemm_runtime as gr
+from oxla_backend_cpu import int8_gemm as ig
 from oxla_backend_cpu import packed_gemm as pg
 from oxla_backend_cpu.blas import FLOPS_PER_THREAD, blas_symbols, row_blocks
 from oxla_backend_cpu.gemv import emit_gemv
@@ -58,6 +59,10 @@ def emit_gemm(s, k, lhs: ir.Value, rhs: ir.Value, out: ir.Value) -> None:
         return
     if k.strategy == "batched":
         _emit_batched(s, k, lhs, rhs, out)
+        return
+    if k.strategy.startswith("int8-"):
+        driver, values = ig.descriptor(k)
+        _call_driver(s, k, driver, ig.DRIVER_TYPE, ig.DESC_FIELDS, values, [lhs, rhs, out])
         return
     if k.strategy == "gemv":
         emit_gemv(s, k, lhs, rhs, out)
@@ -132,6 +137,8 @@ def _register_runtime() -> None:
                                [gr.driver_name("f32"), gr.driver_name("f64")])
     register_runtime_extension("cpu-packed-gemm", define_packed_gemm_runtime,
                                [pg.DRIVER, bg.DRIVER])
+    register_runtime_extension("cpu-int8-gemm", ig.define_int8_gemm_runtime,
+                               [isa.driver for isa in ig.ISAS])
 
 
 _register_runtime()

@@ -4,7 +4,9 @@
 * fusion: what the shared loop emitter computes at an index (``is_fusible``);
 * claimed before fusion: ops computed by a call into the runtime (collectives, ids:
   they depend on the process that runs the code) and reshaping bitcasts;
-* dots: bf16/f16 and 8-bit integer dots rewritten into f32 GEMMs (exact for integers,
+* dots: 8-bit integer x 8-bit integer -> i32 dots as oxla's integer GEMM where the host
+  has VNNI, AVX-512BW or AVX2 (:mod:`oxla_backend_cpu.int8_gemm`); bf16/f16 and the
+  other 8-bit integer dots rewritten into f32 GEMMs (exact for integers,
   :mod:`oxla_backend_cpu.widen_dots`); f32/f64 GEMMs (except tiny f32 ones, :func:`oxla_backend_cpu.linalg.small_f32_dot`)
   through BLAS, or oxla's own microkernel with weights packed at compile time
   (strategy ``packed``, :mod:`oxla_backend_cpu.packed_gemm`) or per GEMM of a batch
@@ -56,6 +58,7 @@ from oxla_backend_cpu.conv import CONV_OPS, conv_kernels, fuse_conv_epilogues
 from oxla_backend_cpu.conv_phases import split_transposed_convs
 from oxla_backend_cpu.custom_call import check_custom_call
 from oxla_backend_cpu.gemv import is_gemv
+from oxla_backend_cpu.int8_gemm import int8_dot_kernels, int8_gemm_isa
 from oxla_backend_cpu.opkernels import OP_EMITTERS
 from oxla_backend_cpu.packed_gemm import pack_constant_rhs
 from oxla_backend_cpu.rowfusion import fuse_rows
@@ -108,7 +111,7 @@ class CPUPolicy(PolicyBase):
         return None
 
     def classify(self, op: Operation) -> str | None:
-        if op.name in DOTS and blas_dot(op):
+        if op.name in DOTS and (blas_dot(op) or int8_gemm_isa(op)):
             return "dot"
         if op.name == "stablehlo.custom_call":  # a target from the oxla_custom_calls hook
             check_custom_call(op)
@@ -142,7 +145,7 @@ class CPUPolicy(PolicyBase):
         out = run_pipeline(module, spec)
         module = out if isinstance(out, Module) else module
         run_pipeline(module, f"plugin-patterns{{backend={BACKEND}}}")
-        widened = widen_dots(module)
+        widened = widen_dots(module, keep=lambda op: int8_gemm_isa(op) is not None)
         unbatched = fold_broadcast_batch(module)
         phased = split_transposed_convs(module)
         absorbed = absorb_transposes(module, BLAS_TYPES)
@@ -158,6 +161,9 @@ class CPUPolicy(PolicyBase):
 
 
 def _dot_kernels(op: Operation, vbuf: dict[Value, Buf], n: int, counter) -> list[Kernel]:
+    isa = int8_gemm_isa(op)
+    if isa is not None:
+        return int8_dot_kernels(op, isa, vbuf, n, counter)
     lhs, rhs = op.operands
     et = lhs.type.element_type
     if et != rhs.type.element_type or et != op.results[0].type.element_type or not (

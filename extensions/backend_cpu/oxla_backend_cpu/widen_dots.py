@@ -28,6 +28,7 @@ exceeds ``C`` is left as it is.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -82,11 +83,12 @@ def _plan(op: Operation) -> str | None:
     return None
 
 
-def widen_dots(module: Module) -> int:
-    """Rewrites the dots of ``module`` described in the module doc; returns how many."""
+def widen_dots(module: Module, keep: Callable[[Operation], bool] = lambda op: False) -> int:
+    """Rewrites the dots of ``module`` described in the module doc, except those
+    ``keep`` holds for (the backend computes them as they are); returns how many."""
     count = 0
     for op in [o for o in module.walk() if o.name in DOTS]:
-        kind = _plan(op)
+        kind = None if keep(op) else _plan(op)
         if kind is None or not all(v.type.is_static for v in (*op.operands, op.results[0])):
             continue
         lb, rb, lc, rc = _dims(op)

@@ -25,11 +25,13 @@ from oxla_frontend_onnx.emit import (
     splat,
 )
 from oxla_frontend_onnx.registry import NodeContext, rule
+from oxla_frontend_onnx.rules.qdot import qdq_matmul
 
 
 @rule("MatMul", since=1)
 def _matmul(ctx: NodeContext) -> list[Value]:
-    return [matmul(ctx.b, ctx.input(0), ctx.input(1))]
+    q = qdq_matmul(ctx, ctx.input(0), ctx.input(1))  # DequantizeLinear x DequantizeLinear
+    return [q if q is not None else matmul(ctx.b, ctx.input(0), ctx.input(1))]
 
 
 @rule("Gemm", since=7)

@@ -2,8 +2,12 @@
 uint8, int4, uint4, int16, uint16, f8 with saturation; round half to even),
 DynamicQuantizeLinear, MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv.
 
-Integer products run as integer ``dot_general``/``convolution`` on zero-point-shifted
-i32 operands (exact), then one requantization in f32.
+Integer convolutions run as ``convolution`` on zero-point-shifted i32 operands (exact),
+then one requantization in f32. Integer matrix products (MatMulInteger, QLinearMatMul,
+and a MatMul of two DequantizeLinear results, the QDQ form of onnxruntime's
+``quantize_static``) run as one 8-bit ``dot_general`` with an i32 result (what backends
+compute as integer GEMMs) and zero-point corrections (:func:`oxla_frontend_onnx.rules.qdot.int8_matmul`), exact; a QDQ MatMul then
+rescales once in f32 (:func:`oxla_frontend_onnx.rules.qdot.qdq_matmul`).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from oxla_frontend_onnx.emit import (
     splat,
 )
 from oxla_frontend_onnx.registry import NodeContext, element_type, rule
+from oxla_frontend_onnx.rules.qdot import DEQUANTIZED, int8_matmul
 
 
 def _expand_param(ctx: NodeContext, p: Value, x: Value, axis: int) -> Value:
@@ -104,8 +109,12 @@ def _quantize(ctx: NodeContext) -> list[Value]:
 def _dequantize(ctx: NodeContext) -> list[Value]:
     zp = ctx.input(2) if ctx.has(2) else None
     od = ctx.attr("output_dtype", 0)
-    return [dequantize(ctx, ctx.input(0), ctx.input(1), zp, ctx.attr("axis", 1),
-                       element_type(od) if od else None)]
+    axis = ctx.attr("axis", 1)
+    y = dequantize(ctx, ctx.input(0), ctx.input(1), zp, axis,
+                   element_type(od) if od else None)
+    if not ctx.attr("block_size", 0):
+        DEQUANTIZED[y] = (ctx.input(0), ctx.input(1), zp, axis)
+    return [y]
 
 
 @rule("DynamicQuantizeLinear", since=11)
@@ -140,8 +149,15 @@ def _shifted(ctx: NodeContext, v: Value, zp_index: int, axis: int) -> Value:
     return vi
 
 
+def _zp(ctx: NodeContext, i: int) -> Value | None:
+    return ctx.input(i) if ctx.has(i) else None
+
+
 @rule("MatMulInteger", since=10)
 def _matmul_integer(ctx: NodeContext) -> list[Value]:
+    fast = int8_matmul(ctx.b, ctx.input(0), _zp(ctx, 2), ctx.input(1), _zp(ctx, 3))
+    if fast is not None:
+        return [fast]
     a = _shifted(ctx, ctx.input(0), 2, -2)
     w = _shifted(ctx, ctx.input(1), 3, -1)
     return [matmul(ctx.b, a, w)]
@@ -176,9 +192,10 @@ def _requant(ctx: NodeContext, acc: Value, s_in: Value, s_w: Value, s_y: Value,
 
 @rule("QLinearMatMul", since=10)
 def _qlinear_matmul(ctx: NodeContext) -> list[Value]:
-    a = _shifted(ctx, ctx.input(0), 2, -2)
-    w = _shifted(ctx, ctx.input(3), 5, -1)
-    acc = matmul(ctx.b, a, w)
+    acc = int8_matmul(ctx.b, ctx.input(0), _zp(ctx, 2), ctx.input(3), _zp(ctx, 5))
+    if acc is None:
+        acc = matmul(ctx.b, _shifted(ctx, ctx.input(0), 2, -2),
+                     _shifted(ctx, ctx.input(3), 5, -1))
     zp_y = ctx.input(7) if ctx.has(7) else None
     out_et = etype(zp_y) if zp_y is not None else etype(ctx.input(0))
     return [_requant(ctx, acc, ctx.input(1), ctx.input(4), ctx.input(6), zp_y, out_et, -1)]
