@@ -72,7 +72,8 @@ def test_threads_split_the_batch(monkeypatch) -> None:
 
 @needs_simd
 def test_large_b_or_few_rows_go_to_blas() -> None:
-    _run(2, 64, 512, 64, False, False, expect=False)  # B packs into 128 KiB > 64 KiB
+    _run(2, 64, 1024, 96, False, False, expect=False)  # B: 384 KiB > 256 KiB
+    _run(2, 64, 512, 64, False, False)  # 128 KiB: from malloc
     _run(2, pg.MIN_ROWS - 1, 32, 32, False, False, expect=False)
 
 
