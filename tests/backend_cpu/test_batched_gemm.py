@@ -72,7 +72,8 @@ def test_threads_split_the_batch(monkeypatch) -> None:
 
 @needs_simd
 def test_large_b_or_few_rows_go_to_blas() -> None:
-    _run(2, 64, 512, 64, False, False, expect=False)  # B packs into 128 KiB > 64 KiB
+    _run(2, 64, 1024, 96, False, False, expect=False)  # B: 384 KiB > 256 KiB
+    _run(2, 64, 512, 64, False, False)  # 128 KiB: from malloc
     _run(2, pg.MIN_ROWS - 1, 32, 32, False, False, expect=False)
 
 
@@ -94,7 +95,7 @@ def test_avx2_tile_standalone() -> None:
     a = rng.standard_normal((batch, m, k)).astype(np.float32)
     b = rng.standard_normal((batch, n, k)).astype(np.float32)
     c = np.full((batch, m, n), np.nan, np.float32)
-    desc = np.array([batch, m, n, k, k, 1, 1, k, 1], np.int64)
+    desc = np.array([batch, m, n, k, k, 1, 1, k, 1, 2], np.int64)
     try:
         go(desc.ctypes.data, a.ctypes.data, b.ctypes.data, c.ctypes.data)
     finally:  # no pool worker may stay parked in code freed with the engine
@@ -113,3 +114,46 @@ def test_random_shapes_and_layouts(batch, m, k, n, trans_a, trans_b) -> None:
     expect = bg.fits(m, n, k, bg.tile_shape(pg.host_lanes())[1]) and \
         batch * m * k * n > SMALL_DOT_MACS
     _run(batch, m, k, n, trans_a, trans_b, expect=expect)
+
+
+def _run_one(m: int, k: int, n: int, trans_a: bool, trans_b: bool, expect: bool) -> None:
+    rng = np.random.default_rng(m + k + n)
+    a_shape = (k, m) if trans_a else (m, k)
+    b_shape = (n, k) if trans_b else (k, n)
+    x = rng.standard_normal(a_shape).astype(np.float32)
+    y = rng.standard_normal(b_shape).astype(np.float32)
+    text = f"""
+func.func @main(%x: {_t(a_shape)}, %y: {_t(b_shape)}) -> {_t((m, n))} {{
+  %r = stablehlo.dot_general %x, %y, contracting_dims = [{0 if trans_a else 1}] x
+      [{1 if trans_b else 0}] : ({_t(a_shape)}, {_t(b_shape)}) -> {_t((m, n))}
+  return %r : {_t((m, n))}
+}}"""
+    exe = oxla.compile(text, backend="cpu")
+    assert (bg.DRIVER in exe.llvm_ir) == expect
+    got = exe(x, y)
+    got = got[0] if isinstance(got, list | tuple) else got
+    ref = (x.T if trans_a else x).astype(np.float64) @ (y.T if trans_b else y)
+    tol = 4 * k * np.finfo(np.float32).eps * np.abs(x).max() * np.abs(y).max()
+    np.testing.assert_allclose(got, ref, rtol=0, atol=tol)
+
+
+@needs_simd
+@pytest.mark.parametrize("trans_a,trans_b", [(False, False), (False, True), (True, False)])
+def test_narrow_gemm_split_into_row_blocks(trans_a, trans_b, monkeypatch) -> None:
+    """One GEMM with a run-time ``B`` of 30 columns runs on the microkernel, its rows
+    split into blocks among 3 threads (uneven edges); 16 columns (half a panel) stay in
+    BLAS."""
+    monkeypatch.setenv("OXLA_NUM_THREADS", "3")
+    m, k = 997, 300
+    assert bg.row_blocks(1, m, 30, k) > 3
+    _run_one(m, k, 30, trans_a, trans_b, expect=True)
+    _run_one(m, k, 16, trans_a, trans_b, expect=False)
+
+
+@needs_simd
+def test_batch_items_split_into_row_blocks(monkeypatch) -> None:
+    """A batch of 2 tall GEMMs: row blocks of each item among threads."""
+    monkeypatch.setenv("OXLA_NUM_THREADS", "3")
+    assert bg.row_blocks(2, 1000, 100, 64) > 1
+    _run(2, 1000, 64, 100, False, True)
+    _run(2, 1000, 64, 100, True, False)

@@ -439,3 +439,27 @@ def test_strided_rows_by_shuffle(t, stride, width, tmp_path):
     text, _ = conv_case(**kw)
     compile_cpu(text, dump_dir=str(tmp_path), cache=False)
     assert "llvm.masked.load" in (tmp_path / "5-codegen.ll").read_text()
+
+
+@pytest.mark.parametrize("layout", [("NHWC", "HWIO", "NHWC"), ("NHWC", "OHWI", "NHWC")],
+                         ids=lambda x: "-".join(x))
+@pytest.mark.parametrize("o,epilogue", [(32, {}), (30, dict(bias=True, relu=True)),
+                                        (64, dict(relu=True))])
+def test_narrow_output_on_own_microkernel(layout, o, epilogue, monkeypatch):
+    """NHWC convolutions with 30-64 output features run their GEMMs on oxla's
+    microkernel (``W`` packed per call, either kernel layout, edge rows and columns),
+    with the fused epilogue after them; with 3 threads the rows split unevenly."""
+    from oxla_backend_cpu import packed_gemm as pg
+    from oxla_backend_cpu.conv_gemm import own_kernel
+
+    if not pg.host_lanes():
+        pytest.skip("host has no AVX2+FMA")
+    monkeypatch.setenv("OXLA_NUM_THREADS", "3")
+    lhs, rhs, out = layout
+    kw = dict(lhs=lhs, rhs=rhs, out=out, n=3, c=5, o=o, sp=(13, 11),
+              pad=((1, 1), (1, 1)), rd=(1, 2), **epilogue)
+    text, _ = conv_case(**kw)
+    (k,) = conv_kernels_of(text)
+    assert k.mode == "gemm" and own_kernel(k.geom)
+    assert "oxla_bgemm_f32" in compile_cpu(text).llvm_ir
+    check(**kw)

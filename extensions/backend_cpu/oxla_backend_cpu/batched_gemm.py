@@ -3,7 +3,7 @@
 OpenBLAS runs a 128x128x64 GEMM at about 40 GFLOP/s per core: at that size its call,
 packing and edge handling cost as much as the arithmetic. Here each GEMM of a batch
 packs its ``B`` (at most :data:`MAX_PANEL_BYTES` once packed) into ``NR``-column panels
-on the thread's stack, then runs the loop nest of :mod:`oxla_backend_cpu.packed_gemm`
+(on the thread's stack when small), then runs the loop nest of :mod:`oxla_backend_cpu.packed_gemm`
 (its ``block`` function and microkernel, shared in the runtime object) over it. The
 batch is split among threads; ``A`` is read in place when row-major, else copied per
 small block.
@@ -27,15 +27,21 @@ from oxla_backend_cpu.parallel import NUM_THREADS, call_parallel_if, runtime
 
 DRIVER = "oxla_bgemm_f32"
 DRIVER_TYPE = ir.FunctionType(VOID, [PTR] * 4)  # desc, A, B, C
-DESC_FIELDS = ("batch", "m", "n", "k", "sa_m", "sa_k", "sb_k", "sb_n", "parallel")
+DESC_FIELDS = ("batch", "m", "n", "k", "sa_m", "sa_k", "sb_k", "sb_n", "parallel",
+               "row_blocks")
 """The descriptor's i64 words: batch and GEMM shape, ``A``'s strides along ``M`` and
-``K``, ``B``'s along ``K`` and ``N`` (within one batch item), 1 to use oxla's threads."""
+``K``, ``B``'s along ``K`` and ``N`` (within one batch item), 1 to use oxla's threads,
+and the row blocks each item is split into (work items: ``batch * row_blocks``)."""
 BATCHED_FLOPS_PER_THREAD = 1 << 22
 """Work (flops) from which a batch is split among threads: the pool's workers poll for
 the next loop, so a split costs microseconds (GPT-2's 12 GEMMs 128x128x64 are 25 MFLOP,
 about 0.25 ms on one core)."""
-MAX_PANEL_BYTES = 64 << 10
-"""The most bytes one item's packed ``B`` may take (it lives on the thread's stack)."""
+MAX_PANEL_BYTES = 256 << 10
+"""The most bytes one item's packed ``B`` may take: up to :data:`STACK_PANEL_BYTES` on
+the thread's stack, more from ``malloc`` once per task. 256 KiB holds a 3x3
+convolution's weights with 64 features at 64 input channels (576x64: 163 GFLOP/s here
+against 130 in OpenBLAS, 4096 rows, one run)."""
+STACK_PANEL_BYTES = 64 << 10
 
 
 def tile_shape(lanes: int) -> tuple[int, int]:
@@ -59,14 +65,47 @@ def fits(m: int, n: int, k: int, nr: int) -> bool:
         _cdiv_int(n, nr) * nr * k * 4 <= MAX_PANEL_BYTES
 
 
+NARROW_N = 64
+"""Columns up to which an unbatched GEMM with a run-time ``B`` may run here rather than
+in BLAS (:func:`narrow`): OpenBLAS's f32 kernels are tuned for wide ``C``. Measured on a
+2-core AVX-512 machine, one run interleaved: 16384x288x32 (a 3x3 convolution's im2col
+GEMM with 32 output features) 160 GFLOP/s here against 122 in OpenBLAS; 64x256x16, half
+a panel wide, 42 against 53."""
+MIN_BLOCK_TILES = 4
+"""Fewest ``MR``-row tiles per row block (:func:`row_blocks`): each block re-packs ``B``
+when it starts another batch item."""
+MAX_ROW_BLOCKS = 64
+
+
 def batched_tile(dtype: str, batch: int, m: int, n: int, k: int) -> int:
     """The panel width when a batch of ``batch`` GEMMs ``[m, k] x [k, n]`` in ``dtype``
-    runs on the batched microkernel, else 0."""
+    (both operands computed at run time) runs on the batched microkernel, else 0: a
+    batch of at least 2, or one :func:`narrow` GEMM."""
     lanes = pg.host_lanes()
-    if dtype != "f32" or batch < 2 or not lanes:
+    if dtype != "f32" or not lanes:
         return 0
     nr = tile_shape(lanes)[1]
+    if batch < 2 and not narrow(n, nr):
+        return 0
     return nr if fits(m, n, k, nr) else 0
+
+
+def narrow(n: int, nr: int) -> bool:
+    """True when ``n`` columns are few enough for this path to beat BLAS on one GEMM
+    (at most :data:`NARROW_N`) and fill whole ``nr``-column panels to at least 4/5."""
+    return n <= NARROW_N and 4 * _cdiv_int(n, nr) * nr <= 5 * n
+
+
+def row_blocks(batch: int, m: int, n: int, k: int) -> int:
+    """Row blocks per batch item for oxla's threads: about one block per
+    :data:`BATCHED_FLOPS_PER_THREAD` of work, when the batch alone has fewer items,
+    each at least :data:`MIN_BLOCK_TILES` row tiles, at most :data:`MAX_ROW_BLOCKS`."""
+    lanes = pg.host_lanes()
+    mr = tile_shape(lanes)[0] if lanes else 8
+    want = int(2.0 * batch * m * n * k // BATCHED_FLOPS_PER_THREAD)
+    if batch >= want:
+        return 1
+    return max(1, min(-(-want // batch), m // (MIN_BLOCK_TILES * mr), MAX_ROW_BLOCKS))
 
 
 def _cdiv_int(x: int, y: int) -> int:
@@ -88,9 +127,10 @@ def define_batched_driver(module: ir.Module, lanes: int, mr: int, nr: int,
     f = pg.read_fields(b, desc, DESC_FIELDS)
     runtime(module)
     nt = b.load(module.globals[NUM_THREADS], typ=I64)
+    items = b.mul(f["batch"], f["row_blocks"])
     many = b.and_(b.icmp_signed("!=", f["parallel"], i64c(0)),
-                  b.and_(b.icmp_signed(">", nt, i64c(1)), b.icmp_signed(">", f["batch"], i64c(1))))
-    call_parallel_if(b, module, many, task, [desc, a, bm, c], f["batch"])
+                  b.and_(b.icmp_signed(">", nt, i64c(1)), b.icmp_signed(">", items, i64c(1))))
+    call_parallel_if(b, module, many, task, [desc, a, bm, c], items)
     b.ret_void()
     return fn
 
@@ -134,31 +174,67 @@ def _pack_b(b: ir.IRBuilder, dst: ir.Value, src: ir.Value, n: ir.Value, k: ir.Va
 
 def _define_task(module: ir.Module, name: str, block: ir.Function, mr: int,
                  nr: int) -> ir.Function:
-    """``task(desc, A, B, C, start, end)``: batch items ``[start, end)``, each: pack its
-    ``B`` into panels on the stack, then ``block`` over all its rows and panels."""
+    """``task(desc, A, B, C, start, end)``: work items ``[start, end)``; item ``t`` is
+    row block ``t % row_blocks`` (whole ``mr``-row tiles) of batch item ``t /
+    row_blocks``. ``B`` of a batch item is packed into panels on the stack once per
+    task, before its first row block (a thread's items are contiguous)."""
     task = ir.Function(module, ir.FunctionType(VOID, [PTR] * 4 + [I64] * 2), f"{name}.task")
     task.linkage = "internal"
     desc, a, bm, c, start, end = task.args
     b = ir.IRBuilder(task.append_basic_block("entry"))
-    panel_buf = b.alloca(F32, MAX_PANEL_BYTES // 4, name="bpack")
-    panel_buf.align = 64
+    stack_panels = b.alloca(F32, STACK_PANEL_BYTES // 4, name="bpack")
+    stack_panels.align = 64
     a_buf = b.alloca(F32, mr * pg.SMALL_KC, name="apack")  # A not row-major: small blocks
     a_buf.align = 64
+    packed = b.alloca(I64, name="packed")  # the batch item whose B is in panel_buf
+    b.store(i64c(-1), packed)
     f = pg.read_fields(b, desc, DESC_FIELDS)
-    m, n, k = f["m"], f["n"], f["k"]
+    m, n, k, rb = f["m"], f["n"], f["k"], f["row_blocks"]
     inner = b.alloca(I64, len(pg.DESC_FIELDS), name="desc1")  # one item, packed driver's
     for i, v in enumerate((m, n, k, f["sa_m"], f["sa_k"], i64c(0))):
         b.store(v, b.gep(inner, [i64c(i)], source_etype=I64))
     panels = cdiv(b, n, i64c(nr))
+    tiles = cdiv(b, m, i64c(mr))
+    panel_buf, heap = _panel_buffer(b, module, stack_panels, b.mul(b.mul(panels, k),
+                                                                   i64c(nr * 4)))
     # a row-major A is read in place (big blocks); otherwise copied in mr x SMALL_KC ones
     direct = b.icmp_signed("==", f["sa_k"], i64c(1))
     mc = b.select(direct, i64c(pg.MC_TILES * mr), i64c(mr))
     kc = b.select(direct, i64c(pg.KC), i64c(pg.SMALL_KC))
-    with Loop(b, start, end, name="item") as item:
+    with Loop(b, start, end, name="item") as t:
+        item, part = b.sdiv(t, rb), b.srem(t, rb)
+        m0 = b.mul(b.sdiv(b.mul(part, tiles), rb), i64c(mr))
+        m1 = pg.imin(b, b.mul(b.sdiv(b.mul(b.add(part, i64c(1)), tiles), rb), i64c(mr)), m)
         a_i = b.gep(a, [b.mul(item, b.mul(m, k))], source_etype=F32)
         b_i = b.gep(bm, [b.mul(item, b.mul(k, n))], source_etype=F32)
         c_i = b.gep(c, [b.mul(item, b.mul(m, n))], source_etype=F32)
-        _pack_b(b, panel_buf, b_i, n, k, f["sb_k"], f["sb_n"], panels, nr)
-        b.call(block, [inner, a_i, panel_buf, c_i, i64c(0), m, i64c(0), panels, a_buf, mc, kc])
+        with b.if_then(b.icmp_signed("!=", b.load(packed, typ=I64), item)):
+            _pack_b(b, panel_buf, b_i, n, k, f["sb_k"], f["sb_n"], panels, nr)
+            b.store(item, packed)
+        with b.if_then(b.icmp_signed("<", m0, m1)):
+            b.call(block, [inner, a_i, panel_buf, c_i, m0, m1, i64c(0), panels, a_buf, mc,
+                           kc])
+    b.call(module.globals["free"], [heap])  # free(NULL) is a no-op
     b.ret_void()
     return task
+
+
+def _panel_buffer(b: ir.IRBuilder, module: ir.Module, stack: ir.Value,
+                  nbytes: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """``(buffer, heap)``: ``stack`` when ``nbytes`` fit in it (``heap`` null), else a
+    ``malloc`` block (``heap``, to free); a failed ``malloc`` traps (no wrong answer)."""
+    malloc = module.globals.get("malloc") or ir.Function(
+        module, ir.FunctionType(PTR, [I64]), "malloc")
+    if "free" not in module.globals:
+        ir.Function(module, ir.FunctionType(VOID, [PTR]), "free")
+    trap = module.globals.get("llvm.trap") or ir.Function(
+        module, ir.FunctionType(VOID, []), "llvm.trap")
+    slot = b.alloca(PTR, name="bpack.heap")
+    b.store(ir.Constant(PTR, None), slot)
+    with b.if_then(b.icmp_signed(">", nbytes, i64c(STACK_PANEL_BYTES))):
+        got = b.call(malloc, [nbytes])
+        with b.if_then(b.icmp_unsigned("==", got, ir.Constant(PTR, None))):
+            b.call(trap, [])
+        b.store(got, slot)
+    heap = b.load(slot, typ=PTR)
+    return b.select(b.icmp_unsigned("==", heap, ir.Constant(PTR, None)), stack, heap), heap
