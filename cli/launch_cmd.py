@@ -43,9 +43,12 @@ def find_mpiexec() -> str:
               help="a .npy file per argument, in order (every rank keeps its shard)")
 @click.option("--output", default=None, type=click.Path(),
               help="where rank 0 writes the assembled results (.npz, or .npy for one)")
+@click.option("--keep-sharded", is_flag=True,
+              help="leave results sharded: rank r writes its shards to OUTPUT.rank{r}.npz "
+                   "(result{i} and result{i}.index, [start, stop) per dimension)")
 def launch_command(ranks: int, hosts: str | None, mpiexec_args: tuple[str, ...],
                    mpi: str | None, timeout: float | None, artifact: str, inputs: tuple[str, ...],
-                   output: str | None) -> None:
+                   output: str | None, keep_sharded: bool) -> None:
     """Run ARTIFACT (compiled with --mesh) on N MPI ranks, one per device."""
     if ranks < 1:
         raise OxlaError(f"-n must be at least 1, got {ranks}")
@@ -59,6 +62,8 @@ def launch_command(ranks: int, hosts: str | None, mpiexec_args: tuple[str, ...],
         cmd += ["--input", p]
     if output:
         cmd += ["--output", output]
+    if keep_sharded:
+        cmd += ["--keep-sharded"]
     env = dict(os.environ, **mpi_env(name))
     if name == "mpich":  # mpi4py then finds MPICH beside the interpreter
         env.pop("MPI4PY_LIBMPI", None)

@@ -15,6 +15,8 @@ major first). Annotated dimensions are closed: propagation completes the rest.
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Sequence
+from typing import Any
 
 from oxla.errors import OxlaError
 from oxla.ir import types as T
@@ -42,7 +44,35 @@ def parse_mesh(text: str) -> MeshAttr:
     return MeshAttr(tuple(axes))
 
 
-def _spec(text: str, rank: int, mesh: MeshAttr, what: str) -> TensorShardingAttr:
+def spec_text(spec: str | Sequence[Any]) -> str:
+    """The ``--shard`` form (``data,_``, ``data+model,_``) of a spec.
+
+    Raises:
+        OxlaError: an item that is not None, an axis name or a tuple of names.
+    """
+    if isinstance(spec, str):
+        return spec
+    items = []
+    for d in spec:
+        if d is None or d == "_":
+            items.append("_")
+        elif isinstance(d, str):
+            items.append(d)
+        elif isinstance(d, tuple | list) and all(isinstance(a, str) for a in d):
+            items.append("+".join(d) if d else "_")
+        else:
+            raise OxlaError(f"invalid sharding spec item {d!r}: expected None, an axis "
+                            "name or a tuple of axis names")
+    return ",".join(items)
+
+
+def parse_spec(text: str, rank: int, mesh: MeshAttr, what: str) -> TensorShardingAttr:
+    """The sharding ``text`` gives a tensor of ``rank`` dimensions on ``mesh`` (``@mesh``):
+    one item per dimension, ``_`` whole or mesh axes joined by ``+`` (``data,_``).
+
+    Raises:
+        OxlaError: a wrong number of items or an unknown axis (names ``what``).
+    """
     items = [s.strip() for s in text.split(",")]
     if len(items) != rank:
         raise OxlaError(f"--shard for {what}: {len(items)} dimensions given, the tensor has "
@@ -104,14 +134,14 @@ def annotate(module: Module, mesh: MeshAttr, shards: list[str]) -> int:
             if i >= len(ft.inputs):
                 raise OxlaError(f"--shard '{item}': the function has {len(ft.inputs)} "
                                 "arguments")
-            M.set_arg_sharding(f, i, _spec(spec, _rank(ft.inputs[i]), mesh, target))
+            M.set_arg_sharding(f, i, parse_spec(spec, _rank(ft.inputs[i]), mesh, target))
             count += 1
         elif target.startswith("result") and target[6:].isdigit():
             i = int(target[6:])
             if i >= len(ft.results):
                 raise OxlaError(f"--shard '{item}': the function has {len(ft.results)} "
                                 "results")
-            M.set_result_sharding(f, i, _spec(spec, _rank(ft.results[i]), mesh, target))
+            M.set_result_sharding(f, i, parse_spec(spec, _rank(ft.results[i]), mesh, target))
             count += 1
         elif target.startswith("param:"):
             pattern = target[6:]
@@ -120,7 +150,7 @@ def annotate(module: Module, mesh: MeshAttr, shards: list[str]) -> int:
             if not hits:
                 raise OxlaError(f"--shard '{item}': no parameter matches '{pattern}'")
             for op in hits:
-                s = _spec(spec, _rank(op.results[0].type), mesh, _name_of(op) or pattern)
+                s = parse_spec(spec, _rank(op.results[0].type), mesh, _name_of(op) or pattern)
                 op.attributes[M.KEY] = ShardingPerValueAttr((s,))
                 count += 1
         else:
@@ -133,4 +163,4 @@ def _rank(t) -> int:
     return len(t.shape) if isinstance(t, T.TensorType) else 0
 
 
-__all__ = ["parse_mesh", "annotate"]
+__all__ = ["parse_mesh", "parse_spec", "spec_text", "annotate"]

@@ -208,17 +208,29 @@ def device_groups(axes, mesh: MeshAttr) -> list[list[int]]:
     return [sorted(g, key=lambda d: int(idx[d])) for _, g in sorted(groups.items())]
 
 
-def shard_array(x: np.ndarray, sh: TensorShardingAttr | None, mesh: MeshAttr) -> list:
-    """The per-device pieces of a global array (index = device id)."""
-    x = np.asarray(x)
-    out = []
+def device_indices(shape, sh: TensorShardingAttr | None, mesh: MeshAttr
+                   ) -> list[tuple[slice, ...]]:
+    """Per device (index = device id), the part of a global array of ``shape`` it
+    holds under ``sh``: one slice per dimension, clipped to the array (the last shard
+    of an uneven dimension is shorter than the local shape, or empty)."""
+    shape = tuple(int(n) for n in shape)
     idx = [shard_index(sh.dims[d].axes, mesh) if sh is not None and d < len(sh.dims)
-           else None for d in range(x.ndim)]
+           else None for d in range(len(shape))]
+    loc = local_shape(shape, sh, mesh)
+    return [tuple(slice(0, n) if idx[d] is None else
+                  slice(min(int(idx[d][dev]) * loc[d], n),
+                        min((int(idx[d][dev]) + 1) * loc[d], n))
+                  for d, n in enumerate(shape))
+            for dev in range(mesh.num_devices)]
+
+
+def shard_array(x: np.ndarray, sh: TensorShardingAttr | None, mesh: MeshAttr) -> list:
+    """The per-device pieces of a global array (index = device id); an uneven shard is
+    padded with zeros after the end to the local shape."""
+    x = np.asarray(x)
     loc = local_shape(x.shape, sh, mesh)
-    for dev in range(mesh.num_devices):
-        sl = tuple(slice(None) if idx[d] is None else
-                   slice(int(idx[d][dev]) * loc[d], (int(idx[d][dev]) + 1) * loc[d])
-                   for d in range(x.ndim))
+    out = []
+    for sl in device_indices(x.shape, sh, mesh):
         piece = np.array(x[sl], order="C")  # (ascontiguousarray makes scalars 1-d)
         if piece.shape != loc:  # an uneven shard: zeros after the end
             piece = np.pad(piece, [(0, w - h) for h, w in zip(piece.shape, loc)])
@@ -229,19 +241,11 @@ def shard_array(x: np.ndarray, sh: TensorShardingAttr | None, mesh: MeshAttr) ->
 def unshard_array(pieces: list, sh: TensorShardingAttr | None, mesh: MeshAttr,
                   shape) -> np.ndarray:
     """The global array assembled from per-device pieces (replicated parts from the
-    first device holding them)."""
+    first device holding them; the padding of uneven shards dropped)."""
     first = np.asarray(pieces[0])
     out = np.empty(tuple(shape), dtype=first.dtype)
-    idx = [shard_index(sh.dims[d].axes, mesh) if sh is not None and d < len(sh.dims)
-           else None for d in range(len(shape))]
-    loc = local_shape(shape, sh, mesh)
-    for dev in range(mesh.num_devices):
-        sl = tuple(slice(None) if idx[d] is None else
-                   slice(int(idx[d][dev]) * loc[d], (int(idx[d][dev]) + 1) * loc[d])
-                   for d in range(len(shape)))
-        got = np.asarray(pieces[dev])
-        out[sl] = got[tuple(slice(0, len(range(*q.indices(n)))) if isinstance(q, slice)
-                            else q for q, n in zip(sl, shape))]
+    for dev, sl in enumerate(device_indices(shape, sh, mesh)):
+        out[sl] = np.asarray(pieces[dev])[tuple(slice(0, q.stop - q.start) for q in sl)]
     return out
 
 

@@ -318,9 +318,12 @@ def _timeout() -> float:
         raise OxlaError("OXLA_COLLECTIVE_TIMEOUT must be a number of seconds") from None
 
 
-def run_rank(path: str, inputs: list[np.ndarray]) -> list[np.ndarray] | None:
+def run_rank(path: str, inputs: list[np.ndarray], keep_sharded: bool = False
+             ) -> list | None:
     """Runs artifact ``path`` as this MPI rank's device; returns the global outputs on
-    rank 0 (None elsewhere).
+    rank 0 (None elsewhere), or with ``keep_sharded`` on every rank its own shard of
+    each output, as a :class:`~oxla.sharding.array.ShardedArray` holding that one
+    shard (nothing gathered).
 
     Raises:
         OxlaError: a rank count other than the mesh's, an MPI mismatch, bad inputs.
@@ -365,6 +368,12 @@ def run_rank(path: str, inputs: list[np.ndarray]) -> list[np.ndarray] | None:
         if native is not None and rank == 0:
             print(native.summary(), flush=True)
     outs = _call(exe, local, grid, rank)
+    if keep_sharded:
+        from oxla.sharding.array import ShardedArray
+
+        return [ShardedArray.from_pieces(
+            [np.asarray(o)], parse_attribute(spec["sharding"]) if spec["sharding"] else None,
+            mesh, spec["shape"], devices=[rank]) for o, spec in zip(outs, side["outputs"])]
     got = comm.gather([np.asarray(o) for o in outs], root=0)
     if rank != 0:
         return None
@@ -373,6 +382,24 @@ def run_rank(path: str, inputs: list[np.ndarray]) -> list[np.ndarray] | None:
         s = parse_attribute(spec["sharding"]) if spec["sharding"] else None
         result.append(M.unshard_array([g[i] for g in got], s, mesh, spec["shape"]))
     return result
+
+
+def write_shards(output: str | None, outs: list) -> None:
+    """Writes this rank's shards of ``outs`` (ShardedArrays of one shard) to
+    ``OUTPUT.rank{r}.npz``: ``result{i}`` the values, ``result{i}.index`` the
+    ``[start, stop)`` of each dimension in the global array (printed when no output)."""
+    rank = outs[0].shards[0].device if outs else 0
+    items: dict[str, np.ndarray] = {}
+    for i, o in enumerate(outs):
+        s = o.shards[0]
+        items[f"result{i}"] = s.data
+        items[f"result{i}.index"] = np.array([[q.start, q.stop] for q in s.index],
+                                             dtype=np.int64).reshape(-1, 2)
+        if output is None:
+            print(f"rank {rank} result{i}: {s.data.dtype}{list(s.data.shape)} of "
+                  f"{list(o.shape)} at {[(q.start, q.stop) for q in s.index]}", flush=True)
+    if output is not None:
+        np.savez(f"{output}.rank{rank}.npz", **items)
 
 
 def _call(exe, args: list, grid: MpiGrid, rank: int) -> list:
@@ -397,17 +424,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("artifact")
     ap.add_argument("--input", action="append", default=[])
     ap.add_argument("--output", default=None)
+    ap.add_argument("--keep-sharded", action="store_true")
     a = ap.parse_args(argv)
     try:
         inputs = [np.load(p, allow_pickle=False) for p in a.input]
-        outs = run_rank(a.artifact, inputs)
+        outs = run_rank(a.artifact, inputs, a.keep_sharded)
     except OxlaError as e:  # the same on every rank: rank 0 says it
         from mpi4py import MPI
 
         if MPI.COMM_WORLD.Get_rank() == 0:
             sys.stderr.write(e.one_line() + "\n")
         return 2
-    if outs is not None:
+    if a.keep_sharded and outs is not None:
+        write_shards(a.output, outs)
+    elif outs is not None:
         for i, o in enumerate(outs):
             print(f"result{i}: {o.dtype}{list(o.shape)}")
         if a.output:

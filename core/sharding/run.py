@@ -17,6 +17,7 @@ import numpy as np
 from oxla.errors import OxlaError
 from oxla.ir.operation import Module
 from oxla.sharding import model as M
+from oxla.sharding.array import ShardedArray
 from oxla.sharding.partition import PartitionReport, partition
 
 
@@ -30,16 +31,56 @@ def _entry(module: Module) -> str:
     return "main" if "main" in names else names[0]
 
 
-def prepare(module: Module | str, hoist_weights: bool = False
+def set_out_shardings(m: Module, out_shardings: Sequence[Any]) -> None:
+    """Gives the entry function's results of ``m`` the shardings ``out_shardings`` ask
+    for, in place (after GSPMD strings are imported): one item per result, None (keep
+    the module's), a :class:`~oxla.ir.sdy.TensorShardingAttr`, or a spec as
+    ``oxla_frontend_torch.shard`` takes (``("data", None)``, ``"data,_"``) over the
+    module's only mesh (``jax.jit(..., out_shardings=...)``).
+
+    Raises:
+        OxlaError: a wrong number of items, no mesh or several, a malformed spec.
+    """
+    from dataclasses import replace
+
+    from oxla.ir import func_name
+    from oxla.ir.sdy import TensorShardingAttr
+    from oxla.sharding.annotate import parse_spec, spec_text
+
+    entry = _entry(m)
+    f = next(g for g in m.functions if func_name(g) == entry)
+    results = f.attributes["function_type"].type.results  # type: ignore[attr-defined]
+    if len(out_shardings) != len(results):
+        raise OxlaError(f"out_shardings has {len(out_shardings)} items, the function has "
+                        f"{len(results)} results")
+    table = M.meshes(m)
+    for i, (spec, t) in enumerate(zip(out_shardings, results)):
+        if spec is None:
+            continue
+        if not isinstance(spec, TensorShardingAttr):
+            if len(table) != 1:
+                raise OxlaError(f"out_shardings needs a module with one mesh, it has "
+                                f"{len(table)}; give a TensorShardingAttr")
+            name, mesh = next(iter(table.items()))
+            spec = replace(parse_spec(spec_text(spec), len(t.shape), mesh, f"result{i}"),
+                           mesh=name)
+        M.set_result_sharding(f, i, spec)
+
+
+def prepare(module: Module | str, hoist_weights: bool = False,
+            out_shardings: Sequence[Any] | None = None
             ) -> tuple[Module, PartitionReport, str]:
-    """Parses (when text), imports GSPMD shardings, partitions (slicing sharded weights
-    at compile time with ``hoist_weights``); returns the per-device module, the report
-    and the entry function's name."""
+    """Parses (when text), imports GSPMD shardings, sets ``out_shardings``
+    (:func:`set_out_shardings`), partitions (slicing sharded weights at compile time
+    with ``hoist_weights``); returns the per-device module, the report and the entry
+    function's name."""
     from oxla.ir import parse_module
     from oxla.sharding.importer import ImportShardings
 
     m = parse_module(module) if isinstance(module, str) else module.clone()
     ImportShardings().run(m)
+    if out_shardings is not None:
+        set_out_shardings(m, out_shardings)
     report = partition(m, hoist_weights=hoist_weights)
     return m, report, _entry(m)
 
@@ -55,15 +96,20 @@ def shard_inputs(report: PartitionReport, name: str, args: Sequence[Any]) -> lis
     return [[p[d] for p in per] for d in range(n)]
 
 
-def gather_outputs(report: PartitionReport, name: str, results: list[list]) -> list:
-    """The global outputs from every device's results (``results[device]``)."""
+def gather_outputs(report: PartitionReport, name: str, results: list[list],
+                   keep_sharded: bool = False) -> list:
+    """The global outputs from every device's results (``results[device]``): numpy
+    arrays, or with ``keep_sharded`` each a :class:`~oxla.sharding.array.ShardedArray`
+    of the devices' pieces (nothing assembled; ``np.asarray`` assembles)."""
     mesh = report.mesh
     if mesh is None:
         return list(results[0])
     _, gtypes = report.global_types[name]
     outs = []
     for i, (s, t) in enumerate(zip(report.out_shardings[name], gtypes)):
-        outs.append(M.unshard_array([r[i] for r in results], s, mesh, t.shape))
+        pieces = [r[i] for r in results]
+        outs.append(ShardedArray.from_pieces(pieces, s, mesh, t.shape) if keep_sharded
+                    else M.unshard_array(pieces, s, mesh, t.shape))
     return outs
 
 
@@ -96,14 +142,26 @@ class ShardedExecutable:
         stats: the executable's stats plus ``collectives``, ``collective_bytes`` and
             ``num_devices`` (:func:`oxla.sharding.cost.summary`).
 
+    Results left sharded (``jax.jit(..., out_shardings=...)``): ``out_shardings`` sets
+    the results' shardings (:func:`set_out_shardings`), and with ``keep_sharded``
+    (default: True when ``out_shardings`` is given) each call returns every result as
+    a :class:`~oxla.sharding.array.ShardedArray` of the devices' pieces, with no
+    collective to assemble it; ``np.asarray(result)`` gives the global array.
+
     Raises:
         NotSupportedError: what the partitioner cannot do yet (at construction).
+        OxlaError: malformed ``out_shardings``.
     """
 
-    def __init__(self, module: Module | str, backend: str | None = None):
+    def __init__(self, module: Module | str, backend: str | None = None,
+                 out_shardings: Sequence[Any] | None = None,
+                 keep_sharded: bool | None = None):
         from oxla.sharding.cost import summary
 
-        self.module, self.report, self.entry = prepare(module, hoist_weights=True)
+        self.module, self.report, self.entry = prepare(module, hoist_weights=True,
+                                                       out_shardings=out_shardings)
+        self.keep_sharded = (out_shardings is not None) if keep_sharded is None \
+            else bool(keep_sharded)
         self.backend = grid_backend(backend)
         mesh = self.report.mesh
         self.num_devices = mesh.num_devices if mesh is not None else 1
@@ -134,7 +192,7 @@ class ShardedExecutable:
                                             [a for p in pieces for a in p])
             k = len(flat) // n
             results = [list(flat[d * k:(d + 1) * k]) for d in range(n)]
-        return gather_outputs(self.report, self.entry, results)
+        return gather_outputs(self.report, self.entry, results, self.keep_sharded)
 
     def save(self, path: str) -> None:
         """Writes the per-device program as a ``.oxla`` artifact and its sharding
@@ -202,4 +260,4 @@ def _run_interpreter(m: Module, name: str, pieces: list[list]) -> list[list]:
 
 
 __all__ = ["run_sharded", "ShardedExecutable", "grid_backend", "prepare", "shard_inputs",
-           "gather_outputs"]
+           "gather_outputs", "set_out_shardings"]

@@ -144,6 +144,36 @@ def test_each_rank_reads_only_its_weight_shard(tmp_path):
     assert r.returncode == 2 and "w.oxla.rank1.npz' is missing" in r.stderr, r.stderr
 
 
+def test_results_left_sharded_stay_on_their_ranks(tmp_path):
+    """``--shard result0=_,model`` and ``--keep-sharded``: rank r writes only its
+    columns of the column-parallel result, equal to the unsharded product's."""
+    from tests.sharding.test_sharding_cli import WEIGHT
+
+    src = tmp_path / "w.mlir"
+    src.write_text(WEIGHT.replace("dense<0.5>", "dense<[" + ",".join(
+        "[" + ",".join(str(float(4 * i + j)) for j in range(4)) + "]" for i in range(16))
+        + "]>"))
+    art = tmp_path / "w.oxla"
+    subprocess.run(OXLA + ["compile", str(src), "--backend", "cpu", "-o", str(art), "--mesh",
+                           "model=2", "--shard", "param:fc.weight=_,model", "--shard",
+                           "result0=_,model"],
+                   check=True, env=_env(), capture_output=True, timeout=300)
+    x = np.random.default_rng(0).standard_normal((8, 16)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    out = tmp_path / "o"
+    r = subprocess.run(OXLA + ["launch", "-n", "2", str(art), "--input", str(tmp_path / "x.npy"),
+                               "--output", str(out), "--keep-sharded"],
+                       env=_env(), capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    ref = x @ np.arange(64, dtype=np.float32).reshape(16, 4)
+    for rank in range(2):
+        z = np.load(f"{out}.rank{rank}.npz")
+        index = z["result0.index"]
+        assert index.tolist() == [[0, 8], [2 * rank, 2 * rank + 2]]
+        np.testing.assert_allclose(z["result0"], ref[:, 2 * rank:2 * rank + 2], rtol=1e-5)
+    assert not (tmp_path / "o").exists()  # nothing assembled
+
+
 def _plain_artifact(tmp_path):
     from tests.sharding.test_sharding_cli import PLAIN
 

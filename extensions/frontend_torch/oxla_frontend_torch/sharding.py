@@ -27,7 +27,7 @@ import torch
 
 from oxla.errors import OxlaError
 from oxla.ir.sdy import MeshAttr
-from oxla.sharding.annotate import parse_mesh
+from oxla.sharding.annotate import parse_mesh, spec_text
 
 ATTR = "_oxla_sharding"
 """The attribute :func:`shard` sets on a tensor: ``(mesh text, spec text)``."""
@@ -47,28 +47,6 @@ def mesh_text(mesh: str | Mapping[str, int] | MeshAttr) -> str:
         text = str(mesh)
     parse_mesh(text)  # checks it
     return text
-
-
-def spec_text(spec: str | Sequence[Any]) -> str:
-    """The ``--shard`` form (``data,_``, ``data+model,_``) of a spec.
-
-    Raises:
-        OxlaError: an item that is not None, an axis name or a tuple of names.
-    """
-    if isinstance(spec, str):
-        return spec
-    items = []
-    for d in spec:
-        if d is None or d == "_":
-            items.append("_")
-        elif isinstance(d, str):
-            items.append(d)
-        elif isinstance(d, tuple | list) and all(isinstance(a, str) for a in d):
-            items.append("+".join(d) if d else "_")
-        else:
-            raise OxlaError(f"invalid sharding spec item {d!r}: expected None, an axis "
-                            "name or a tuple of axis names")
-    return ",".join(items)
 
 
 def shard(tensor: torch.Tensor, mesh: str | Mapping[str, int] | MeshAttr,
