@@ -7,8 +7,11 @@ in any layout. ``B`` is packed (at compile time when it is a constant, else per
 ``KB``-group block of a panel into a stack buffer of the task) as ``ceil(N / NR)``
 panels of ``[ceil(K / G), NR, G]`` elements: ``G`` consecutive ``k`` of one column
 side by side, so one vector instruction takes ``G`` products per ``i32`` lane.
-Two instruction kinds (:data:`ISAS`), picked from the host's features at compile time:
+Instruction kinds (:data:`ISAS`), the first the host has picked at compile time:
 
+* ``amx`` (AMX-INT8 ``tdpb{s,u}{s,u}d``, every signedness): a ``16 x 48`` tile of ``C``
+  in three tile registers, 64 values of ``k`` per step; Linux must grant the process
+  the tile state first (:func:`amx_permitted`; the driver asks again at run time);
 * ``vnni512`` (AVX-512 VNNI ``vpdpbusd``: ``u8 x s8`` sums of 4 products into ``i32``),
   ``G = 4`` bytes; for a signed ``B`` only. A signed ``A`` is read as ``A + 128`` (its
   bytes xor ``0x80``, an unsigned byte) and ``128 * colsum(B)`` is subtracted again,
