@@ -67,14 +67,36 @@ class Workload:
     extra: dict = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Platform:
+    """The GPU a run is for: the oxla backend, jax's platform name for the same device
+    and how the backend is named in messages. torch calls both "cuda" (ROCm builds of
+    torch keep the ``torch.cuda`` API), so the torch engines need nothing per platform."""
+
+    backend: str  # oxla backend name ("cuda", "hip")
+    jax_platform: str  # jax/XLA platform ("cuda", "rocm")
+    package: str  # the backend's import package
+    sim_env: str  # the environment variable that selects its simulated device
+    gpu: str  # what it needs, for messages ("an NVIDIA GPU")
+    script: str  # the script's name, for messages
+
+
+CUDA = Platform("cuda", "cuda", "oxla_backend_cuda", "OXLA_CUDA_DEVICE", "an NVIDIA GPU",
+                "bench/cuda_vs_xla.py")
+HIP = Platform("hip", "rocm", "oxla_backend_hip", "OXLA_HIP_DEVICE", "an AMD GPU",
+               "bench/hip_vs_xla.py")
+PLATFORM = CUDA  # bench/hip_vs_xla.py runs this script's main() with HIP
+
+
 def gpu_reason() -> str:
     """'' when a real GPU can run all three engines here, else why not."""
-    if os.environ.get("OXLA_CUDA_DEVICE", "").strip().lower() == "sim":
-        return "OXLA_CUDA_DEVICE=sim is the simulated device, not a GPU"
+    p = PLATFORM
+    if os.environ.get(p.sim_env, "").strip().lower() == "sim":
+        return f"{p.sim_env}=sim is the simulated device, not a GPU"
     try:
-        from oxla_backend_cuda import device
+        device = __import__(f"{p.package}.device", fromlist=["status"])
     except ImportError:
-        return "oxla-backend-cuda is not installed"
+        return f"{p.package.replace('_', '-')} is not installed"
     ok, why = device.status()
     if not ok:
         return why
@@ -83,7 +105,7 @@ def gpu_reason() -> str:
     except ImportError:
         return "torch is not installed"
     if not torch.cuda.is_available():
-        return "torch sees no CUDA device"
+        return "torch sees no GPU (torch.cuda.is_available() is False)"
     return ""
 
 
@@ -240,14 +262,15 @@ def _first(out) -> np.ndarray:
 
 def _oxla(w: Workload) -> Engine:
     import torch
-    from oxla_backend_cuda.backend import CUDABackend
 
     from oxla.ir import parse_module
+    from oxla.plugins import get_backend
     from oxla.protocols import CompileOptions
 
     try:
         t0 = time.perf_counter()
-        exe = CUDABackend().compile(parse_module(w.text, f"{w.name}.mlir"), CompileOptions())
+        exe = get_backend(PLATFORM.backend).compile(parse_module(w.text, f"{w.name}.mlir"),
+                                                    CompileOptions())
         compile_s = time.perf_counter() - t0
     except Exception as exc:  # noqa: BLE001 - reported in the table
         return Engine(None, note=f"unsupported: {str(exc).splitlines()[0][:100]}")
@@ -267,7 +290,7 @@ def _xla(w: Workload) -> Engine:
     from jax._src.interpreters import mlir
     from jax._src.lib import xla_client as xc
 
-    backend = xb.get_backend("cuda")
+    backend = xb.get_backend(PLATFORM.jax_platform)
     dev = backend.local_devices()[0]
     try:
         t0 = time.perf_counter()
@@ -428,7 +451,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     why = gpu_reason()
     if why:
-        print(f"error: bench/cuda_vs_xla.py needs an NVIDIA GPU and was not run here ({why})",
+        print(f"error: {PLATFORM.script} needs {PLATFORM.gpu} and was not run here ({why})",
               file=sys.stderr)
         return 2
     rounds = args.rounds or (3 if args.quick else 7)
