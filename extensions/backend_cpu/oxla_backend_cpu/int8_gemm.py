@@ -40,8 +40,7 @@ import numpy as np
 from oxla.ir import types as T
 from oxla.lowering import Buf, DotKernel, PackKernel, blas_operand, gemm_dims, nbytes
 from oxla_backend_cpu.blas import FLOPS_PER_THREAD
-from oxla_backend_cpu.packed_gemm import Loop, cdiv, i64c, imin, read_fields
-from oxla_backend_cpu.parallel import NUM_THREADS, call_parallel_if, runtime
+from oxla_backend_cpu.packed_gemm import Loop, cdiv, i64c, imin, read_fields, run_tasks
 
 I1, I8, I16, I32, I64 = (ir.IntType(w) for w in (1, 8, 16, 32, 64))
 PTR, VOID = ir.PointerType(), ir.VoidType()
@@ -199,10 +198,6 @@ def pack_constant_int8_rhs(rbuf, shape, contracting, free, k: int, n: int, isa: 
 # --- the runtime driver ---------------------------------------------------------------
 
 
-def imax(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
-    return b.select(b.icmp_signed(">", x, y), x, y)
-
-
 def _declare(module: ir.Module, name: str, ret, args) -> ir.Function:
     return module.globals.get(name) or ir.Function(module, ir.FunctionType(ret, args), name)
 
@@ -220,20 +215,7 @@ def define_driver(module: ir.Module, isa: Isa) -> ir.Function:
     f = read_fields(b, desc, DESC_FIELDS)
     if isa.name == "amx":
         _request_amx(module, b)
-    runtime(module)
-    nt = b.select(b.icmp_signed("!=", f["parallel"], i64c(0)),
-                  b.load(module.globals[NUM_THREADS], typ=I64), i64c(1))
-    nt = imax(b, nt, i64c(1))
-    panels = cdiv(b, f["n"], i64c(isa.nr))
-    tiles = cdiv(b, f["m"], i64c(isa.mr))
-    gn = imax(b, imin(b, nt, b.sdiv(panels, i64c(MIN_PANELS_PER_THREAD))), i64c(1))
-    gm = imax(b, imin(b, tiles, b.sdiv(nt, gn)), i64c(1))
-    geom = b.alloca(I64, 2, name="geom")
-    b.store(gm, geom)
-    b.store(gn, b.gep(geom, [i64c(1)], source_etype=I64))
-    items = b.mul(gm, gn)
-    call_parallel_if(b, module, b.icmp_signed(">", items, i64c(1)), task,
-                     [desc, a, bp, c, geom], items)
+    run_tasks(b, module, f, isa.mr, isa.nr, task, [desc, a, bp, c], MIN_PANELS_PER_THREAD)
     b.ret_void()
     return fn
 

@@ -178,7 +178,7 @@ def imin(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
     return b.select(b.icmp_signed("<", x, y), x, y)
 
 
-def _max(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+def imax(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
     return b.select(b.icmp_signed(">", x, y), x, y)
 
 
@@ -232,23 +232,32 @@ def define_driver(module: ir.Module, lanes: int, mr: int, nr: int,
         f.attributes.add("optsize")
     desc, a, bp, c = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    f = read_fields(b, desc)
+    run_tasks(b, module, read_fields(b, desc), mr, nr, task, [desc, a, bp, c])
+    b.ret_void()
+    return fn
+
+
+def run_tasks(b: ir.IRBuilder, module: ir.Module, f: dict[str, ir.Value], mr: int, nr: int,
+              task: ir.Function, args: list[ir.Value],
+              min_panels: int = MIN_PANELS_PER_THREAD) -> None:
+    """Splits a GEMM's ``m x n`` output over the threads and runs ``task(*args, geom,
+    start, end)`` over the items, in parallel when there are several: ``gn`` parts of the
+    ``ceil(n / nr)`` panels (at least ``min_panels`` each) times ``gm`` parts
+    of the ``ceil(m / mr)`` row tiles, ``geom = [gm, gn]``. ``f``: the descriptor's
+    fields (``m``, ``n``, ``parallel``). Shared by the f32 and the integer GEMM drivers."""
     runtime(module)  # declares oxla_num_threads and the parallel-for where not defined
     nthreads = module.globals[NUM_THREADS]
     nt = b.select(b.icmp_signed("!=", f["parallel"], i64c(0)), b.load(nthreads, typ=I64), i64c(1))
-    nt = _max(b, nt, i64c(1))
+    nt = imax(b, nt, i64c(1))
     panels = cdiv(b, f["n"], i64c(nr))
     tiles = cdiv(b, f["m"], i64c(mr))
-    gn = _max(b, imin(b, nt, b.sdiv(panels, i64c(MIN_PANELS_PER_THREAD))), i64c(1))
-    gm = _max(b, imin(b, tiles, b.sdiv(nt, gn)), i64c(1))
+    gn = imax(b, imin(b, nt, b.sdiv(panels, i64c(min_panels))), i64c(1))
+    gm = imax(b, imin(b, tiles, b.sdiv(nt, gn)), i64c(1))
     geom = b.alloca(I64, 2, name="geom")
     b.store(gm, geom)
     b.store(gn, b.gep(geom, [i64c(1)], source_etype=I64))
     items = b.mul(gm, gn)
-    call_parallel_if(b, module, b.icmp_signed(">", items, i64c(1)), task,
-                     [desc, a, bp, c, geom], items)
-    b.ret_void()
-    return fn
+    call_parallel_if(b, module, b.icmp_signed(">", items, i64c(1)), task, args + [geom], items)
 
 
 def read_fields(b: ir.IRBuilder, desc: ir.Value,
