@@ -77,6 +77,133 @@ class _IROps:
         return self.b.gep(self.ptr, [_c(i)], source_etype=self.ty, inbounds=True)
 
 
+class _Ix:
+    """A symbolic i64 index (a loop variable and arithmetic on it) that mixes with
+    Python ints the way the pass code's index expressions do."""
+
+    __slots__ = ("b", "v")
+
+    def __init__(self, b: ir.IRBuilder, v: ir.Value):
+        self.b, self.v = b, v
+
+    @staticmethod
+    def val(x) -> ir.Value:
+        return x.v if isinstance(x, _Ix) else _c(x)
+
+    def __add__(self, x):
+        if isinstance(x, int) and x == 0:
+            return self
+        return _Ix(self.b, self.b.add(self.v, self.val(x)))
+
+    __radd__ = __add__
+
+    def __sub__(self, x):
+        if isinstance(x, int) and x == 0:
+            return self
+        return _Ix(self.b, self.b.sub(self.v, self.val(x)))
+
+    def __rsub__(self, x):
+        return _Ix(self.b, self.b.sub(self.val(x), self.v))
+
+    def __mul__(self, x):
+        if isinstance(x, int) and x == 1:
+            return self
+        return _Ix(self.b, self.b.mul(self.v, self.val(x)))
+
+    __rmul__ = __mul__
+
+
+class _Buf:
+    """``n`` complex values of ``T`` (interleaved) at ``ptr``, indexed by int or
+    :class:`_Ix`: items are ``(re, im)`` pairs of loaded values."""
+
+    def __init__(self, ops: _LoopOps, ptr: ir.Value):
+        self.o, self.ptr = ops, ptr
+
+    def _at(self, i, part: int) -> ir.Value:
+        b = self.o.b
+        off = _c(2 * i + part) if isinstance(i, int) else b.add(b.mul(i.v, _c(2)), _c(part))
+        return b.gep(self.ptr, [off], source_etype=self.o.ty, inbounds=True)
+
+    def __getitem__(self, i):
+        b = self.o.b
+        return (b.load(self._at(i, 0), typ=self.o.ty), b.load(self._at(i, 1), typ=self.o.ty))
+
+    def __setitem__(self, i, v) -> None:
+        self.o.b.store(v[0], self._at(i, 0))
+        self.o.b.store(v[1], self._at(i, 1))
+
+
+class _Table(_Buf):
+    """A constant table of complex ``T`` values (twiddles, chirps): a constant index
+    gives constants, a symbolic one loads."""
+
+    def __init__(self, ops: _LoopOps, ptr: ir.Value | None, values: list):
+        super().__init__(ops, ptr)
+        self.values = values
+
+    def __getitem__(self, i):
+        if isinstance(i, int):
+            return tuple(self.o.const(v) for v in self.values[i])
+        return super().__getitem__(i)
+
+
+class _LoopOps(_IROps):
+    """:class:`_IROps` that emit the passes' loops as loops (``looped``): ``range``
+    yields one :class:`_Ix` inside an emitted loop, line buffers live in memory
+    (``cscratch``: ``malloc``'d, freed by :meth:`free_all`), twiddle tables are
+    module constants (``ctable``)."""
+
+    BLOCK_OPS = 1 << 62
+    looped = True
+
+    def __init__(self, b: ir.IRBuilder, ty: ir.Type, module: ir.Module):
+        super().__init__(b, ty, None)
+        self.module = module
+        self.malloc = libc(module, "malloc", PTR, [I64])
+        self.free = libc(module, "free", ir.VoidType(), [PTR])
+        self.allocs: list[ir.Value] = []
+
+    def range(self, start: int, stop: int, step: int):
+        r = range(start, stop, step)
+        if len(r) <= 1:
+            yield from r
+            return
+        with for_range(self.b, len(r), "fq") as t:
+            yield _Ix(self.b, t) * step + start
+
+    def cscratch(self, n: int) -> _Buf:
+        size = 4 if self.ty == F32 else 8
+        ptr = self.b.call(self.malloc, [_c(max(2 * n * size, 16))])
+        self.allocs.append(ptr)
+        return _Buf(self, ptr)
+
+    def ctable(self, pairs: list) -> _Table:
+        if not pairs:
+            return _Table(self, None, pairs)
+        flat = [float(x) for p in pairs for x in p]
+        arr = ir.ArrayType(self.ty, len(flat))
+        g = ir.GlobalVariable(self.module, arr, self.module.get_unique_name("oxla_fft_tw"))
+        g.global_constant, g.linkage = True, "internal"
+        g.initializer = ir.Constant(arr, [ir.Constant(self.ty, v) for v in flat])
+        return _Table(self, g, pairs)
+
+    def free_all(self) -> None:
+        for p in self.allocs:
+            self.b.call(self.free, [p])
+
+
+LOOP_WORK = 6000
+"""Complex lines whose :func:`pocketfft.work` estimate is above this are emitted in
+loop form (:class:`_LoopOps`: code size per pass, not per butterfly); smaller ones
+straight-line."""
+
+
+def looped(n: int, real: bool) -> bool:
+    """Whether a line of length ``n`` is emitted in loop form."""
+    return not real and P.work(n, False) > LOOP_WORK
+
+
 def _line_fn(module: ir.Module, kind: str, n: int, fwd: bool, fct: float, ty: ir.Type,
              dtype) -> ir.Function:
     """``void f(T* line)``: one in-place transform of a line (``kind`` ``c``: ``n``
@@ -91,6 +218,8 @@ def _line_fn(module: ir.Module, kind: str, n: int, fwd: bool, fct: float, ty: ir
             f"{struct.pack('>d', fct).hex()}")
     if name in module.globals:
         return module.globals[name]
+    if looped(n, kind == "r"):
+        return _loop_line_fn(module, name, n, fwd, fct, ty, dtype)
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR]), name)
     fn.linkage = "internal"
     fn.attributes.add("noinline")
@@ -107,6 +236,21 @@ def _line_fn(module: ir.Module, kind: str, n: int, fwd: bool, fct: float, ty: ir
         flat = P.plan(n, True, ops, dtype).exec(vals, fct, fwd)
     for i, v in enumerate(flat):
         b.store(v, ops.at(i))
+    b.ret_void()
+    return fn
+
+
+def _loop_line_fn(module: ir.Module, name: str, n: int, fwd: bool, fct: float,
+                  ty: ir.Type, dtype) -> ir.Function:
+    """:func:`_line_fn` of a complex line in loop form (the same operations, so the
+    same bits); optimized normally (its blocks are small)."""
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR]), name)
+    fn.linkage = "internal"
+    fn.attributes.add("noinline")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    ops = _LoopOps(b, ty, module)
+    P.plan(n, False, ops, dtype).exec(_Buf(ops, fn.args[0]), fct, fwd)
+    ops.free_all()
     b.ret_void()
     return fn
 
@@ -132,7 +276,8 @@ def pocket_plan_ok(kind: str, length: list[int], xs: list[int], ys: list[int]) -
     if not shapes_ok:
         return False
     real_last = kind in ("RFFT", "IRFFT")
-    return all(P.supported(m, real_last and i == k - 1) for i, m in enumerate(length))
+    return all(looped(m, real) or P.supported(m, real)
+               for m, real in ((m, real_last and i == k - 1) for i, m in enumerate(length)))
 
 
 class _Scratch:

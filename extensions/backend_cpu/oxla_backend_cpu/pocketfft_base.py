@@ -203,8 +203,26 @@ class Base:
         self.o, self.dtype = ops, np.dtype(dtype)
 
     def k(self, v) -> object:
-        """A constant of the working precision (``v`` a float or long double)."""
+        """A constant of the working precision (``v`` a float or long double); a value
+        already of the ops' kind (a twiddle loaded from a table) is returned as is."""
+        if not isinstance(v, (int, float, np.floating)):
+            return v
         return self.o.const(float(self.dtype.type(v)))
+
+    def rng(self, start: int, stop: int | None = None, step: int = 1):
+        """``range(start, stop, step)`` of the ops: Python ints when unrolled; with
+        loop-emitting ops (``ops.range``) one symbolic index inside an emitted loop."""
+        if stop is None:
+            start, stop = 0, start
+        fn = getattr(self.o, "range", None)
+        return range(start, stop, step) if fn is None else fn(start, stop, step)
+
+    def ki(self, l1: int, ido: int):
+        """``(k, i)`` over ``range(l1) x range(ido)`` with ``i == 0`` (a Python 0)
+        separate from ``i`` in ``[1, ido)``, so a loop body can branch on it."""
+        for k in self.rng(l1):
+            yield k, 0
+            yield from ((k, i) for i in self.rng(1, ido))
 
     # real scalar helpers
     def add(self, a, b):
@@ -224,6 +242,11 @@ class Base:
         for x in xs[1:]:
             acc = self.o.add(acc, x)
         return acc
+
+
+def is_zero(i) -> bool:
+    """Whether index ``i`` is the Python int 0 (a symbolic loop index never is)."""
+    return isinstance(i, int) and i == 0
 
 
 class NumpyOps:

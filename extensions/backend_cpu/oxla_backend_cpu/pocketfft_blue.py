@@ -45,6 +45,8 @@ class Bluestein(CFFT):
         return self.smul(fwd, v, w)
 
     def exec(self, c: list, fct: float, fwd: bool) -> list:
+        if getattr(self.o, "looped", False):
+            return self._exec_mem(c, fct, fwd)
         n, n2 = self.n, self.n2
         akf = [self._mul(fwd, c[m], self.bk[m]) for m in range(n)]
         z = self.cscale(akf[0], self.k(0.0))
@@ -59,6 +61,30 @@ class Bluestein(CFFT):
         akf = self.plan.exec(akf, 1.0, False)
         s = self.k(fct)
         return [self.cscale(self._mul(fwd, akf[m], self.bk[m]), s) for m in range(n)]
+
+    def _exec_mem(self, c, fct: float, fwd: bool):
+        """:meth:`exec` in loop form (see :meth:`CFFT.exec`): the same operations on
+        buffers, the chirps as tables."""
+        n, n2, o = self.n, self.n2, self.o
+        bk, bkf = o.ctable(self.bk), o.ctable(self.bkf)
+        akf = o.cscratch(n2)
+        for m in self.rng(n):
+            akf[m] = self._mul(fwd, c[m], bk[m])
+        z = self.cscale(akf[0], self.k(0.0))
+        for m in self.rng(n, n2):
+            akf[m] = z
+        self.plan.exec(akf, 1.0, True)
+        akf[0] = self._mul(not fwd, akf[0], bkf[0])
+        for m in self.rng(1, (n2 + 1) // 2):
+            akf[m] = self._mul(not fwd, akf[m], bkf[m])
+            akf[n2 - m] = self._mul(not fwd, akf[n2 - m], bkf[m])
+        if n2 % 2 == 0:
+            akf[n2 // 2] = self._mul(not fwd, akf[n2 // 2], bkf[n2 // 2])
+        self.plan.exec(akf, 1.0, False)
+        s = self.k(fct)
+        for m in self.rng(n):
+            c[m] = self.cscale(self._mul(fwd, akf[m], bk[m]), s)
+        return c
 
     def exec_r(self, c: list, fct: float, fwd: bool) -> list:
         n = self.n
