@@ -5,7 +5,11 @@ on the simulated device."""
 
 from __future__ import annotations
 
+import ctypes
 import re
+import shutil
+import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -91,3 +95,90 @@ def test_fft_steps_in_program():
     exe = compile_cuda(_program(*CASES[4]))
     steps = [s for s in exe.program.steps if s["op"] == "fft"]
     assert len(steps) == 1 and steps[0]["type"] == "IRFFT" and steps[0]["length"] == [8]
+
+
+FAKE_FFT = Path(__file__).parents[1] / "data" / "fake_fft.c"
+VENDOR_CASES = [("FFT", "f32", (8,)), ("IFFT", "f64", (3, 5)), ("RFFT", "f32", (6,)),
+                ("RFFT", "f64", (2, 3, 4)), ("IRFFT", "f32", (8,)), ("IRFFT", "f64", (4, 7))]
+
+
+@pytest.fixture(scope="session")
+def fake_fft_library(tmp_path_factory) -> Path:
+    """``tests/data/fake_fft.c`` built as ``lib/libhipfft.so`` (it also has cuFFT's entry
+    points): a direct-DFT stand-in for the vendor FFT libraries, on host memory."""
+    cc = shutil.which("cc")
+    if cc is None:
+        pytest.skip("no C compiler (cc) to build the FFT libraries' stand-in")
+    lib = tmp_path_factory.mktemp("fakefft") / "lib"
+    lib.mkdir()
+    subprocess.run([cc, "-shared", "-fPIC", "-O2", "-o", str(lib / "libhipfft.so"),
+                    str(FAKE_FFT), "-lm"], check=True)
+    return lib / "libhipfft.so"
+
+
+def check_vendor_fft(fft: gfft.VendorFft, lib: ctypes.CDLL, stream) -> None:
+    """Runs every fft type (ranks 1-3, both precisions, batch 2) through ``fft``, a
+    :class:`~oxla_codegen_llvm.gpu.fft.VendorFft` over the stand-in library, on numpy
+    buffers as "device" memory, and compares with numpy's FFT: the plan's sizes and
+    type, the entry point, the c2r scratch copy and the inverse scale must all be right
+    for the numbers to agree."""
+    rng = np.random.default_rng(0)
+    keep = []
+
+    def copy(dst, src, nbytes, _stream):
+        ctypes.memmove(dst, src, nbytes)
+
+    def scale(ptr, count, factor, dtype, handle):
+        assert handle == stream_value
+        ct = ctypes.c_double if dtype == "f64" else ctypes.c_float
+        arr = np.ctypeslib.as_array((ct * count).from_address(ptr))
+        arr *= factor
+
+    stream_value = stream.value if isinstance(stream, ctypes.c_void_p) else int(stream)
+    fft._copy, fft._scale = copy, scale
+    for kind, dt, n in VENDOR_CASES:
+        real = np.float64 if dt == "f64" else np.float32
+        cplx = np.complex128 if dt == "f64" else np.complex64
+        batch, axes = 2, tuple(range(1, len(n) + 1))
+        if kind == "RFFT":
+            x = rng.standard_normal((batch, *n)).astype(real)
+            want = np.fft.rfftn(x, axes=axes)
+        elif kind == "IRFFT":
+            x = np.fft.rfftn(rng.standard_normal((batch, *n)), axes=axes).astype(cplx)
+            want = np.fft.irfftn(x, s=n, axes=axes)
+        else:
+            x = (rng.standard_normal((batch, *n)) + 1j * rng.standard_normal((batch, *n))).astype(cplx)
+            want = np.fft.fftn(x, axes=axes) if kind == "FFT" else np.fft.ifftn(x, axes=axes)
+        out = np.zeros(want.shape, want.real.dtype if kind == "IRFFT" else cplx)
+        work = np.zeros_like(x)
+        keep += [x, out, work]
+        call = gfft.fft_call(kind, dt, n, batch, x.ctypes.data, out.ctypes.data, work.ctypes.data)
+        x0 = x.copy()
+        fft.run(call, stream)
+        tol = 1e-12 if dt == "f64" else 2e-5
+        np.testing.assert_allclose(out, want, rtol=tol, atol=tol * np.abs(want).max(),
+                                   err_msg=f"{kind} {dt} {n}")
+        np.testing.assert_array_equal(x, x0)  # a c2r input is transformed from `work`
+    assert ctypes.c_void_p.in_dll(lib, "fake_last_stream").value == (stream_value or None)
+    plans = len(fft._plans)
+    fft.run(gfft.fft_call("FFT", "f32", (8,), 2, keep[0].ctypes.data, keep[1].ctypes.data,
+                          keep[2].ctypes.data), stream)
+    assert len(fft._plans) == plans  # one plan per distinct transform
+    fft.close()
+    assert ctypes.c_int.in_dll(lib, "fake_destroyed").value >= plans
+
+
+def test_cufft_calls_on_stand_in_library(fake_fft_library):
+    """cuFFT's int plan handles and entry points (``cufft.ABI``) through the shared
+    :class:`~oxla_codegen_llvm.gpu.fft.VendorFft`, against the stand-in."""
+    lib = gfft.bind_fft(ctypes.CDLL(str(fake_fft_library)), cufft.ABI)
+    check_vendor_fft(gfft.VendorFft(lib, cufft.ABI, None, None), lib, 0x1234)
+
+
+def test_vendor_fft_errors_name_the_call(fake_fft_library):
+    lib = gfft.bind_fft(ctypes.CDLL(str(fake_fft_library)), cufft.ABI)
+    fft = gfft.VendorFft(lib, cufft.ABI, None, None)
+    bad = gfft.FftCall(kind="c2c", dtype="f32", direction=-1, n=(0,), batch=1, src=0, dst=0,
+                       work=0, in_bytes=0, out_bytes=0)
+    with pytest.raises(cufft.OxlaError, match="cufftPlanMany failed with cufftResult 4"):
+        fft.run(bad, 0)

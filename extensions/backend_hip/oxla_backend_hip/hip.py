@@ -6,7 +6,8 @@ are code objects (``hipModuleLoadData`` of the ``.hsaco`` of the device's arch; 
 device of another arch has no code object to load: the error names the archs the
 artifact has); launches are ``hipModuleLaunchKernel`` with one pointer per parameter;
 graphs are stream capture (``hipStreamBeginCapture``, ``hipGraphInstantiate``,
-``hipGraphLaunch``). GEMMs go to rocBLAS (:mod:`oxla_backend_hip.rocblas`).
+``hipGraphLaunch``). GEMMs go to rocBLAS (:mod:`oxla_backend_hip.rocblas`), FFTs to
+hipFFT (:mod:`oxla_backend_hip.hipfft`).
 
 Supported: ROCm 6.x (``libamdhip64.so.6``); written against the HIP API's C signatures,
 never run here (no AMD GPU was available: see the README's hip section).
@@ -18,9 +19,11 @@ import ctypes
 from typing import Any
 
 import numpy as np
+from oxla_codegen_llvm.gpu.fft import FftCall
 from oxla_codegen_llvm.gpu.gemm import GemmCall
 
 from oxla.errors import OxlaError
+from oxla_backend_hip.hipfft import HipFFT
 from oxla_backend_hip.image import HIPImage
 from oxla_backend_hip.rocblas import RocBLAS
 
@@ -52,6 +55,7 @@ class HIPDevice:
         self.arch = raw[at:at + 64].split(b"\0")[0].split(b":")[0].decode() if at >= 0 else ""
         self.dlpack_device = (10, ordinal)  # kDLROCM
         self._blas: RocBLAS | None = None
+        self._fft: HipFFT | None = None
 
     def _check(self, status: int, what: str) -> None:
         if status != 0:
@@ -170,6 +174,15 @@ class HIPDevice:
         if self._blas is None:
             self._blas = RocBLAS()
         self._blas.gemm(call, int(stream.value or 0))
+
+    def fft(self, call: FftCall, stream: Any) -> None:
+        """hipFFT (:class:`oxla_backend_hip.hipfft.HipFFT`, plans kept per transform), the
+        scale of an inverse by rocBLAS."""
+        if self._fft is None:
+            if self._blas is None:
+                self._blas = RocBLAS()
+            self._fft = HipFFT(self.copy_device, self._blas.scal)
+        self._fft.run(call, stream)
 
     def begin_capture(self, stream: Any) -> None:
         self._check(self._h.hipStreamBeginCapture(stream, CAPTURE_THREAD_LOCAL),

@@ -21,21 +21,27 @@ GEMM_STANDARD = 0  # rocblas_gemm_algo_standard
 LIBRARY = "librocblas.so"
 
 
+def load_rocm_library(name: str) -> ctypes.CDLL | None:
+    """ROCm's library ``name`` from ``$ROCM_PATH/lib``, ``/opt/rocm/lib`` or the loader's
+    path; ``None`` when none loads."""
+    dirs = [os.environ.get("ROCM_PATH", "/opt/rocm") + "/lib", "/opt/rocm/lib"]
+    for path in [os.path.join(d, name) for d in dirs] + [name]:
+        try:
+            return ctypes.CDLL(path)
+        except OSError:
+            continue
+    return None
+
+
 @functools.cache
 def load_library() -> ctypes.CDLL:
-    """``librocblas.so`` from ``$ROCM_PATH/lib``, ``/opt/rocm/lib`` or the loader's path.
+    """``librocblas.so`` (:func:`load_rocm_library`).
 
     Raises:
         OxlaError: rocBLAS is missing (ROCm's rocblas package; Debian 12 has none).
     """
-    dirs = [os.environ.get("ROCM_PATH", "/opt/rocm") + "/lib", "/opt/rocm/lib"]
-    for path in [os.path.join(d, LIBRARY) for d in dirs] + [LIBRARY]:
-        try:
-            lib = ctypes.CDLL(path)
-            break
-        except OSError:
-            continue
-    else:
+    lib = load_rocm_library(LIBRARY)
+    if lib is None:
         raise OxlaError(f"rocBLAS is not loadable ({LIBRARY}: install ROCm's rocblas, "
                         "e.g. /opt/rocm; dots on AMD GPUs need it)")
     ptr, i32, i64 = ctypes.c_void_p, ctypes.c_int32, ctypes.c_int64
@@ -45,6 +51,9 @@ def load_library() -> ctypes.CDLL:
     lib.rocblas_gemm_strided_batched_ex.restype = i32
     lib.rocblas_create_handle.argtypes = [ctypes.POINTER(ptr)]
     lib.rocblas_set_stream.argtypes = [ptr, ptr]
+    for name in ("rocblas_sscal", "rocblas_dscal"):
+        getattr(lib, name).argtypes = [ptr, i32, ptr, ptr, i32]
+        getattr(lib, name).restype = i32
     return lib
 
 
@@ -77,3 +86,17 @@ class RocBLAS:
             call.stride_b, ctypes.byref(beta), call.c, t, call.ldc, call.stride_c, call.c, t,
             call.ldc, call.stride_c, call.batch, t, GEMM_STANDARD, 0, 0),
             "rocblas_gemm_strided_batched_ex")
+
+    def scal(self, ptr: int, count: int, factor: float, dtype: str, stream: int) -> None:
+        """``x[i] *= factor`` for the ``count`` reals (f32/f64) at ``ptr`` on ``stream``
+        (``rocblas_sscal``/``rocblas_dscal``, in chunks of at most 2**31 - 1 elements:
+        their count is an ``int``; the inverse FFTs' scale)."""
+        lib, h = self._lib, self._handle
+        self._check(lib.rocblas_set_stream(h, ctypes.c_void_p(stream)), "rocblas_set_stream")
+        name = "rocblas_dscal" if dtype == "f64" else "rocblas_sscal"
+        scalar = ctypes.c_double if dtype == "f64" else ctypes.c_float
+        item, step = (8 if dtype == "f64" else 4), 2**31 - 1
+        for start in range(0, count, step):
+            self._check(getattr(lib, name)(h, min(step, count - start),
+                                           ctypes.byref(scalar(factor)),
+                                           ctypes.c_void_p(ptr + start * item), 1), name)

@@ -16,20 +16,23 @@ contiguous, ``idist``/``odist`` the product of its dimensions), so one plan of r
   input, so the input is first copied into a scratch buffer (:attr:`FftCall.work`) and
   transformed from there.
 
-Both a real library call (``oxla_backend_cuda.cufft``) and :func:`fft_reference` read
-only the :class:`FftCall`, so a simulated run checks the arguments the GPU would get
-(the reference also overwrites a C2R input, as cuFFT may).
+Both a real library call (:class:`VendorFft` over ``oxla_backend_cuda.cufft``'s cuFFT or
+``oxla_backend_hip.hipfft``'s hipFFT) and :func:`fft_reference` read only the
+:class:`FftCall`, so a simulated run checks the arguments the GPU would get (the
+reference also overwrites a C2R input, as cuFFT may).
 """
 
 from __future__ import annotations
 
+import ctypes
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from oxla.errors import NotSupportedError
+from oxla.errors import NotSupportedError, OxlaError
 
 FORWARD, INVERSE = -1, 1
 KINDS = {"FFT": ("c2c", FORWARD), "IFFT": ("c2c", INVERSE), "RFFT": ("r2c", FORWARD),
@@ -139,3 +142,120 @@ def _fft_module():
     except ImportError:
         return np.fft
     return sfft
+
+
+# cufftType_t and hipfftType_t share these values; EXEC_SUFFIX names each transform's
+# entry point after the library's prefix (cufftExecC2C, hipfftExecZ2D, ...)
+TYPES = {("c2c", "f32"): 0x29, ("r2c", "f32"): 0x2A, ("c2r", "f32"): 0x2C,
+         ("c2c", "f64"): 0x69, ("r2c", "f64"): 0x6A, ("c2r", "f64"): 0x6C}
+EXEC_SUFFIX = {("c2c", "f32"): "ExecC2C", ("c2c", "f64"): "ExecZ2Z",
+               ("r2c", "f32"): "ExecR2C", ("r2c", "f64"): "ExecD2Z",
+               ("c2r", "f32"): "ExecC2R", ("c2r", "f64"): "ExecZ2D"}
+
+
+@dataclass(frozen=True)
+class FftAbi:
+    """How one vendor FFT library spells the cuFFT-style plan API.
+
+    Attributes:
+        prefix: the functions' prefix (``cufft``: ``cufftPlanMany``...; ``hipfft``).
+        handle: the ctypes type of a plan handle (cuFFT: ``int``; hipFFT: a pointer).
+        result: the status type's name, for errors (``cufftResult``).
+    """
+
+    prefix: str
+    handle: type
+    result: str
+
+
+def bind_fft(lib: ctypes.CDLL, abi: FftAbi) -> ctypes.CDLL:
+    """Declares the argument types of ``lib``'s plan, stream, exec and destroy entry
+    points (``<prefix>PlanMany``, ``SetStream``, ``Exec*``, ``Destroy``); returns ``lib``.
+
+    Raises:
+        AttributeError: ``lib`` lacks one of them.
+    """
+    c_int, ptr, h = ctypes.c_int, ctypes.c_void_p, abi.handle
+    fn = _entries(lib, abi.prefix)
+    fn("PlanMany").argtypes = [ctypes.POINTER(h), c_int, ctypes.POINTER(c_int), ptr, c_int,
+                               c_int, ptr, c_int, c_int, c_int, c_int]
+    fn("SetStream").argtypes = [h, ptr]
+    fn("Destroy").argtypes = [h]
+    for (kind, _), suffix in EXEC_SUFFIX.items():
+        fn(suffix).argtypes = [h, ptr, ptr] + ([c_int] if kind == "c2c" else [])
+    for name in ("PlanMany", "SetStream", "Destroy", *EXEC_SUFFIX.values()):
+        fn(name).restype = c_int
+    return lib
+
+
+def _entries(lib: ctypes.CDLL, prefix: str) -> Callable[[str], Any]:
+    return lambda name: getattr(lib, prefix + name)
+
+
+class VendorFft:
+    """:class:`FftCall` s on a real GPU through a cuFFT-style library: one plan per
+    distinct transform (kind, precision, sizes, batch), kept until :meth:`close`.
+
+    ``lib`` is bound by :func:`bind_fft`. ``copy(dst, src, nbytes, stream)`` is the
+    device's device-to-device copy on ``stream``; ``scale(ptr, count, factor, dtype,
+    handle)`` multiplies ``count`` reals (``f32``/``f64``) in place, on the stream given
+    as an integer handle (a BLAS ``scal``: the inverse transforms' normalization).
+    A plan is made before a stream capture would need it (making one allocates).
+    """
+
+    def __init__(self, lib: ctypes.CDLL, abi: FftAbi, copy: Callable[[int, int, int, Any], None],
+                 scale: Callable[[int, int, float, str, int], None]):
+        self._lib, self._abi = lib, abi
+        self._fn = _entries(lib, abi.prefix)
+        self._plans: dict[tuple, Any] = {}
+        self._copy, self._scale = copy, scale
+
+    def _check(self, status: int, what: str) -> None:
+        if status != 0:
+            raise OxlaError(f"{self._abi.prefix}{what} failed with {self._abi.result} {status}")
+
+    def plan(self, call: FftCall) -> Any:
+        """The plan for ``call``'s transform (made on first use).
+
+        Raises:
+            OxlaError: the library refused the plan (its status code named).
+        """
+        key = (call.kind, call.dtype, call.n, call.batch)
+        plan = self._plans.get(key)
+        if plan is None:
+            handle = self._abi.handle()
+            n = (ctypes.c_int * len(call.n))(*call.n)
+            self._check(self._fn("PlanMany")(ctypes.byref(handle), len(call.n), n, None, 1, 0,
+                                             None, 1, 0, TYPES[(call.kind, call.dtype)],
+                                             call.batch), "PlanMany")
+            plan = self._plans[key] = handle
+        return plan
+
+    def run(self, call: FftCall, stream: Any) -> None:
+        """Runs ``call`` on ``stream`` (a ``CUstream``/``hipStream_t``, or its integer
+        value): the copy of a ``c2r`` input to ``work``, the transform, the scale.
+
+        Raises:
+            OxlaError: a library call failed (its status code named).
+        """
+        if call.batch == 0:
+            return
+        plan = self.plan(call)
+        handle = (stream.value or 0) if isinstance(stream, ctypes.c_void_p) else int(stream)
+        self._check(self._fn("SetStream")(plan, ctypes.c_void_p(handle)), "SetStream")
+        if call.kind == "c2r":
+            self._copy(call.work, call.src, call.in_bytes, stream)
+        suffix = EXEC_SUFFIX[(call.kind, call.dtype)]
+        args = [plan, ctypes.c_void_p(call.in_place_input), ctypes.c_void_p(call.dst)]
+        if call.kind == "c2c":
+            args.append(call.direction)
+        self._check(self._fn(suffix)(*args), suffix)
+        if call.scale != 1.0:
+            item = 8 if call.dtype == "f64" else 4
+            self._scale(call.dst, call.out_bytes // item, call.scale, call.dtype, handle)
+
+    def close(self) -> None:
+        """Destroys every plan."""
+        for plan in self._plans.values():
+            self._fn("Destroy")(plan)
+        self._plans.clear()
