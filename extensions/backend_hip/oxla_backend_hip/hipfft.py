@@ -17,7 +17,6 @@ from typing import Any
 
 from oxla_codegen_llvm.gpu.fft import FftAbi, VendorFft, bind_fft
 
-from oxla.errors import OxlaError
 from oxla_backend_hip.rocblas import load_rocm_library
 
 LIBRARY = "libhipfft.so"
@@ -32,11 +31,8 @@ def load_library() -> ctypes.CDLL:
     Raises:
         OxlaError: hipFFT is missing (ROCm's hipfft package; Debian 12 has none).
     """
-    lib = load_rocm_library(LIBRARY)
-    if lib is None:
-        raise OxlaError(f"hipFFT is not loadable ({LIBRARY}: install ROCm's hipfft, "
-                        "e.g. under /opt/rocm; stablehlo.fft on AMD GPUs needs it)")
-    return bind_fft(lib, ABI)
+    return bind_fft(load_rocm_library(LIBRARY, "hipFFT", "hipfft",
+                                      "stablehlo.fft on AMD GPUs needs"), ABI)
 
 
 class HipFFT(VendorFft):

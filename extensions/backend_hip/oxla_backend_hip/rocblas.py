@@ -21,16 +21,22 @@ GEMM_STANDARD = 0  # rocblas_gemm_algo_standard
 LIBRARY = "librocblas.so"
 
 
-def load_rocm_library(name: str) -> ctypes.CDLL | None:
+def load_rocm_library(name: str, title: str, package: str, need: str) -> ctypes.CDLL:
     """ROCm's library ``name`` from ``$ROCM_PATH/lib``, ``/opt/rocm/lib`` or the loader's
-    path; ``None`` when none loads."""
+    path.
+
+    Raises:
+        OxlaError: none loads; the message names the library (``title``), ROCm's
+            ``package`` and what ``need`` s it.
+    """
     dirs = [os.environ.get("ROCM_PATH", "/opt/rocm") + "/lib", "/opt/rocm/lib"]
     for path in [os.path.join(d, name) for d in dirs] + [name]:
         try:
             return ctypes.CDLL(path)
         except OSError:
             continue
-    return None
+    raise OxlaError(f"{title} is not loadable ({name}: install ROCm's {package}, e.g. under "
+                    f"/opt/rocm; {need} it)")
 
 
 @functools.cache
@@ -40,10 +46,7 @@ def load_library() -> ctypes.CDLL:
     Raises:
         OxlaError: rocBLAS is missing (ROCm's rocblas package; Debian 12 has none).
     """
-    lib = load_rocm_library(LIBRARY)
-    if lib is None:
-        raise OxlaError(f"rocBLAS is not loadable ({LIBRARY}: install ROCm's rocblas, "
-                        "e.g. /opt/rocm; dots on AMD GPUs need it)")
+    lib = load_rocm_library(LIBRARY, "rocBLAS", "rocblas", "dots on AMD GPUs need")
     ptr, i32, i64 = ctypes.c_void_p, ctypes.c_int32, ctypes.c_int64
     lib.rocblas_gemm_strided_batched_ex.argtypes = [
         ptr, i32, i32, i32, i32, i32, ptr, ptr, i32, i32, i64, ptr, i32, i32, i64, ptr,
