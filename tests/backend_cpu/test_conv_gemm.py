@@ -463,3 +463,32 @@ def test_narrow_output_on_own_microkernel(layout, o, epilogue, monkeypatch):
     assert k.mode == "gemm" and own_kernel(k.geom)
     assert "oxla_bgemm_f32" in compile_cpu(text).llvm_ir
     check(**kw)
+
+
+def _defines(tmp_path, text: str) -> dict[str, str]:
+    """Function name -> its ``define`` line in the program's LLVM IR before -O3."""
+    import re
+
+    from tests.backend_cpu.conftest import compile_cpu
+
+    compile_cpu(text, cache=False, dump_dir=str(tmp_path / "dump"))
+    (ll,) = (tmp_path / "dump").glob("*5-codegen.ll")
+    return {m.group(1): line for line in ll.read_text().splitlines()
+            if (m := re.match(r'define .*@"([^"]+)"\(', line))}
+
+
+@pytest.mark.parametrize("kw", [
+    dict(), dict(lhs="NHWC", rhs="HWIO", out="NHWC", stride=(2, 1), pad=((1, 1), (0, 1))),
+    dict(t="f64", fgc=2), dict(bias=True, relu=True)], ids=["nchw", "nhwc", "f64-groups",
+                                                            "epilogue"])
+def test_control_code_skips_the_optimizer(kw, tmp_path):
+    """The chunk loop and an epilogue-free GEMM task are ``optnone`` (compile time); the
+    im2col task and a GEMM task with a fused epilogue stay optimized; results still
+    match the interpreter."""
+    text, _ = conv_case(**kw)
+    defs = _defines(tmp_path, text)
+    (k,) = conv_kernels_of(text)
+    assert "optnone" in defs[k.name] and "noinline" in defs[k.name]
+    assert "optnone" not in defs[f"{k.name}.im2col"]
+    assert ("optnone" in defs[f"{k.name}.gemm"]) == (k.epilogue is None)
+    check(**kw)

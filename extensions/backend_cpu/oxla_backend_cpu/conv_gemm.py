@@ -298,6 +298,17 @@ class _Micro:
         b.call(self.fn, [self.desc, a, w, c])
 
 
+def control_only(fn: ir.Function) -> None:
+    """Marks ``fn`` ``optnone`` (and ``noinline``, which ``optnone`` needs): it is scalar
+    control code (the chunk loop, the loop over GEMM blocks and their library calls)
+    that runs a few times per chunk or block, so LLVM's -O3 and instruction selection
+    would buy nothing at run time, and they took about half of a small convolution's
+    compile time."""
+    for a in ("noinline", "optnone"):
+        if a not in fn.attributes:
+            fn.attributes.add(a)
+
+
 def _gemm_task(s: Scalar, k, ch, n_extra: int) -> ir.Function:
     """``task(src, w, out, params, extras..., start, end)``: GEMM items ``[start, end)``
     of one chunk, each followed by the epilogue on the output it wrote."""
@@ -306,6 +317,8 @@ def _gemm_task(s: Scalar, k, ch, n_extra: int) -> ir.Function:
     ty = float_type(g)
     kk, og, o_tot, G = g.k_size, g.og, g.o_tot, g.G
     fn, b = task_function(module, f"{k.name}.gemm", 4 + n_extra, (2,))
+    if k.epilogue is None:  # (an epilogue's loops are vectorized: they stay optimized)
+        control_only(fn)
     ts = Scalar(b, module, s.target, s.fast_math)
     a_p, w_p, c_p, prm = fn.args[:4]
     ex_p = list(fn.args[4:4 + n_extra])
@@ -388,6 +401,7 @@ def emit_gemm_mode(s: Scalar, k, lhs: ir.Value, w: ir.Value, out: ir.Value,
     g = k.geom
     ch = k.chunking or chunks(g)
     b, module = s.b, s.module
+    control_only(b.function)
     pack = _im2col_task(s, k, ch) if col is not None else None
     gemm = _gemm_task(s, k, ch, len(extras))
     min_bs = _block(g, ch)
