@@ -97,6 +97,9 @@ class _Ix:
 
     __radd__ = __add__
 
+    def __mod__(self, m: int):
+        return _Ix(self.b, self.b.urem(self.v, _c(m)))
+
     def __sub__(self, x):
         if isinstance(x, int) and x == 0:
             return self
@@ -148,6 +151,36 @@ class _Table(_Buf):
         return super().__getitem__(i)
 
 
+class _RBuf:
+    """``n`` real values of ``T`` at ``ptr``, indexed by int or :class:`_Ix`."""
+
+    def __init__(self, ops: _LoopOps, ptr: ir.Value):
+        self.o, self.ptr = ops, ptr
+
+    def _at(self, i) -> ir.Value:
+        return self.o.b.gep(self.ptr, [_Ix.val(i)], source_etype=self.o.ty, inbounds=True)
+
+    def __getitem__(self, i):
+        return self.o.b.load(self._at(i), typ=self.o.ty)
+
+    def __setitem__(self, i, v) -> None:
+        self.o.b.store(v, self._at(i))
+
+
+class _RTable(_RBuf):
+    """A constant table of real ``T`` values (the real passes' twiddles): a constant
+    index gives the float (rounded by the pass as a constant), a symbolic one loads."""
+
+    def __init__(self, ops: _LoopOps, ptr: ir.Value | None, values: list):
+        super().__init__(ops, ptr)
+        self.values = values
+
+    def __getitem__(self, i):
+        if isinstance(i, int):
+            return self.values[i]
+        return super().__getitem__(i)
+
+
 class _LoopOps(_IROps):
     """:class:`_IROps` that emit the passes' loops as loops (``looped``): ``range``
     yields one :class:`_Ix` inside an emitted loop, line buffers live in memory
@@ -178,15 +211,26 @@ class _LoopOps(_IROps):
         self.allocs.append(ptr)
         return _Buf(self, ptr)
 
-    def ctable(self, pairs: list) -> _Table:
-        if not pairs:
-            return _Table(self, None, pairs)
-        flat = [float(x) for p in pairs for x in p]
+    def rscratch(self, n: int) -> _RBuf:
+        size = 4 if self.ty == F32 else 8
+        ptr = self.b.call(self.malloc, [_c(max(n * size, 16))])
+        self.allocs.append(ptr)
+        return _RBuf(self, ptr)
+
+    def _global(self, flat: list[float]) -> ir.GlobalVariable | None:
+        if not flat:
+            return None
         arr = ir.ArrayType(self.ty, len(flat))
         g = ir.GlobalVariable(self.module, arr, self.module.get_unique_name("oxla_fft_tw"))
         g.global_constant, g.linkage = True, "internal"
         g.initializer = ir.Constant(arr, [ir.Constant(self.ty, v) for v in flat])
-        return _Table(self, g, pairs)
+        return g
+
+    def ctable(self, pairs: list) -> _Table:
+        return _Table(self, self._global([float(x) for p in pairs for x in p]), pairs)
+
+    def rtable(self, values: list) -> _RTable:
+        return _RTable(self, self._global([float(x) for x in values]), values)
 
     def free_all(self) -> None:
         for p in self.allocs:
@@ -194,14 +238,16 @@ class _LoopOps(_IROps):
 
 
 LOOP_WORK = 6000
-"""Complex lines whose :func:`pocketfft.work` estimate is above this are emitted in
-loop form (:class:`_LoopOps`: code size per pass, not per butterfly); smaller ones
+"""Lines whose :func:`pocketfft.work` estimate is above this are emitted in loop form
+(:class:`_LoopOps`: code size per pass, not per butterfly); smaller ones
 straight-line."""
 
 
 def looped(n: int, real: bool) -> bool:
-    """Whether a line of length ``n`` is emitted in loop form."""
-    return not real and P.work(n, False) > LOOP_WORK
+    """Whether a line of length ``n`` (complex, or real when ``real``) is emitted in
+    loop form; every other length has at most :data:`pocketfft.MAX_OPS` ops
+    straight-line."""
+    return P.work(n, real) > LOOP_WORK
 
 
 def _line_fn(module: ir.Module, kind: str, n: int, fwd: bool, fct: float, ty: ir.Type,
@@ -219,7 +265,7 @@ def _line_fn(module: ir.Module, kind: str, n: int, fwd: bool, fct: float, ty: ir
     if name in module.globals:
         return module.globals[name]
     if looped(n, kind == "r"):
-        return _loop_line_fn(module, name, n, fwd, fct, ty, dtype)
+        return _loop_line_fn(module, name, n, fwd, fct, ty, dtype, kind == "r")
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR]), name)
     fn.linkage = "internal"
     fn.attributes.add("noinline")
@@ -241,15 +287,16 @@ def _line_fn(module: ir.Module, kind: str, n: int, fwd: bool, fct: float, ty: ir
 
 
 def _loop_line_fn(module: ir.Module, name: str, n: int, fwd: bool, fct: float,
-                  ty: ir.Type, dtype) -> ir.Function:
-    """:func:`_line_fn` of a complex line in loop form (the same operations, so the
-    same bits); optimized normally (its blocks are small)."""
+                  ty: ir.Type, dtype, real: bool) -> ir.Function:
+    """:func:`_line_fn` in loop form (the same operations, so the same bits);
+    optimized normally (its blocks are small)."""
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR]), name)
     fn.linkage = "internal"
     fn.attributes.add("noinline")
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     ops = _LoopOps(b, ty, module)
-    P.plan(n, False, ops, dtype).exec(_Buf(ops, fn.args[0]), fct, fwd)
+    line = (_RBuf if real else _Buf)(ops, fn.args[0])
+    P.plan(n, real, ops, dtype).exec(line, fct, fwd)
     ops.free_all()
     b.ret_void()
     return fn

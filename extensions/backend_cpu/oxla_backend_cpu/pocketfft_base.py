@@ -217,6 +217,12 @@ class Base:
         fn = getattr(self.o, "range", None)
         return range(start, stop, step) if fn is None else fn(start, stop, step)
 
+    def table(self, values: list):
+        """``values`` (real constants) indexable by :meth:`rng`'s indices: the list
+        itself when unrolled, a constant table (``ops.rtable``) with loop-emitting
+        ops."""
+        return self.o.rtable(values) if getattr(self.o, "looped", False) else values
+
     def ki(self, l1: int, ido: int):
         """``(k, i)`` over ``range(l1) x range(ido)`` with ``i == 0`` (a Python 0)
         separate from ``i`` in ``[1, ido)``, so a loop body can branch on it."""
