@@ -265,10 +265,12 @@ class CFFT(Base):
 
         wal = [(1.0, 0.0)] + [(csarr[i][0], -csarr[i][1] if fwd else csarr[i][1])
                               for i in range(1, ip)]
+        if getattr(self.o, "looped", False):
+            wal = self.o.ctable(wal)
         for k in self.rng(l1):
             for i in self.rng(ido):
                 ch[CX(i, k, 0)] = cc[CC(i, 0, k)]
-        for j in range(1, ipph):
+        for j in self.rng(1, ipph):
             jc = ip - j
             for k in self.rng(l1):
                 for i in self.rng(ido):
@@ -279,54 +281,9 @@ class CFFT(Base):
                 for j in range(1, ipph):
                     tmp = self.cadd(tmp, ch[CX(i, k, j)])
                 cc[CX(i, k, 0)] = tmp
-        K = self.k
-        for l in range(1, ipph):
-            lc = ip - l
-            w1, w2 = wal[l], wal[2 * l]
-            for ik in self.rng(idl1):
-                h0, h1, h2 = ch[ik], ch[ik + idl1], ch[ik + idl1 * 2]
-                hm1, hm2 = ch[ik + idl1 * (ip - 1)], ch[ik + idl1 * (ip - 2)]
-                cc[ik + idl1 * l] = (
-                    self.sum(h0[0], self.mul(K(w1[0]), h1[0]), self.mul(K(w2[0]), h2[0])),
-                    self.sum(h0[1], self.mul(K(w1[0]), h1[1]), self.mul(K(w2[0]), h2[1])))
-                cc[ik + idl1 * lc] = (
-                    self.sub(self.neg(self.mul(K(w1[1]), hm1[1])), self.mul(K(w2[1]), hm2[1])),
-                    self.add(self.mul(K(w1[1]), hm1[0]), self.mul(K(w2[1]), hm2[0])))
-            iwal, j, jc = 2 * l, 3, ip - 3
-            while j < ipph - 1:
-                iwal += l
-                if iwal > ip:
-                    iwal -= ip
-                xw = wal[iwal]
-                iwal += l
-                if iwal > ip:
-                    iwal -= ip
-                xw2 = wal[iwal]
-                for ik in self.rng(idl1):
-                    a, b = ch[ik + idl1 * j], ch[ik + idl1 * (j + 1)]
-                    e, g = ch[ik + idl1 * jc], ch[ik + idl1 * (jc - 1)]
-                    x, y = cc[ik + idl1 * l], cc[ik + idl1 * lc]
-                    cc[ik + idl1 * l] = (
-                        self.add(x[0], self.add(self.mul(a[0], K(xw[0])), self.mul(b[0], K(xw2[0])))),
-                        self.add(x[1], self.add(self.mul(a[1], K(xw[0])), self.mul(b[1], K(xw2[0])))))
-                    cc[ik + idl1 * lc] = (
-                        self.sub(y[0], self.add(self.mul(e[1], K(xw[1])), self.mul(g[1], K(xw2[1])))),
-                        self.add(y[1], self.add(self.mul(e[0], K(xw[1])), self.mul(g[0], K(xw2[1])))))
-                j, jc = j + 2, jc - 2
-            while j < ipph:
-                iwal += l
-                if iwal > ip:
-                    iwal -= ip
-                xw = wal[iwal]
-                for ik in self.rng(idl1):
-                    a, e = ch[ik + idl1 * j], ch[ik + idl1 * jc]
-                    x, y = cc[ik + idl1 * l], cc[ik + idl1 * lc]
-                    cc[ik + idl1 * l] = (self.add(x[0], self.mul(a[0], K(xw[0]))),
-                                         self.add(x[1], self.mul(a[1], K(xw[0]))))
-                    cc[ik + idl1 * lc] = (self.sub(y[0], self.mul(e[1], K(xw[1]))),
-                                          self.add(y[1], self.mul(e[0], K(xw[1]))))
-                j, jc = j + 1, jc - 1
-        for j in range(1, ipph):
+        for l in self.rng(1, ipph):
+            self._passg_sums(ch, cc, ip, idl1, wal, l)
+        for j in self.rng(1, ipph):
             jc = ip - j
             for k, i in self.ki(l1, ido):
                 t1, t2 = cc[CX(i, k, j)], cc[CX(i, k, jc)]
@@ -335,3 +292,44 @@ class CFFT(Base):
                     x1 = self.smul(fwd, x1, wa[(j - 1) * (ido - 1) + i - 1])
                     x2 = self.smul(fwd, x2, wa[(jc - 1) * (ido - 1) + i - 1])
                 cc[CX(i, k, j)], cc[CX(i, k, jc)] = x1, x2
+
+    def _passg_sums(self, ch, cc, ip, idl1, wal, l):
+        """The middle of :meth:`_passg`: ``cc[l]``/``cc[lc]`` from ``ch``, the terms
+        ``j >= 3`` in pairs, then one (pocketfft's order). Term ``j`` takes the root
+        of angle ``j*l mod ip`` (pocketfft steps it by ``l``; ``ip`` prime)."""
+        lc, K = ip - l, self.k
+        ipph = (ip + 1) // 2
+        w1, w2 = wal[l], wal[2 * l]
+        for ik in self.rng(idl1):
+            h0, h1, h2 = ch[ik], ch[ik + idl1], ch[ik + idl1 * 2]
+            hm1, hm2 = ch[ik + idl1 * (ip - 1)], ch[ik + idl1 * (ip - 2)]
+            cc[ik + idl1 * l] = (
+                self.sum(h0[0], self.mul(K(w1[0]), h1[0]), self.mul(K(w2[0]), h2[0])),
+                self.sum(h0[1], self.mul(K(w1[0]), h1[1]), self.mul(K(w2[0]), h2[1])))
+            cc[ik + idl1 * lc] = (
+                self.sub(self.neg(self.mul(K(w1[1]), hm1[1])), self.mul(K(w2[1]), hm2[1])),
+                self.add(self.mul(K(w1[1]), hm1[0]), self.mul(K(w2[1]), hm2[0])))
+        pairs = max(0, (ipph - 1 - 3 + 1) // 2)
+        for t in self.rng(pairs):
+            j = 3 + 2 * t
+            xw, xw2 = wal[(j * l) % ip], wal[((j + 1) * l) % ip]
+            for ik in self.rng(idl1):
+                a, b = ch[ik + idl1 * j], ch[ik + idl1 * (j + 1)]
+                e, g = ch[ik + idl1 * (ip - j)], ch[ik + idl1 * (ip - j - 1)]
+                x, y = cc[ik + idl1 * l], cc[ik + idl1 * lc]
+                cc[ik + idl1 * l] = (
+                    self.add(x[0], self.add(self.mul(a[0], K(xw[0])), self.mul(b[0], K(xw2[0])))),
+                    self.add(x[1], self.add(self.mul(a[1], K(xw[0])), self.mul(b[1], K(xw2[0])))))
+                cc[ik + idl1 * lc] = (
+                    self.sub(y[0], self.add(self.mul(e[1], K(xw[1])), self.mul(g[1], K(xw2[1])))),
+                    self.add(y[1], self.add(self.mul(e[0], K(xw[1])), self.mul(g[0], K(xw2[1])))))
+        j = 3 + 2 * pairs
+        if j < ipph:
+            xw = wal[(j * l) % ip]
+            for ik in self.rng(idl1):
+                a, e = ch[ik + idl1 * j], ch[ik + idl1 * (ip - j)]
+                x, y = cc[ik + idl1 * l], cc[ik + idl1 * lc]
+                cc[ik + idl1 * l] = (self.add(x[0], self.mul(a[0], K(xw[0]))),
+                                     self.add(x[1], self.mul(a[1], K(xw[0]))))
+                cc[ik + idl1 * lc] = (self.sub(y[0], self.mul(e[1], K(xw[1]))),
+                                      self.add(y[1], self.mul(e[0], K(xw[1]))))
