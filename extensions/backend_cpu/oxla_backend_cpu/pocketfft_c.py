@@ -69,9 +69,15 @@ class CFFT(Base):
         """The transform of line ``c`` (``n`` complex pairs) times ``fct``. With
         loop-emitting ops (``ops.looped``), ``c`` is a buffer (``ops.cscratch``)
         transformed in place, passes run as loops with twiddles from ``ops.ctable``."""
-        if self.n == 1:
-            return [self.cscale(c[0], self.k(fct))] if fct != 1 else list(c)
         mem = getattr(self.o, "looped", False)
+        if self.n == 1:
+            if fct == 1:
+                return c if mem else list(c)
+            v = self.cscale(c[0], self.k(fct))
+            if not mem:
+                return [v]
+            c[0] = v
+            return c
         p1, l1 = (c if mem else list(c)), 1
         other = self.o.cscratch(self.n) if mem else None
         for f in self.fact:
