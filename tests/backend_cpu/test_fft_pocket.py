@@ -217,3 +217,18 @@ func.func @main(%x: tensor<2x8xcomplex<f32>>) -> tensor<2x8xcomplex<f32>> {
 }"""
     with pytest.raises(NotSupportedError, match="fft_length"):
         compile_cpu(text)
+
+
+def test_fixed_radix_passes_are_shared_functions():
+    """A length's passes of one radix, and other lengths' in the same module, call one
+    function of (ido, l1) per radix and direction: n = 1024 real (five radix-4
+    passes) and 4096 emit one forward radix-4 pass; complex 1024 one pass8, one pass2."""
+    import llvmlite.ir as ir
+    import oxla_backend_cpu.fft_pocket as FP
+
+    m = ir.Module("m")
+    for kind, n in (("r", 1024), ("r", 4096), ("c", 1024)):
+        FP._line_fn(m, kind, n, True, 1.0, FP.F32, np.float32)
+    passes = sorted(f.name for f in m.functions if "_pass_" in f.name)
+    assert passes == ["oxla_pocketfft_pass_c2f_s", "oxla_pocketfft_pass_c8f_s",
+                      "oxla_pocketfft_pass_r4f_s"], passes

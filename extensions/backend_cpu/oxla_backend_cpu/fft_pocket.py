@@ -97,6 +97,9 @@ class _Ix:
 
     __radd__ = __add__
 
+    def __floordiv__(self, m: int):  # of a non-negative index
+        return _Ix(self.b, self.b.sdiv(self.v, _c(m)))
+
     def __mod__(self, m: int):
         return _Ix(self.b, self.b.urem(self.v, _c(m)))
 
@@ -197,16 +200,56 @@ class _LoopOps(_IROps):
         self.free = libc(module, "free", ir.VoidType(), [PTR])
         self.allocs: list[ir.Value] = []
 
-    def range(self, start: int, stop: int, step: int):
-        r = range(start, stop, step)
-        if len(r) <= 1:
-            yield from r
-            return
+    def range(self, start: int, stop, step: int):
+        """``range(start, stop, step)`` as a loop (``stop`` an int or, in a shared
+        pass, an :class:`_Ix`); a constant range of at most one index stays Python."""
+        if isinstance(stop, int):
+            r = range(start, stop, step)
+            if len(r) <= 1:
+                yield from r
+                return
+            count = _c(len(r))
+        else:  # a non-positive count runs no iteration
+            count = self.b.sdiv(self.b.add(self.b.sub(stop.v, _c(start)), _c(step - 1)),
+                                _c(step))
         # not unrolled: the pass loops are many (a few per radix pass) and LLVM's full
         # unrolling of the short ones grew the optimized code by ~30% (more code
         # generation time) with no faster lines (n = 1024 and 16384, real and complex)
-        with for_range(self.b, len(r), "fq", hints=(("llvm.loop.unroll.disable", None),)) as t:
+        with for_range(self.b, count, "fq", hints=(("llvm.loop.unroll.disable", None),)) as t:
             yield _Ix(self.b, t) * step + start
+
+    def if_even(self, n: _Ix):
+        with self.b.if_then(self.b.icmp_signed("==", self.b.and_(n.v, _c(1)), _c(0))):
+            yield
+
+    def shared_pass(self, plan, key: str, fn, ido: int, l1: int, cc, ch, wa) -> None:
+        """One fixed-radix pass as a call of ``void pass(T* cc, T* ch, T* wa, i64 ido,
+        i64 l1)``, emitted once per module and ``key`` (radix, direction, precision):
+        a length's passes of one radix (five radix-4 passes at n = 1024) share code,
+        and so do different lengths. Same operations, so the same bits."""
+        name = f"oxla_pocketfft_pass_{key}_{'d' if self.ty == F64 else 's'}"
+        real = isinstance(cc, _RBuf)
+        f = self.module.globals.get(name)
+        if f is None:
+            f = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR] * 3 + [I64] * 2),
+                            name)
+            f.linkage = "internal"
+            f.attributes.add("noinline")
+            for arg in f.args[:3]:  # cc and ch are the two line buffers, wa a constant
+                arg.add_attribute("noalias")
+            sub = _LoopOps(ir.IRBuilder(f.append_basic_block("entry")), self.ty, self.module)
+            a = f.args
+            buf, tab = (_RBuf, _RTable) if real else (_Buf, _Table)
+            saved, plan.o = plan.o, sub
+            try:
+                fn(_Ix(sub.b, a[3]), _Ix(sub.b, a[4]), buf(sub, a[0]), buf(sub, a[1]),
+                   tab(sub, a[2], None))
+            finally:
+                plan.o = saved
+            sub.free_all()
+            sub.b.ret_void()
+        wp = wa.ptr if wa.ptr is not None else ir.Constant(PTR, None)
+        self.b.call(f, [cc.ptr, ch.ptr, wp, _c(ido), _c(l1)])
 
     def cscratch(self, n: int) -> _Buf:
         size = 4 if self.ty == F32 else 8

@@ -217,6 +217,24 @@ class Base:
         fn = getattr(self.o, "range", None)
         return range(start, stop, step) if fn is None else fn(start, stop, step)
 
+    def even(self, n):
+        """Yields once when ``n`` is even: a Python test for an int, an emitted branch
+        (``ops.if_even``) for a symbolic one (a shared pass's ``ido``)."""
+        if not isinstance(n, int):
+            yield from self.o.if_even(n)
+        elif n % 2 == 0:
+            yield
+
+    def run_pass(self, key: str, fn, ido: int, l1: int, cc, ch, wa) -> None:
+        """``fn(ido, l1, cc, ch, wa)``, one fixed-radix pass; loop-emitting ops that
+        share passes (``ops.shared_pass``) emit it once per ``key`` as a function of
+        ``ido`` and ``l1`` and call it (the passes of one radix differ in those only)."""
+        shared = getattr(self.o, "shared_pass", None)
+        if shared is None:
+            fn(ido, l1, cc, ch, wa)
+        else:
+            shared(self, key, fn, ido, l1, cc, ch, wa)
+
     def table(self, values: list):
         """``values`` (real constants) indexable by :meth:`rng`'s indices: the list
         itself when unrolled, a constant table (``ops.rtable``) with loop-emitting
@@ -248,6 +266,11 @@ class Base:
         for x in xs[1:]:
             acc = self.o.add(acc, x)
         return acc
+
+
+def is_int_at_most(x, m: int) -> bool:
+    """Whether ``x`` is a Python int at most ``m`` (a symbolic index never is)."""
+    return isinstance(x, int) and x <= m
 
 
 def is_zero(i) -> bool:

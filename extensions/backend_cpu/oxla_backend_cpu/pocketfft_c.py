@@ -85,14 +85,13 @@ class CFFT(Base):
             ido = self.n // (l1 * ip)
             p2 = other if mem else [None] * self.n
             wa = self.o.ctable(f.tw) if mem else f.tw
-            if ip == 4:
-                self._pass4(fwd, ido, l1, p1, p2, wa)
-            elif ip == 8:
-                self._pass8(fwd, ido, l1, p1, p2, wa)
-            elif ip == 2:
-                self._pass2(fwd, ido, l1, p1, p2, wa)
-            elif ip in (3, 5, 7, 11):
-                self._passodd(fwd, ido, l1, p1, p2, wa, ip)
+            if ip in (2, 3, 4, 5, 7, 8, 11):
+                def fn(ido, l1, cc, ch, wa, ip=ip):
+                    if ip in (2, 4, 8):
+                        getattr(self, f"_pass{ip}")(fwd, ido, l1, cc, ch, wa)
+                    else:
+                        self._passodd(fwd, ido, l1, cc, ch, wa, ip)
+                self.run_pass(f"c{ip}{'f' if fwd else 'b'}", fn, ido, l1, p1, p2, wa)
             else:
                 self._passg(fwd, ido, ip, l1, p1, p2, wa, f.tws)
                 p1, p2 = p2, p1  # the generic pass leaves its result in its input

@@ -11,6 +11,7 @@ from oxla_backend_cpu.pocketfft_base import (
     Base,
     Factor,
     Twiddles,
+    is_int_at_most,
     rfft_factors,
 )
 
@@ -92,13 +93,13 @@ class RFFT(Base):
                     self._radfg(ido, f.ip, l1, p1, p2, wa, f.tws)
                     p1, p2 = p2, p1
                 else:
-                    fn(ido, l1, p1, p2, wa)
+                    self.run_pass(f"r{f.ip}f", fn, ido, l1, p1, p2, wa)
             else:
                 fn = {2: self._radb2, 3: self._radb3, 4: self._radb4, 5: self._radb5}.get(f.ip)
                 if fn is None:
                     self._radbg(ido, f.ip, l1, p1, p2, wa, f.tws)
                 else:
-                    fn(ido, l1, p1, p2, wa)
+                    self.run_pass(f"r{f.ip}b", fn, ido, l1, p1, p2, wa)
                 l1 *= f.ip
             other, p1 = p1, p2
         s = self.k(fct) if fct != 1 else None
@@ -119,11 +120,11 @@ class RFFT(Base):
             return a + ido * (b + 2 * c)
         for k in self.rng(l1):
             ch[CH(0, 0, k)], ch[CH(ido - 1, 1, k)] = self.pm(CC(0, k, 0), CC(0, k, 1))
-        if ido % 2 == 0:
+        for _ in self.even(ido):
             for k in self.rng(l1):
                 ch[CH(0, 1, k)] = self.neg(CC(ido - 1, k, 1))
                 ch[CH(ido - 1, 0, k)] = CC(ido - 1, k, 0)
-        if ido <= 2:
+        if is_int_at_most(ido, 2):  # else the i loops below are empty
             return
         for k in self.rng(l1):
             for i in self.rng(2, ido, 2):
@@ -145,7 +146,7 @@ class RFFT(Base):
             ch[CH(0, 0, k)] = self.add(CC(0, k, 0), cr2)
             ch[CH(0, 2, k)] = self.mul(taui, self.sub(CC(0, k, 2), CC(0, k, 1)))
             ch[CH(ido - 1, 1, k)] = self.add(CC(0, k, 0), self.mul(taur, cr2))
-        if ido == 1:
+        if is_int_at_most(ido, 1):
             return
         for k in self.rng(l1):
             for i in self.rng(2, ido, 2):
@@ -178,13 +179,13 @@ class RFFT(Base):
             tr1, ch[CH(0, 2, k)] = self.pm(CC(0, k, 3), CC(0, k, 1))
             tr2, ch[CH(ido - 1, 1, k)] = self.pm(CC(0, k, 0), CC(0, k, 2))
             ch[CH(0, 0, k)], ch[CH(ido - 1, 3, k)] = self.pm(tr2, tr1)
-        if ido % 2 == 0:
+        for _ in self.even(ido):
             for k in self.rng(l1):
                 ti1 = self.mul(self.neg(h), self.add(CC(ido - 1, k, 1), CC(ido - 1, k, 3)))
                 tr1 = self.mul(h, self.sub(CC(ido - 1, k, 1), CC(ido - 1, k, 3)))
                 ch[CH(ido - 1, 0, k)], ch[CH(ido - 1, 2, k)] = self.pm(CC(ido - 1, k, 0), tr1)
                 ch[CH(0, 3, k)], ch[CH(0, 1, k)] = self.pm(ti1, CC(ido - 1, k, 2))
-        if ido <= 2:
+        if is_int_at_most(ido, 2):  # else the i loops below are empty
             return
         for k in self.rng(l1):
             for i in self.rng(2, ido, 2):
@@ -222,7 +223,7 @@ class RFFT(Base):
             ch[CH(0, 2, k)] = a(m(ti11, ci5), m(ti12, ci4))
             ch[CH(ido - 1, 3, k)] = self.sum(c0, m(tr12, cr2), m(tr11, cr3))
             ch[CH(0, 4, k)] = self.sub(m(ti12, ci5), m(ti11, ci4))
-        if ido == 1:
+        if is_int_at_most(ido, 1):
             return
         for k in self.rng(l1):
             for i in self.rng(2, ido, 2):
@@ -331,7 +332,7 @@ class RFFT(Base):
             for k in self.rng(l1):
                 cc[CC(ido - 1, j2, k)] = ch[C1(0, k, j)]
                 cc[CC(0, j2 + 1, k)] = ch[C1(0, k, jc)]
-        if ido == 1:
+        if is_int_at_most(ido, 1):
             return
         for j in self.rng(1, ipph):
             jc, j2 = ip - j, 2 * j - 1
@@ -356,11 +357,11 @@ class RFFT(Base):
         two = self.k(2.0)
         for k in self.rng(l1):
             ch[CH(0, k, 0)], ch[CH(0, k, 1)] = self.pm(CC(0, 0, k), CC(ido - 1, 1, k))
-        if ido % 2 == 0:
+        for _ in self.even(ido):
             for k in self.rng(l1):
                 ch[CH(ido - 1, k, 0)] = self.mul(two, CC(ido - 1, 0, k))
                 ch[CH(ido - 1, k, 1)] = self.mul(self.k(-2.0), CC(0, 1, k))
-        if ido <= 2:
+        if is_int_at_most(ido, 2):  # else the i loops below are empty
             return
         for k in self.rng(l1):
             for i in self.rng(2, ido, 2):
@@ -385,7 +386,7 @@ class RFFT(Base):
             ch[CH(0, k, 0)] = self.add(CC(0, 0, k), tr2)
             ci3 = m(taui2, CC(0, 2, k))
             ch[CH(0, k, 2)], ch[CH(0, k, 1)] = self.pm(cr2, ci3)
-        if ido == 1:
+        if is_int_at_most(ido, 1):
             return
         for k in self.rng(l1):
             for i in self.rng(2, ido, 2):
@@ -422,7 +423,7 @@ class RFFT(Base):
             tr4 = self.mul(two, CC(0, 2, k))
             ch[CH(0, k, 0)], ch[CH(0, k, 2)] = self.pm(tr2, tr3)
             ch[CH(0, k, 3)], ch[CH(0, k, 1)] = self.pm(tr1, tr4)
-        if ido % 2 == 0:
+        for _ in self.even(ido):
             for k in self.rng(l1):
                 ti1, ti2 = self.pm(CC(0, 3, k), CC(0, 1, k))
                 tr2, tr1 = self.pm(CC(ido - 1, 0, k), CC(ido - 1, 2, k))
@@ -430,7 +431,7 @@ class RFFT(Base):
                 ch[CH(ido - 1, k, 1)] = self.mul(s2, self.sub(tr1, ti1))
                 ch[CH(ido - 1, k, 2)] = self.add(ti2, ti2)
                 ch[CH(ido - 1, k, 3)] = self.mul(self.neg(s2), self.add(tr1, ti1))
-        if ido <= 2:
+        if is_int_at_most(ido, 2):  # else the i loops below are empty
             return
         for k in self.rng(l1):
             for i in self.rng(2, ido, 2):
@@ -472,7 +473,7 @@ class RFFT(Base):
             ci5, ci4 = self._mulpm_vc(ti5, ti4, ti11, ti12)
             ch[CH(0, k, 4)], ch[CH(0, k, 1)] = self.pm(cr2, ci5)
             ch[CH(0, k, 3)], ch[CH(0, k, 2)] = self.pm(cr3, ci4)
-        if ido == 1:
+        if is_int_at_most(ido, 1):
             return
         for k in self.rng(l1):
             for i in self.rng(2, ido, 2):
@@ -545,7 +546,7 @@ class RFFT(Base):
             for k in self.rng(l1):
                 a, b = cc[C1(0, k, j)], cc[C1(0, k, jc)]
                 ch[C1(0, k, jc)], ch[C1(0, k, j)] = self.pm(a, b)
-        if ido == 1:
+        if is_int_at_most(ido, 1):
             return
         for j in self.rng(1, ipph):
             jc = ip - j
