@@ -444,13 +444,35 @@ def emit_fft_pocket(s: Scalar, f, x, kind: str, length: list[int], xs: list[int]
     axes = list(range(rank - k, rank))
     inv = float(dtype(np.longdouble(1) / np.longdouble(math.prod(length))))
     cshape = xs if kind == "IRFFT" else ys
-    buf = _Scratch(s, ty, 2 * math.prod(cshape))
+    # a 1-D real transform needs no complex scratch: its halfcomplex line goes straight
+    # to the result (RFFT) or comes straight from the operand (IRFFT)
+    direct = k == 1 and kind in ("RFFT", "IRFFT")
+    buf = None if direct else _Scratch(s, ty, 2 * math.prod(cshape))
 
     def narrow(v: ir.Value) -> ir.Value:
         return v if wide else b.fptrunc(v, F32)
 
     def widen(v: ir.Value) -> ir.Value:
         return v if wide else b.fpext(v, F64)
+
+    def put(oidx, i: ir.Value, re: ir.Value, im: ir.Value) -> None:
+        """Complex element ``i`` of RFFT's row ``oidx``: into the result or the scratch."""
+        e = b.add(linearize(b, list(oidx) + [_c(0)], ys), i)
+        if direct:
+            z = make(b, widen(re), widen(im))
+            store_elem(s, out, et, e, convert(s, z, _C128, et))
+        else:
+            buf.store(b.mul(e, _c(2)), re)
+            buf.store(b.add(b.mul(e, _c(2)), _c(1)), im)
+
+    def get(oidx, i: ir.Value) -> tuple[ir.Value, ir.Value]:
+        """Complex element ``i`` of IRFFT's row ``oidx``: from the operand or scratch."""
+        if direct:
+            f.reset()
+            re, im = parts(b, convert(s, f.value_at(x, list(oidx) + [i]), xet, _C128))
+            return narrow(re), narrow(im)
+        e = b.mul(b.add(linearize(b, list(oidx) + [_c(0)], xs), i), _c(2))
+        return buf.load(e), buf.load(b.add(e, _c(1)))
 
     n = length[-1]
     line = _Scratch(s, ty, 2 * max(length))
@@ -463,19 +485,15 @@ def emit_fft_pocket(s: Scalar, f, x, kind: str, length: list[int], xs: list[int]
                 line.store(j, narrow(convert(s, f.value_at(x, list(oidx) + [j]), xet, _W64)))
             f.reset()
             b.call(fn, [line.ptr])
-            dst = b.mul(linearize(b, list(oidx) + [_c(0)], ys), _c(2))
-            buf.store(dst, line.load(_c(0)))
-            buf.store(b.add(dst, _c(1)), zero)
+            put(oidx, _c(0), line.load(_c(0)), zero)
             with for_range(b, (n - 1) // 2 + 1, "pru", start=1) as i:
-                o = b.add(dst, b.mul(i, _c(2)))
-                buf.store(o, line.load(b.sub(b.mul(i, _c(2)), _c(1))))
-                buf.store(b.add(o, _c(1)), line.load(b.mul(i, _c(2))))
+                put(oidx, i, line.load(b.sub(b.mul(i, _c(2)), _c(1))),
+                    line.load(b.mul(i, _c(2))))
             if n % 2 == 0:
-                buf.store(b.add(dst, _c(n)), line.load(_c(n - 1)))
-                buf.store(b.add(dst, _c(n + 1)), zero)
+                put(oidx, _c(n // 2), line.load(_c(n - 1)), zero)
         for ax in axes[:-1]:
             _complex_axis(s, buf, line, cshape, ax, True, 1.0, dtype)
-    else:
+    elif not direct:
         with loop_nest(b, xs, "pi") as idx:
             f.reset()
             re, im = parts(b, convert(s, f.value_at(x, idx), xet, _C128))
@@ -489,22 +507,23 @@ def emit_fft_pocket(s: Scalar, f, x, kind: str, length: list[int], xs: list[int]
     if kind == "IRFFT":  # complex -> halfcomplex (imaginary parts of r0, r_{n/2} unread)
         fn = _line_fn(s.module, "r", n, False, inv, ty, dtype)
         with loop_nest(b, ys[:-1], "po") as oidx:
-            src = b.mul(linearize(b, list(oidx) + [_c(0)], xs), _c(2))
-            line.store(_c(0), buf.load(src))
+            line.store(_c(0), get(oidx, _c(0))[0])
             with for_range(b, (n - 1) // 2 + 1, "pou", start=1) as i:
-                o = b.add(src, b.mul(i, _c(2)))
-                line.store(b.sub(b.mul(i, _c(2)), _c(1)), buf.load(o))
-                line.store(b.mul(i, _c(2)), buf.load(b.add(o, _c(1))))
+                re, im = get(oidx, i)
+                line.store(b.sub(b.mul(i, _c(2)), _c(1)), re)
+                line.store(b.mul(i, _c(2)), im)
             if n % 2 == 0:
-                line.store(_c(n - 1), buf.load(b.add(src, _c(n))))
+                line.store(_c(n - 1), get(oidx, _c(n // 2))[0])
+            f.reset()
             b.call(fn, [line.ptr])
             dst = linearize(b, list(oidx) + [_c(0)], ys)
             with for_range(b, n, "pos") as j:
                 store_elem(s, out, et, b.add(dst, j), convert(s, widen(line.load(j)), _W64, et))
-    else:
+    elif not direct:
         with loop_nest(b, ys, "pc") as idx:
             o = b.mul(linearize(b, idx, ys), _c(2))
             z = make(b, widen(buf.load(o)), widen(buf.load(b.add(o, _c(1)))))
             store_elem(s, out, et, linearize(b, idx, ys), convert(s, z, _C128, et))
-    buf.free()
+    if buf is not None:
+        buf.free()
     line.free()
