@@ -74,6 +74,18 @@ class Twiddles:
             return -sin(x * ang), -cos(x * ang)
         return -cos((2 * n - x) * ang), -sin((2 * n - x) * ang)
 
+    def many(self, idx) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`__getitem__` of every index of the int array ``idx`` at once (the same
+        double products, each rounded once to ``dtype``): (re, im) float arrays."""
+        idx = np.asarray(idx, np.int64)
+        conj = 2 * idx > self.n
+        idx = np.where(conj, self.n - idx, idx)
+        v1, v2 = np.asarray(self.v1, np.float64), np.asarray(self.v2, np.float64)
+        a, c = v1[idx & self.mask], v2[idx >> self.shift]
+        re = (a[:, 0] * c[:, 0] - a[:, 1] * c[:, 1]).astype(self.dtype).astype(np.float64)
+        im = (a[:, 0] * c[:, 1] + a[:, 1] * c[:, 0]).astype(self.dtype).astype(np.float64)
+        return re, np.where(conj, -im, im)
+
     def __getitem__(self, idx: int) -> tuple[float, float]:
         conj = 2 * idx > self.n
         if conj:

@@ -32,10 +32,9 @@ class CFFT(Base):
         l1 = 1
         for ip in cfft_factors(n):
             ido = n // (l1 * ip)
-            w = [None] * ((ip - 1) * (ido - 1))
-            for j in range(1, ip):
-                for i in range(1, ido):
-                    w[(j - 1) * (ido - 1) + i - 1] = tw[j * l1 * i]
+            jj, ii = np.meshgrid(np.arange(1, ip), np.arange(1, ido), indexing="ij")
+            re, im = tw.many((jj * l1 * ii).ravel())  # w[(j-1)*(ido-1) + i-1]
+            w = list(zip(re.tolist(), im.tolist()))
             tws = [tw[j * l1 * ido] for j in range(ip)] if ip > 11 else None
             self.fact.append(Factor(ip, w, tws))
             l1 *= ip

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from oxla_backend_cpu.pocketfft_base import (
     C3,
     C5,
@@ -32,13 +34,14 @@ class RFFT(Base):
         l1 = 1
         for kk, ip in enumerate(fs):
             ido = n // (l1 * ip)
-            w = [0.0] * ((ip - 1) * (ido - 1))
-            if kk < len(fs) - 1:
-                for j in range(1, ip):
-                    for i in range(1, (ido - 1) // 2 + 1):
-                        re, im = tw[j * l1 * i]
-                        w[(j - 1) * (ido - 1) + 2 * i - 2] = re
-                        w[(j - 1) * (ido - 1) + 2 * i - 1] = im
+            w = np.zeros((ip - 1, ido - 1))
+            if kk < len(fs) - 1 and ido > 2:  # w[(j-1)*(ido-1) + 2i-2], [.. + 2i-1]
+                jj, ii = np.meshgrid(np.arange(1, ip), np.arange(1, (ido - 1) // 2 + 1),
+                                     indexing="ij")
+                re, im = tw.many((jj * l1 * ii).ravel())
+                w[:, 0:2 * ii.shape[1]:2] = re.reshape(ii.shape)
+                w[:, 1:2 * ii.shape[1]:2] = im.reshape(ii.shape)
+            w = w.ravel().tolist()
             tws = None
             if ip > 5:
                 tws = [0.0] * (2 * ip)
