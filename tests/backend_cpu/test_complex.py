@@ -95,3 +95,33 @@ def test_complex_expm1_log1p_logistic_cbrt_atan2_minmax(part, dt, rtol):
     y[:3] = [complex(1, 3), complex(1, -1), complex(0, 0)]
     _, got = run_both(MORE_UNARY.replace("f64>", f"{part}>"), [x, y], rtol=rtol, atol=1e-12)
     assert got[5][0] == x[0] and got[6][0] == y[0] and np.isnan(got[5][2].real)
+
+
+@pytest.mark.parametrize("n", [7, 64, 1000])
+def test_complex64_abs_is_hypot_of_the_parts_over_the_whole_range(n):
+    """abs of complex<f32> (computed as sqrt(re*re + im*im) in f64, which vectorizes)
+    is hypot in f64 rounded to f32, bit for bit, from subnormal to f32-max parts, and
+    inf whenever a part is infinite (also with a NaN part); complex<f64> keeps hypot."""
+    from tests.backend_cpu.conftest import compile_cpu
+
+    rng = np.random.default_rng(n)
+    with np.errstate(over="ignore"):
+        re = (rng.standard_normal(n) * np.exp2(rng.integers(-150, 128, n))).astype(np.float32)
+        im = (rng.standard_normal(n) * np.exp2(rng.integers(-150, 128, n))).astype(np.float32)
+    sp = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0, 3.4e38, 1e-45, 1.0], np.float32)
+    a, b = np.meshgrid(sp, sp)
+    re, im = np.concatenate([re, a.ravel()]), np.concatenate([im, b.ravel()])
+    z = (re + 0j).astype(np.complex64)
+    z.imag = im
+    m = z.size
+    for ct, rt, x in (("f32", np.float32, z), ("f64", np.float64, z.astype(np.complex128))):
+        text = f"""
+func.func @main(%x: tensor<{m}xcomplex<{ct}>>) -> tensor<{m}x{ct}> {{
+  %r = stablehlo.abs %x : (tensor<{m}xcomplex<{ct}>>) -> tensor<{m}x{ct}>
+  return %r : tensor<{m}x{ct}>
+}}"""
+        got = compile_cpu(text)(x)[0]
+        with np.errstate(over="ignore"):
+            want = np.hypot(re.astype(np.float64), im.astype(np.float64)).astype(rt)
+        np.testing.assert_array_equal(got, want)
+        assert np.isinf(got[-64:][np.isinf(a.ravel()) | np.isinf(b.ravel())]).all()

@@ -97,6 +97,12 @@ class _Ix:
 
     __radd__ = __add__
 
+    def __floordiv__(self, m: int):  # of a non-negative index
+        return _Ix(self.b, self.b.sdiv(self.v, _c(m)))
+
+    def __mod__(self, m: int):
+        return _Ix(self.b, self.b.urem(self.v, _c(m)))
+
     def __sub__(self, x):
         if isinstance(x, int) and x == 0:
             return self
@@ -148,6 +154,36 @@ class _Table(_Buf):
         return super().__getitem__(i)
 
 
+class _RBuf:
+    """``n`` real values of ``T`` at ``ptr``, indexed by int or :class:`_Ix`."""
+
+    def __init__(self, ops: _LoopOps, ptr: ir.Value):
+        self.o, self.ptr = ops, ptr
+
+    def _at(self, i) -> ir.Value:
+        return self.o.b.gep(self.ptr, [_Ix.val(i)], source_etype=self.o.ty, inbounds=True)
+
+    def __getitem__(self, i):
+        return self.o.b.load(self._at(i), typ=self.o.ty)
+
+    def __setitem__(self, i, v) -> None:
+        self.o.b.store(v, self._at(i))
+
+
+class _RTable(_RBuf):
+    """A constant table of real ``T`` values (the real passes' twiddles): a constant
+    index gives the float (rounded by the pass as a constant), a symbolic one loads."""
+
+    def __init__(self, ops: _LoopOps, ptr: ir.Value | None, values: list):
+        super().__init__(ops, ptr)
+        self.values = values
+
+    def __getitem__(self, i):
+        if isinstance(i, int):
+            return self.values[i]
+        return super().__getitem__(i)
+
+
 class _LoopOps(_IROps):
     """:class:`_IROps` that emit the passes' loops as loops (``looped``): ``range``
     yields one :class:`_Ix` inside an emitted loop, line buffers live in memory
@@ -164,13 +200,56 @@ class _LoopOps(_IROps):
         self.free = libc(module, "free", ir.VoidType(), [PTR])
         self.allocs: list[ir.Value] = []
 
-    def range(self, start: int, stop: int, step: int):
-        r = range(start, stop, step)
-        if len(r) <= 1:
-            yield from r
-            return
-        with for_range(self.b, len(r), "fq") as t:
+    def range(self, start: int, stop, step: int):
+        """``range(start, stop, step)`` as a loop (``stop`` an int or, in a shared
+        pass, an :class:`_Ix`); a constant range of at most one index stays Python."""
+        if isinstance(stop, int):
+            r = range(start, stop, step)
+            if len(r) <= 1:
+                yield from r
+                return
+            count = _c(len(r))
+        else:  # a non-positive count runs no iteration
+            count = self.b.sdiv(self.b.add(self.b.sub(stop.v, _c(start)), _c(step - 1)),
+                                _c(step))
+        # not unrolled: the pass loops are many (a few per radix pass) and LLVM's full
+        # unrolling of the short ones grew the optimized code by ~30% (more code
+        # generation time) with no faster lines (n = 1024 and 16384, real and complex)
+        with for_range(self.b, count, "fq", hints=(("llvm.loop.unroll.disable", None),)) as t:
             yield _Ix(self.b, t) * step + start
+
+    def if_even(self, n: _Ix):
+        with self.b.if_then(self.b.icmp_signed("==", self.b.and_(n.v, _c(1)), _c(0))):
+            yield
+
+    def shared_pass(self, plan, key: str, fn, ido: int, l1: int, cc, ch, wa) -> None:
+        """One fixed-radix pass as a call of ``void pass(T* cc, T* ch, T* wa, i64 ido,
+        i64 l1)``, emitted once per module and ``key`` (radix, direction, precision):
+        a length's passes of one radix (five radix-4 passes at n = 1024) share code,
+        and so do different lengths. Same operations, so the same bits."""
+        name = f"oxla_pocketfft_pass_{key}_{'d' if self.ty == F64 else 's'}"
+        real = isinstance(cc, _RBuf)
+        f = self.module.globals.get(name)
+        if f is None:
+            f = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR] * 3 + [I64] * 2),
+                            name)
+            f.linkage = "internal"
+            f.attributes.add("noinline")
+            for arg in f.args[:3]:  # cc and ch are the two line buffers, wa a constant
+                arg.add_attribute("noalias")
+            sub = _LoopOps(ir.IRBuilder(f.append_basic_block("entry")), self.ty, self.module)
+            a = f.args
+            buf, tab = (_RBuf, _RTable) if real else (_Buf, _Table)
+            saved, plan.o = plan.o, sub
+            try:
+                fn(_Ix(sub.b, a[3]), _Ix(sub.b, a[4]), buf(sub, a[0]), buf(sub, a[1]),
+                   tab(sub, a[2], None))
+            finally:
+                plan.o = saved
+            sub.free_all()
+            sub.b.ret_void()
+        wp = wa.ptr if wa.ptr is not None else ir.Constant(PTR, None)
+        self.b.call(f, [cc.ptr, ch.ptr, wp, _c(ido), _c(l1)])
 
     def cscratch(self, n: int) -> _Buf:
         size = 4 if self.ty == F32 else 8
@@ -178,15 +257,31 @@ class _LoopOps(_IROps):
         self.allocs.append(ptr)
         return _Buf(self, ptr)
 
-    def ctable(self, pairs: list) -> _Table:
-        if not pairs:
-            return _Table(self, None, pairs)
-        flat = [float(x) for p in pairs for x in p]
-        arr = ir.ArrayType(self.ty, len(flat))
+    def rscratch(self, n: int) -> _RBuf:
+        size = 4 if self.ty == F32 else 8
+        ptr = self.b.call(self.malloc, [_c(max(n * size, 16))])
+        self.allocs.append(ptr)
+        return _RBuf(self, ptr)
+
+    def _global(self, flat: list[float]) -> ir.GlobalVariable | None:
+        """A module constant holding ``flat`` in ``T`` (values already rounded to it),
+        as raw bytes: an ``i8`` string is built and parsed in microseconds, where an
+        array of 16k float literals took ~1 s of Python and LLVM parsing (n = 16384)."""
+        if not flat:
+            return None
+        data = bytearray(np.asarray(flat, np.float32 if self.ty == F32 else np.float64)
+                         .astype("<f4" if self.ty == F32 else "<f8").tobytes())
+        arr = ir.ArrayType(ir.IntType(8), len(data))
         g = ir.GlobalVariable(self.module, arr, self.module.get_unique_name("oxla_fft_tw"))
-        g.global_constant, g.linkage = True, "internal"
-        g.initializer = ir.Constant(arr, [ir.Constant(self.ty, v) for v in flat])
-        return _Table(self, g, pairs)
+        g.global_constant, g.linkage, g.align = True, "internal", 16
+        g.initializer = ir.Constant(arr, data)
+        return g
+
+    def ctable(self, pairs: list) -> _Table:
+        return _Table(self, self._global([float(x) for p in pairs for x in p]), pairs)
+
+    def rtable(self, values: list) -> _RTable:
+        return _RTable(self, self._global([float(x) for x in values]), values)
 
     def free_all(self) -> None:
         for p in self.allocs:
@@ -194,14 +289,16 @@ class _LoopOps(_IROps):
 
 
 LOOP_WORK = 6000
-"""Complex lines whose :func:`pocketfft.work` estimate is above this are emitted in
-loop form (:class:`_LoopOps`: code size per pass, not per butterfly); smaller ones
+"""Lines whose :func:`pocketfft.work` estimate is above this are emitted in loop form
+(:class:`_LoopOps`: code size per pass, not per butterfly); smaller ones
 straight-line."""
 
 
 def looped(n: int, real: bool) -> bool:
-    """Whether a line of length ``n`` is emitted in loop form."""
-    return not real and P.work(n, False) > LOOP_WORK
+    """Whether a line of length ``n`` (complex, or real when ``real``) is emitted in
+    loop form; every other length has at most :data:`pocketfft.MAX_OPS` ops
+    straight-line."""
+    return P.work(n, real) > LOOP_WORK
 
 
 def _line_fn(module: ir.Module, kind: str, n: int, fwd: bool, fct: float, ty: ir.Type,
@@ -219,7 +316,7 @@ def _line_fn(module: ir.Module, kind: str, n: int, fwd: bool, fct: float, ty: ir
     if name in module.globals:
         return module.globals[name]
     if looped(n, kind == "r"):
-        return _loop_line_fn(module, name, n, fwd, fct, ty, dtype)
+        return _loop_line_fn(module, name, n, fwd, fct, ty, dtype, kind == "r")
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR]), name)
     fn.linkage = "internal"
     fn.attributes.add("noinline")
@@ -241,15 +338,16 @@ def _line_fn(module: ir.Module, kind: str, n: int, fwd: bool, fct: float, ty: ir
 
 
 def _loop_line_fn(module: ir.Module, name: str, n: int, fwd: bool, fct: float,
-                  ty: ir.Type, dtype) -> ir.Function:
-    """:func:`_line_fn` of a complex line in loop form (the same operations, so the
-    same bits); optimized normally (its blocks are small)."""
+                  ty: ir.Type, dtype, real: bool) -> ir.Function:
+    """:func:`_line_fn` in loop form (the same operations, so the same bits);
+    optimized normally (its blocks are small)."""
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR]), name)
     fn.linkage = "internal"
     fn.attributes.add("noinline")
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     ops = _LoopOps(b, ty, module)
-    P.plan(n, False, ops, dtype).exec(_Buf(ops, fn.args[0]), fct, fwd)
+    line = (_RBuf if real else _Buf)(ops, fn.args[0])
+    P.plan(n, real, ops, dtype).exec(line, fct, fwd)
     ops.free_all()
     b.ret_void()
     return fn
@@ -261,8 +359,9 @@ def _is_wide(et: T.ElementType) -> bool:
 
 
 def pocket_plan_ok(kind: str, length: list[int], xs: list[int], ys: list[int]) -> bool:
-    """True when every axis has a replayable pocketfft plan and the shapes are the
-    spec's (trailing operand dims = ``fft_length``, IRFFT's last = ``n//2+1``)."""
+    """True when the shapes are the ones XLA accepts (trailing operand dims =
+    ``fft_length``, RFFT's result and IRFFT's operand last dim ``n//2+1``): every line
+    length has a plan (straight-line or loop form)."""
     k = len(length)
     if k == 0 or len(xs) != len(ys) or xs[:-k] != ys[:-k]:
         return False
@@ -275,9 +374,7 @@ def pocket_plan_ok(kind: str, length: list[int], xs: list[int], ys: list[int]) -
         shapes_ok = ys[-k:] == length and xs[-k:] == length[:-1] + [n // 2 + 1]
     if not shapes_ok:
         return False
-    real_last = kind in ("RFFT", "IRFFT")
-    return all(looped(m, real) or P.supported(m, real)
-               for m, real in ((m, real_last and i == k - 1) for i, m in enumerate(length)))
+    return all(m >= 1 for m in length)
 
 
 class _Scratch:
@@ -347,13 +444,35 @@ def emit_fft_pocket(s: Scalar, f, x, kind: str, length: list[int], xs: list[int]
     axes = list(range(rank - k, rank))
     inv = float(dtype(np.longdouble(1) / np.longdouble(math.prod(length))))
     cshape = xs if kind == "IRFFT" else ys
-    buf = _Scratch(s, ty, 2 * math.prod(cshape))
+    # a 1-D real transform needs no complex scratch: its halfcomplex line goes straight
+    # to the result (RFFT) or comes straight from the operand (IRFFT)
+    direct = k == 1 and kind in ("RFFT", "IRFFT")
+    buf = None if direct else _Scratch(s, ty, 2 * math.prod(cshape))
 
     def narrow(v: ir.Value) -> ir.Value:
         return v if wide else b.fptrunc(v, F32)
 
     def widen(v: ir.Value) -> ir.Value:
         return v if wide else b.fpext(v, F64)
+
+    def put(oidx, i: ir.Value, re: ir.Value, im: ir.Value) -> None:
+        """Complex element ``i`` of RFFT's row ``oidx``: into the result or the scratch."""
+        e = b.add(linearize(b, list(oidx) + [_c(0)], ys), i)
+        if direct:
+            z = make(b, widen(re), widen(im))
+            store_elem(s, out, et, e, convert(s, z, _C128, et))
+        else:
+            buf.store(b.mul(e, _c(2)), re)
+            buf.store(b.add(b.mul(e, _c(2)), _c(1)), im)
+
+    def get(oidx, i: ir.Value) -> tuple[ir.Value, ir.Value]:
+        """Complex element ``i`` of IRFFT's row ``oidx``: from the operand or scratch."""
+        if direct:
+            f.reset()
+            re, im = parts(b, convert(s, f.value_at(x, list(oidx) + [i]), xet, _C128))
+            return narrow(re), narrow(im)
+        e = b.mul(b.add(linearize(b, list(oidx) + [_c(0)], xs), i), _c(2))
+        return buf.load(e), buf.load(b.add(e, _c(1)))
 
     n = length[-1]
     line = _Scratch(s, ty, 2 * max(length))
@@ -366,19 +485,15 @@ def emit_fft_pocket(s: Scalar, f, x, kind: str, length: list[int], xs: list[int]
                 line.store(j, narrow(convert(s, f.value_at(x, list(oidx) + [j]), xet, _W64)))
             f.reset()
             b.call(fn, [line.ptr])
-            dst = b.mul(linearize(b, list(oidx) + [_c(0)], ys), _c(2))
-            buf.store(dst, line.load(_c(0)))
-            buf.store(b.add(dst, _c(1)), zero)
+            put(oidx, _c(0), line.load(_c(0)), zero)
             with for_range(b, (n - 1) // 2 + 1, "pru", start=1) as i:
-                o = b.add(dst, b.mul(i, _c(2)))
-                buf.store(o, line.load(b.sub(b.mul(i, _c(2)), _c(1))))
-                buf.store(b.add(o, _c(1)), line.load(b.mul(i, _c(2))))
+                put(oidx, i, line.load(b.sub(b.mul(i, _c(2)), _c(1))),
+                    line.load(b.mul(i, _c(2))))
             if n % 2 == 0:
-                buf.store(b.add(dst, _c(n)), line.load(_c(n - 1)))
-                buf.store(b.add(dst, _c(n + 1)), zero)
+                put(oidx, _c(n // 2), line.load(_c(n - 1)), zero)
         for ax in axes[:-1]:
             _complex_axis(s, buf, line, cshape, ax, True, 1.0, dtype)
-    else:
+    elif not direct:
         with loop_nest(b, xs, "pi") as idx:
             f.reset()
             re, im = parts(b, convert(s, f.value_at(x, idx), xet, _C128))
@@ -392,22 +507,23 @@ def emit_fft_pocket(s: Scalar, f, x, kind: str, length: list[int], xs: list[int]
     if kind == "IRFFT":  # complex -> halfcomplex (imaginary parts of r0, r_{n/2} unread)
         fn = _line_fn(s.module, "r", n, False, inv, ty, dtype)
         with loop_nest(b, ys[:-1], "po") as oidx:
-            src = b.mul(linearize(b, list(oidx) + [_c(0)], xs), _c(2))
-            line.store(_c(0), buf.load(src))
+            line.store(_c(0), get(oidx, _c(0))[0])
             with for_range(b, (n - 1) // 2 + 1, "pou", start=1) as i:
-                o = b.add(src, b.mul(i, _c(2)))
-                line.store(b.sub(b.mul(i, _c(2)), _c(1)), buf.load(o))
-                line.store(b.mul(i, _c(2)), buf.load(b.add(o, _c(1))))
+                re, im = get(oidx, i)
+                line.store(b.sub(b.mul(i, _c(2)), _c(1)), re)
+                line.store(b.mul(i, _c(2)), im)
             if n % 2 == 0:
-                line.store(_c(n - 1), buf.load(b.add(src, _c(n))))
+                line.store(_c(n - 1), get(oidx, _c(n // 2))[0])
+            f.reset()
             b.call(fn, [line.ptr])
             dst = linearize(b, list(oidx) + [_c(0)], ys)
             with for_range(b, n, "pos") as j:
                 store_elem(s, out, et, b.add(dst, j), convert(s, widen(line.load(j)), _W64, et))
-    else:
+    elif not direct:
         with loop_nest(b, ys, "pc") as idx:
             o = b.mul(linearize(b, idx, ys), _c(2))
             z = make(b, widen(buf.load(o)), widen(buf.load(b.add(o, _c(1)))))
             store_elem(s, out, et, linearize(b, idx, ys), convert(s, z, _C128, et))
-    buf.free()
+    if buf is not None:
+        buf.free()
     line.free()

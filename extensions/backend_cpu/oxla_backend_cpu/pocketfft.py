@@ -16,8 +16,9 @@ model picks it, :func:`plan`) work on lists of scalars through an ``ops`` object
 (``add``, ``sub``, ``mul``, ``neg``, ``const``), fully unrolled for one line of the
 transform: with :class:`NumpyOps` each scalar is a numpy array (one element per line)
 and the result is what pocketfft computes; the cpu backend passes an LLVM-emitting
-``ops`` (:mod:`oxla_backend_cpu.fft_pocket`) and gets straight-line code per line.
-Lines of more than :data:`MAX_OPS` ops are not handled here (:func:`supported`).
+``ops`` (:mod:`oxla_backend_cpu.fft_pocket`) and gets straight-line code per line
+(short lines, at most :data:`MAX_OPS` ops) or, with loop-emitting ``ops``, one loop
+nest per pass (``ops.range``, line buffers and twiddle tables in memory).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from oxla_backend_cpu.pocketfft_blue import Bluestein
 from oxla_backend_cpu.pocketfft_c import CFFT
 from oxla_backend_cpu.pocketfft_r import RFFT
 
-__all__ = ["MAX_OPS", "NumpyOps", "cfft_factors", "good_size_cmplx", "rfft_factors", "uses_bluestein", "op_count", "plan", "reference", "supported", "work"]
+__all__ = ["MAX_OPS", "NumpyOps", "cfft_factors", "good_size_cmplx", "rfft_factors", "uses_bluestein", "op_count", "plan", "reference", "work"]
 
 
 def plan(n: int, real: bool, ops, dtype):
@@ -92,17 +93,6 @@ def op_count(n: int, real: bool) -> int:
     line = [0.0] * n if real else [(0.0, 0.0)] * n
     plan(n, real, ops, np.float64).exec(line, 1.0, True)
     return ops.n
-
-
-def supported(n: int, real: bool) -> bool:
-    """Whether a line of length ``n`` is replayed here: at most :data:`MAX_OPS` scalar
-    ops (FFTPACK or Bluestein plan)."""
-    if n < 1:
-        return False
-    if uses_bluestein(n, real):
-        return work(good_size_cmplx(2 * n - 1), False) <= 8 * MAX_OPS and \
-            op_count(n, real) <= MAX_OPS
-    return work(n, real) <= 4 * MAX_OPS and op_count(n, real) <= MAX_OPS
 
 
 def _lines_c(z: np.ndarray, axis: int, fwd: bool, fct: float) -> np.ndarray:

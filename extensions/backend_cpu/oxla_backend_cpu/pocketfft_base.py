@@ -74,6 +74,18 @@ class Twiddles:
             return -sin(x * ang), -cos(x * ang)
         return -cos((2 * n - x) * ang), -sin((2 * n - x) * ang)
 
+    def many(self, idx) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`__getitem__` of every index of the int array ``idx`` at once (the same
+        double products, each rounded once to ``dtype``): (re, im) float arrays."""
+        idx = np.asarray(idx, np.int64)
+        conj = 2 * idx > self.n
+        idx = np.where(conj, self.n - idx, idx)
+        v1, v2 = np.asarray(self.v1, np.float64), np.asarray(self.v2, np.float64)
+        a, c = v1[idx & self.mask], v2[idx >> self.shift]
+        re = (a[:, 0] * c[:, 0] - a[:, 1] * c[:, 1]).astype(self.dtype).astype(np.float64)
+        im = (a[:, 0] * c[:, 1] + a[:, 1] * c[:, 0]).astype(self.dtype).astype(np.float64)
+        return re, np.where(conj, -im, im)
+
     def __getitem__(self, idx: int) -> tuple[float, float]:
         conj = 2 * idx > self.n
         if conj:
@@ -217,6 +229,30 @@ class Base:
         fn = getattr(self.o, "range", None)
         return range(start, stop, step) if fn is None else fn(start, stop, step)
 
+    def even(self, n):
+        """Yields once when ``n`` is even: a Python test for an int, an emitted branch
+        (``ops.if_even``) for a symbolic one (a shared pass's ``ido``)."""
+        if not isinstance(n, int):
+            yield from self.o.if_even(n)
+        elif n % 2 == 0:
+            yield
+
+    def run_pass(self, key: str, fn, ido: int, l1: int, cc, ch, wa) -> None:
+        """``fn(ido, l1, cc, ch, wa)``, one fixed-radix pass; loop-emitting ops that
+        share passes (``ops.shared_pass``) emit it once per ``key`` as a function of
+        ``ido`` and ``l1`` and call it (the passes of one radix differ in those only)."""
+        shared = getattr(self.o, "shared_pass", None)
+        if shared is None:
+            fn(ido, l1, cc, ch, wa)
+        else:
+            shared(self, key, fn, ido, l1, cc, ch, wa)
+
+    def table(self, values: list):
+        """``values`` (real constants) indexable by :meth:`rng`'s indices: the list
+        itself when unrolled, a constant table (``ops.rtable``) with loop-emitting
+        ops."""
+        return self.o.rtable(values) if getattr(self.o, "looped", False) else values
+
     def ki(self, l1: int, ido: int):
         """``(k, i)`` over ``range(l1) x range(ido)`` with ``i == 0`` (a Python 0)
         separate from ``i`` in ``[1, ido)``, so a loop body can branch on it."""
@@ -242,6 +278,11 @@ class Base:
         for x in xs[1:]:
             acc = self.o.add(acc, x)
         return acc
+
+
+def is_int_at_most(x, m: int) -> bool:
+    """Whether ``x`` is a Python int at most ``m`` (a symbolic index never is)."""
+    return isinstance(x, int) and x <= m
 
 
 def is_zero(i) -> bool:

@@ -87,6 +87,11 @@ class Bluestein(CFFT):
         return c
 
     def exec_r(self, c: list, fct: float, fwd: bool) -> list:
+        """The real transform of ``c`` (see the class doc) through :meth:`exec` on a
+        complex line with zero imaginary parts (forward) or the Hermitian extension
+        of the halfcomplex input (backward)."""
+        if getattr(self.o, "looped", False):
+            return self._exec_r_mem(c, fct, fwd)
         n = self.n
         zero = self.mul(self.k(0.0), c[0])
         if fwd:
@@ -104,3 +109,33 @@ class Bluestein(CFFT):
             tmp.append((r, self.neg(i)))
         out = self.exec(tmp, fct, False)
         return [v[0] for v in out]
+
+    def _exec_r_mem(self, c, fct: float, fwd: bool):
+        """:meth:`exec_r` in loop form: ``c`` a real buffer (``ops.rscratch``),
+        transformed in place through a complex scratch line."""
+        n, o = self.n, self.o
+        tmp = o.cscratch(n)
+        if fwd:
+            zero = self.mul(self.k(0.0), c[0])
+            for m in self.rng(n):
+                tmp[m] = (c[m], zero)
+            self._exec_mem(tmp, fct, True)
+            c[0] = tmp[0][0]
+            for m in self.rng(1, (n - 1) // 2 + 1):
+                re, im = tmp[m]
+                c[2 * m - 1], c[2 * m] = re, im
+            if n % 2 == 0:
+                c[n - 1] = tmp[n // 2][0]
+            return c
+        tmp[0] = (c[0], self.mul(c[0], self.k(0.0)))
+        for m in self.rng(1, (n - 1) // 2 + 1):
+            tmp[m] = (c[2 * m - 1], c[2 * m])
+        if n % 2 == 0:
+            tmp[n // 2] = (c[n - 1], self.mul(self.k(0.0), c[0]))
+        for m in self.rng(n // 2 + 1, n):
+            r, i = tmp[n - m]
+            tmp[m] = (r, self.neg(i))
+        self._exec_mem(tmp, fct, False)
+        for m in self.rng(n):
+            c[m] = tmp[m][0]
+        return c

@@ -32,10 +32,9 @@ class CFFT(Base):
         l1 = 1
         for ip in cfft_factors(n):
             ido = n // (l1 * ip)
-            w = [None] * ((ip - 1) * (ido - 1))
-            for j in range(1, ip):
-                for i in range(1, ido):
-                    w[(j - 1) * (ido - 1) + i - 1] = tw[j * l1 * i]
+            jj, ii = np.meshgrid(np.arange(1, ip), np.arange(1, ido), indexing="ij")
+            re, im = tw.many((jj * l1 * ii).ravel())  # w[(j-1)*(ido-1) + i-1]
+            w = list(zip(re.tolist(), im.tolist()))
             tws = [tw[j * l1 * ido] for j in range(ip)] if ip > 11 else None
             self.fact.append(Factor(ip, w, tws))
             l1 *= ip
@@ -69,9 +68,15 @@ class CFFT(Base):
         """The transform of line ``c`` (``n`` complex pairs) times ``fct``. With
         loop-emitting ops (``ops.looped``), ``c`` is a buffer (``ops.cscratch``)
         transformed in place, passes run as loops with twiddles from ``ops.ctable``."""
-        if self.n == 1:
-            return [self.cscale(c[0], self.k(fct))] if fct != 1 else list(c)
         mem = getattr(self.o, "looped", False)
+        if self.n == 1:
+            if fct == 1:
+                return c if mem else list(c)
+            v = self.cscale(c[0], self.k(fct))
+            if not mem:
+                return [v]
+            c[0] = v
+            return c
         p1, l1 = (c if mem else list(c)), 1
         other = self.o.cscratch(self.n) if mem else None
         for f in self.fact:
@@ -79,14 +84,13 @@ class CFFT(Base):
             ido = self.n // (l1 * ip)
             p2 = other if mem else [None] * self.n
             wa = self.o.ctable(f.tw) if mem else f.tw
-            if ip == 4:
-                self._pass4(fwd, ido, l1, p1, p2, wa)
-            elif ip == 8:
-                self._pass8(fwd, ido, l1, p1, p2, wa)
-            elif ip == 2:
-                self._pass2(fwd, ido, l1, p1, p2, wa)
-            elif ip in (3, 5, 7, 11):
-                self._passodd(fwd, ido, l1, p1, p2, wa, ip)
+            if ip in (2, 3, 4, 5, 7, 8, 11):
+                def fn(ido, l1, cc, ch, wa, ip=ip):
+                    if ip in (2, 4, 8):
+                        getattr(self, f"_pass{ip}")(fwd, ido, l1, cc, ch, wa)
+                    else:
+                        self._passodd(fwd, ido, l1, cc, ch, wa, ip)
+                self.run_pass(f"c{ip}{'f' if fwd else 'b'}", fn, ido, l1, p1, p2, wa)
             else:
                 self._passg(fwd, ido, ip, l1, p1, p2, wa, f.tws)
                 p1, p2 = p2, p1  # the generic pass leaves its result in its input
@@ -265,10 +269,12 @@ class CFFT(Base):
 
         wal = [(1.0, 0.0)] + [(csarr[i][0], -csarr[i][1] if fwd else csarr[i][1])
                               for i in range(1, ip)]
+        if getattr(self.o, "looped", False):
+            wal = self.o.ctable(wal)
         for k in self.rng(l1):
             for i in self.rng(ido):
                 ch[CX(i, k, 0)] = cc[CC(i, 0, k)]
-        for j in range(1, ipph):
+        for j in self.rng(1, ipph):
             jc = ip - j
             for k in self.rng(l1):
                 for i in self.rng(ido):
@@ -279,54 +285,9 @@ class CFFT(Base):
                 for j in range(1, ipph):
                     tmp = self.cadd(tmp, ch[CX(i, k, j)])
                 cc[CX(i, k, 0)] = tmp
-        K = self.k
-        for l in range(1, ipph):
-            lc = ip - l
-            w1, w2 = wal[l], wal[2 * l]
-            for ik in self.rng(idl1):
-                h0, h1, h2 = ch[ik], ch[ik + idl1], ch[ik + idl1 * 2]
-                hm1, hm2 = ch[ik + idl1 * (ip - 1)], ch[ik + idl1 * (ip - 2)]
-                cc[ik + idl1 * l] = (
-                    self.sum(h0[0], self.mul(K(w1[0]), h1[0]), self.mul(K(w2[0]), h2[0])),
-                    self.sum(h0[1], self.mul(K(w1[0]), h1[1]), self.mul(K(w2[0]), h2[1])))
-                cc[ik + idl1 * lc] = (
-                    self.sub(self.neg(self.mul(K(w1[1]), hm1[1])), self.mul(K(w2[1]), hm2[1])),
-                    self.add(self.mul(K(w1[1]), hm1[0]), self.mul(K(w2[1]), hm2[0])))
-            iwal, j, jc = 2 * l, 3, ip - 3
-            while j < ipph - 1:
-                iwal += l
-                if iwal > ip:
-                    iwal -= ip
-                xw = wal[iwal]
-                iwal += l
-                if iwal > ip:
-                    iwal -= ip
-                xw2 = wal[iwal]
-                for ik in self.rng(idl1):
-                    a, b = ch[ik + idl1 * j], ch[ik + idl1 * (j + 1)]
-                    e, g = ch[ik + idl1 * jc], ch[ik + idl1 * (jc - 1)]
-                    x, y = cc[ik + idl1 * l], cc[ik + idl1 * lc]
-                    cc[ik + idl1 * l] = (
-                        self.add(x[0], self.add(self.mul(a[0], K(xw[0])), self.mul(b[0], K(xw2[0])))),
-                        self.add(x[1], self.add(self.mul(a[1], K(xw[0])), self.mul(b[1], K(xw2[0])))))
-                    cc[ik + idl1 * lc] = (
-                        self.sub(y[0], self.add(self.mul(e[1], K(xw[1])), self.mul(g[1], K(xw2[1])))),
-                        self.add(y[1], self.add(self.mul(e[0], K(xw[1])), self.mul(g[0], K(xw2[1])))))
-                j, jc = j + 2, jc - 2
-            while j < ipph:
-                iwal += l
-                if iwal > ip:
-                    iwal -= ip
-                xw = wal[iwal]
-                for ik in self.rng(idl1):
-                    a, e = ch[ik + idl1 * j], ch[ik + idl1 * jc]
-                    x, y = cc[ik + idl1 * l], cc[ik + idl1 * lc]
-                    cc[ik + idl1 * l] = (self.add(x[0], self.mul(a[0], K(xw[0]))),
-                                         self.add(x[1], self.mul(a[1], K(xw[0]))))
-                    cc[ik + idl1 * lc] = (self.sub(y[0], self.mul(e[1], K(xw[1]))),
-                                          self.add(y[1], self.mul(e[0], K(xw[1]))))
-                j, jc = j + 1, jc - 1
-        for j in range(1, ipph):
+        for l in self.rng(1, ipph):
+            self._passg_sums(ch, cc, ip, idl1, wal, l)
+        for j in self.rng(1, ipph):
             jc = ip - j
             for k, i in self.ki(l1, ido):
                 t1, t2 = cc[CX(i, k, j)], cc[CX(i, k, jc)]
@@ -335,3 +296,44 @@ class CFFT(Base):
                     x1 = self.smul(fwd, x1, wa[(j - 1) * (ido - 1) + i - 1])
                     x2 = self.smul(fwd, x2, wa[(jc - 1) * (ido - 1) + i - 1])
                 cc[CX(i, k, j)], cc[CX(i, k, jc)] = x1, x2
+
+    def _passg_sums(self, ch, cc, ip, idl1, wal, l):
+        """The middle of :meth:`_passg`: ``cc[l]``/``cc[lc]`` from ``ch``, the terms
+        ``j >= 3`` in pairs, then one (pocketfft's order). Term ``j`` takes the root
+        of angle ``j*l mod ip`` (pocketfft steps it by ``l``; ``ip`` prime)."""
+        lc, K = ip - l, self.k
+        ipph = (ip + 1) // 2
+        w1, w2 = wal[l], wal[2 * l]
+        for ik in self.rng(idl1):
+            h0, h1, h2 = ch[ik], ch[ik + idl1], ch[ik + idl1 * 2]
+            hm1, hm2 = ch[ik + idl1 * (ip - 1)], ch[ik + idl1 * (ip - 2)]
+            cc[ik + idl1 * l] = (
+                self.sum(h0[0], self.mul(K(w1[0]), h1[0]), self.mul(K(w2[0]), h2[0])),
+                self.sum(h0[1], self.mul(K(w1[0]), h1[1]), self.mul(K(w2[0]), h2[1])))
+            cc[ik + idl1 * lc] = (
+                self.sub(self.neg(self.mul(K(w1[1]), hm1[1])), self.mul(K(w2[1]), hm2[1])),
+                self.add(self.mul(K(w1[1]), hm1[0]), self.mul(K(w2[1]), hm2[0])))
+        pairs = max(0, (ipph - 1 - 3 + 1) // 2)
+        for t in self.rng(pairs):
+            j = 3 + 2 * t
+            xw, xw2 = wal[(j * l) % ip], wal[((j + 1) * l) % ip]
+            for ik in self.rng(idl1):
+                a, b = ch[ik + idl1 * j], ch[ik + idl1 * (j + 1)]
+                e, g = ch[ik + idl1 * (ip - j)], ch[ik + idl1 * (ip - j - 1)]
+                x, y = cc[ik + idl1 * l], cc[ik + idl1 * lc]
+                cc[ik + idl1 * l] = (
+                    self.add(x[0], self.add(self.mul(a[0], K(xw[0])), self.mul(b[0], K(xw2[0])))),
+                    self.add(x[1], self.add(self.mul(a[1], K(xw[0])), self.mul(b[1], K(xw2[0])))))
+                cc[ik + idl1 * lc] = (
+                    self.sub(y[0], self.add(self.mul(e[1], K(xw[1])), self.mul(g[1], K(xw2[1])))),
+                    self.add(y[1], self.add(self.mul(e[0], K(xw[1])), self.mul(g[0], K(xw2[1])))))
+        j = 3 + 2 * pairs
+        if j < ipph:
+            xw = wal[(j * l) % ip]
+            for ik in self.rng(idl1):
+                a, e = ch[ik + idl1 * j], ch[ik + idl1 * (ip - j)]
+                x, y = cc[ik + idl1 * l], cc[ik + idl1 * lc]
+                cc[ik + idl1 * l] = (self.add(x[0], self.mul(a[0], K(xw[0]))),
+                                     self.add(x[1], self.mul(a[1], K(xw[0]))))
+                cc[ik + idl1 * lc] = (self.sub(y[0], self.mul(e[1], K(xw[1]))),
+                                      self.add(y[1], self.mul(e[0], K(xw[1]))))

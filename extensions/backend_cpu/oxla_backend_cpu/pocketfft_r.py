@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from oxla_backend_cpu.pocketfft_base import (
     C3,
     C5,
@@ -11,6 +13,7 @@ from oxla_backend_cpu.pocketfft_base import (
     Base,
     Factor,
     Twiddles,
+    is_int_at_most,
     rfft_factors,
 )
 
@@ -31,13 +34,14 @@ class RFFT(Base):
         l1 = 1
         for kk, ip in enumerate(fs):
             ido = n // (l1 * ip)
-            w = [0.0] * ((ip - 1) * (ido - 1))
-            if kk < len(fs) - 1:
-                for j in range(1, ip):
-                    for i in range(1, (ido - 1) // 2 + 1):
-                        re, im = tw[j * l1 * i]
-                        w[(j - 1) * (ido - 1) + 2 * i - 2] = re
-                        w[(j - 1) * (ido - 1) + 2 * i - 1] = im
+            w = np.zeros((ip - 1, ido - 1))
+            if kk < len(fs) - 1 and ido > 2:  # w[(j-1)*(ido-1) + 2i-2], [.. + 2i-1]
+                jj, ii = np.meshgrid(np.arange(1, ip), np.arange(1, (ido - 1) // 2 + 1),
+                                     indexing="ij")
+                re, im = tw.many((jj * l1 * ii).ravel())
+                w[:, 0:2 * ii.shape[1]:2] = re.reshape(ii.shape)
+                w[:, 1:2 * ii.shape[1]:2] = im.reshape(ii.shape)
+            w = w.ravel().tolist()
             tws = None
             if ip > 5:
                 tws = [0.0] * (2 * ip)
@@ -59,41 +63,55 @@ class RFFT(Base):
         return self.add(self.mul(c, e), self.mul(d, f)), self.sub(self.mul(c, f), self.mul(d, e))
 
     def exec(self, c: list, fct: float, forward: bool) -> list:
-        """The transform of line ``c`` (``n`` reals) times ``fct``."""
+        """The transform of line ``c`` (``n`` reals) times ``fct``. With loop-emitting
+        ops (``ops.looped``), ``c`` is a buffer (``ops.rscratch``) transformed in place,
+        passes run as loops with twiddles from ``ops.rtable`` (as :meth:`CFFT.exec`)."""
         n = self.n
+        mem = getattr(self.o, "looped", False)
         if n == 1:
-            return [self.mul(self.k(fct), c[0])] if fct != 1 else list(c)
-        p1 = list(c)
+            if fct == 1:
+                return c if mem else list(c)
+            v = self.mul(self.k(fct), c[0])
+            if not mem:
+                return [v]
+            c[0] = v
+            return c
+        p1 = c if mem else list(c)
+        other = self.o.rscratch(n) if mem else None
         nf = len(self.fact)
-        if forward:
-            l1 = n
-            for kk in range(nf - 1, -1, -1):
-                f = self.fact[kk]
+        order = range(nf - 1, -1, -1) if forward else range(nf)
+        l1 = n if forward else 1
+        for kk in order:
+            f = self.fact[kk]
+            if forward:
                 ido = n // l1
                 l1 //= f.ip
-                p2 = [None] * n
-                fn = {2: self._radf2, 3: self._radf3, 4: self._radf4, 5: self._radf5}.get(f.ip)
-                if fn is None:
-                    self._radfg(ido, f.ip, l1, p1, p2, f.tw, f.tws)
-                else:
-                    fn(ido, l1, p1, p2, f.tw)
-                    p1 = p2
-        else:
-            l1 = 1
-            for f in self.fact:
+            else:
                 ido = n // (f.ip * l1)
-                p2 = [None] * n
+            p2 = other if mem else [None] * n
+            wa = self.o.rtable(f.tw) if mem else f.tw
+            if forward:
+                fn = {2: self._radf2, 3: self._radf3, 4: self._radf4, 5: self._radf5}.get(f.ip)
+                if fn is None:  # the generic pass leaves its result in its input
+                    self._radfg(ido, f.ip, l1, p1, p2, wa, f.tws)
+                    p1, p2 = p2, p1
+                else:
+                    self.run_pass(f"r{f.ip}f", fn, ido, l1, p1, p2, wa)
+            else:
                 fn = {2: self._radb2, 3: self._radb3, 4: self._radb4, 5: self._radb5}.get(f.ip)
                 if fn is None:
-                    self._radbg(ido, f.ip, l1, p1, p2, f.tw, f.tws)
+                    self._radbg(ido, f.ip, l1, p1, p2, wa, f.tws)
                 else:
-                    fn(ido, l1, p1, p2, f.tw)
-                p1 = p2
+                    self.run_pass(f"r{f.ip}b", fn, ido, l1, p1, p2, wa)
                 l1 *= f.ip
-        if fct != 1:
-            s = self.k(fct)
-            p1 = [self.mul(s, v) for v in p1]
-        return p1
+            other, p1 = p1, p2
+        s = self.k(fct) if fct != 1 else None
+        if not mem:
+            return p1 if s is None else [self.mul(s, v) for v in p1]
+        if p1 is not c or s is not None:  # the result back into the line, scaled
+            for j in self.rng(n):
+                c[j] = p1[j] if s is None else self.mul(s, p1[j])
+        return c
 
     # -- forward passes: CC(a,b,c) = cc[a+ido*(b+l1*c)], CH(a,b,c) = ch[a+ido*(b+ip*c)]
 
@@ -103,16 +121,16 @@ class RFFT(Base):
 
         def CH(a, b, c):
             return a + ido * (b + 2 * c)
-        for k in range(l1):
+        for k in self.rng(l1):
             ch[CH(0, 0, k)], ch[CH(ido - 1, 1, k)] = self.pm(CC(0, k, 0), CC(0, k, 1))
-        if ido % 2 == 0:
-            for k in range(l1):
+        for _ in self.even(ido):
+            for k in self.rng(l1):
                 ch[CH(0, 1, k)] = self.neg(CC(ido - 1, k, 1))
                 ch[CH(ido - 1, 0, k)] = CC(ido - 1, k, 0)
-        if ido <= 2:
+        if is_int_at_most(ido, 2):  # else the i loops below are empty
             return
-        for k in range(l1):
-            for i in range(2, ido, 2):
+        for k in self.rng(l1):
+            for i in self.rng(2, ido, 2):
                 ic = ido - i
                 tr2, ti2 = self.mulpm(wa[i - 2], wa[i - 1], CC(i - 1, k, 1), CC(i, k, 1))
                 ch[CH(i - 1, 0, k)], ch[CH(ic - 1, 1, k)] = self.pm(CC(i - 1, k, 0), tr2)
@@ -126,15 +144,15 @@ class RFFT(Base):
 
         def CH(a, b, c):
             return a + ido * (b + 3 * c)
-        for k in range(l1):
+        for k in self.rng(l1):
             cr2 = self.add(CC(0, k, 1), CC(0, k, 2))
             ch[CH(0, 0, k)] = self.add(CC(0, k, 0), cr2)
             ch[CH(0, 2, k)] = self.mul(taui, self.sub(CC(0, k, 2), CC(0, k, 1)))
             ch[CH(ido - 1, 1, k)] = self.add(CC(0, k, 0), self.mul(taur, cr2))
-        if ido == 1:
+        if is_int_at_most(ido, 1):
             return
-        for k in range(l1):
-            for i in range(2, ido, 2):
+        for k in self.rng(l1):
+            for i in self.rng(2, ido, 2):
                 ic = ido - i
                 dr2, di2 = self.mulpm(wa[i - 2], wa[i - 1], CC(i - 1, k, 1), CC(i, k, 1))
                 dr3, di3 = self.mulpm(wa[i - 2 + (ido - 1)], wa[i - 1 + (ido - 1)],
@@ -160,20 +178,20 @@ class RFFT(Base):
 
         def W(x, i):
             return wa[i + x * (ido - 1)]
-        for k in range(l1):
+        for k in self.rng(l1):
             tr1, ch[CH(0, 2, k)] = self.pm(CC(0, k, 3), CC(0, k, 1))
             tr2, ch[CH(ido - 1, 1, k)] = self.pm(CC(0, k, 0), CC(0, k, 2))
             ch[CH(0, 0, k)], ch[CH(ido - 1, 3, k)] = self.pm(tr2, tr1)
-        if ido % 2 == 0:
-            for k in range(l1):
+        for _ in self.even(ido):
+            for k in self.rng(l1):
                 ti1 = self.mul(self.neg(h), self.add(CC(ido - 1, k, 1), CC(ido - 1, k, 3)))
                 tr1 = self.mul(h, self.sub(CC(ido - 1, k, 1), CC(ido - 1, k, 3)))
                 ch[CH(ido - 1, 0, k)], ch[CH(ido - 1, 2, k)] = self.pm(CC(ido - 1, k, 0), tr1)
                 ch[CH(0, 3, k)], ch[CH(0, 1, k)] = self.pm(ti1, CC(ido - 1, k, 2))
-        if ido <= 2:
+        if is_int_at_most(ido, 2):  # else the i loops below are empty
             return
-        for k in range(l1):
-            for i in range(2, ido, 2):
+        for k in self.rng(l1):
+            for i in self.rng(2, ido, 2):
                 ic = ido - i
                 cr2, ci2 = self.mulpm(W(0, i - 2), W(0, i - 1), CC(i - 1, k, 1), CC(i, k, 1))
                 cr3, ci3 = self.mulpm(W(1, i - 2), W(1, i - 1), CC(i - 1, k, 2), CC(i, k, 2))
@@ -199,7 +217,7 @@ class RFFT(Base):
         def W(x, i):
             return wa[i + x * (ido - 1)]
         m, a = self.mul, self.add
-        for k in range(l1):
+        for k in self.rng(l1):
             cr2, ci5 = self.pm(CC(0, k, 4), CC(0, k, 1))
             cr3, ci4 = self.pm(CC(0, k, 3), CC(0, k, 2))
             c0 = CC(0, k, 0)
@@ -208,10 +226,10 @@ class RFFT(Base):
             ch[CH(0, 2, k)] = a(m(ti11, ci5), m(ti12, ci4))
             ch[CH(ido - 1, 3, k)] = self.sum(c0, m(tr12, cr2), m(tr11, cr3))
             ch[CH(0, 4, k)] = self.sub(m(ti12, ci5), m(ti11, ci4))
-        if ido == 1:
+        if is_int_at_most(ido, 1):
             return
-        for k in range(l1):
-            for i in range(2, ido, 2):
+        for k in self.rng(l1):
+            for i in self.rng(2, ido, 2):
                 ic = ido - i
                 dr2, di2 = self.mulpm(W(0, i - 2), W(0, i - 1), CC(i - 1, k, 1), CC(i, k, 1))
                 dr3, di3 = self.mulpm(W(1, i - 2), W(1, i - 1), CC(i - 1, k, 2), CC(i, k, 2))
@@ -237,34 +255,37 @@ class RFFT(Base):
                 ch[CH(i - 1, 4, k)], ch[CH(ic - 1, 3, k)] = self.pm(tr3, tr4)
                 ch[CH(i, 4, k)], ch[CH(ic, 3, k)] = self.pm(ti4, ti3)
 
-    def _gen_sums(self, src, dst, ip, idl1, csarr, l, back: bool):
-        """The shared middle of radfg/radbg: ``dst[l]``/``dst[lc]`` from ``src``."""
+    def _gen_sums(self, src, dst, ip, idl1, cs, l):
+        """The shared middle of radfg/radbg: ``dst[l]``/``dst[lc]`` from ``src``, the
+        terms ``j >= 3`` added in groups of 4, then 2, then 1 (pocketfft's order).
+        Term ``j`` takes the twiddle of angle ``j*l mod ip`` (pocketfft steps that
+        angle by ``l``; ``ip`` is prime and ``0 < j, l < ip``, so it is never 0 and
+        radfg's ``>=`` and radbg's ``>`` wrap tests agree)."""
         lc = ip - l
         K, m = self.k, self.mul
-        for ik in range(idl1):
-            dst[ik + idl1 * l] = self.sum(src[ik], m(K(csarr[2 * l]), src[ik + idl1]),
-                                          m(K(csarr[4 * l]), src[ik + idl1 * 2]))
-            dst[ik + idl1 * lc] = self.add(m(K(csarr[2 * l + 1]), src[ik + idl1 * (ip - 1)]),
-                                           m(K(csarr[4 * l + 1]), src[ik + idl1 * (ip - 2)]))
+        for ik in self.rng(idl1):
+            dst[ik + idl1 * l] = self.sum(src[ik], m(K(cs[2 * l]), src[ik + idl1]),
+                                          m(K(cs[4 * l]), src[ik + idl1 * 2]))
+            dst[ik + idl1 * lc] = self.add(m(K(cs[2 * l + 1]), src[ik + idl1 * (ip - 1)]),
+                                           m(K(cs[4 * l + 1]), src[ik + idl1 * (ip - 2)]))
         ipph = (ip + 1) // 2
-        iang, j, jc = 2 * l, 3, ip - 3
 
-        def step():
-            nonlocal iang
-            iang += l
-            if (iang > ip) if back else (iang >= ip):
-                iang -= ip
-            return K(csarr[2 * iang]), K(csarr[2 * iang + 1])
+        def tw(j):
+            a = (j * l) % ip
+            return K(cs[2 * a]), K(cs[2 * a + 1])
+        j = 3
         for width in (4, 2, 1):
-            while j < ipph - (width - 1):
-                ws = [step() for _ in range(width)]
-                for ik in range(idl1):
+            count = max(0, (ipph - (width - 1) - j + width - 1) // width)
+            for t in self.rng(count):
+                jj = j + width * t
+                ws = [tw(jj + q) for q in range(width)]
+                for ik in self.rng(idl1):
                     x, y = dst[ik + idl1 * l], dst[ik + idl1 * lc]
                     dst[ik + idl1 * l] = self.add(x, self.sum(
-                        *(m(ar, src[ik + idl1 * (j + q)]) for q, (ar, _) in enumerate(ws))))
+                        *(m(ar, src[ik + idl1 * (jj + q)]) for q, (ar, _) in enumerate(ws))))
                     dst[ik + idl1 * lc] = self.add(y, self.sum(
-                        *(m(ai, src[ik + idl1 * (jc - q)]) for q, (_, ai) in enumerate(ws))))
-                j, jc = j + width, jc - width
+                        *(m(ai, src[ik + idl1 * (ip - jj - q)]) for q, (_, ai) in enumerate(ws))))
+            j += width * count
 
     def _radfg(self, ido, ip, l1, cc, ch, wa, csarr):
         """The generic forward pass; its result is left in ``cc``."""
@@ -277,12 +298,12 @@ class RFFT(Base):
             return a + ido * (b + ip * c)
         m = self.mul
         if ido > 1:
-            for j in range(1, ipph):
+            for j in self.rng(1, ipph):
                 jc = ip - j
                 is1, is2 = (j - 1) * (ido - 1), (jc - 1) * (ido - 1)
-                for k in range(l1):
-                    d1, d2 = is1, is2
-                    for i in range(1, ido - 1, 2):
+                for k in self.rng(l1):
+                    for i in self.rng(1, ido - 1, 2):
+                        d1, d2 = is1 + (i - 1), is2 + (i - 1)
                         t1, t2 = cc[C1(i, k, j)], cc[C1(i + 1, k, j)]
                         t3, t4 = cc[C1(i, k, jc)], cc[C1(i + 1, k, jc)]
                         w1, w2 = self.k(wa[d1]), self.k(wa[d1 + 1])
@@ -293,33 +314,33 @@ class RFFT(Base):
                         x4 = self.sub(m(w3, t4), m(w4, t3))
                         cc[C1(i, k, j)], cc[C1(i + 1, k, jc)] = self.pm(x3, x1)
                         cc[C1(i + 1, k, j)], cc[C1(i, k, jc)] = self.pm(x2, x4)
-                        d1, d2 = d1 + 2, d2 + 2
-        for j in range(1, ipph):
+        for j in self.rng(1, ipph):
             jc = ip - j
-            for k in range(l1):
+            for k in self.rng(l1):
                 a, b = cc[C1(0, k, jc)], cc[C1(0, k, j)]
                 cc[C1(0, k, jc)], cc[C1(0, k, j)] = self.sub(a, b), self.add(a, b)
-        for l in range(1, ipph):
-            self._gen_sums(cc, ch, ip, idl1, csarr, l, back=False)
-        for ik in range(idl1):
+        cs = self.table(csarr)
+        for l in self.rng(1, ipph):
+            self._gen_sums(cc, ch, ip, idl1, cs, l)
+        for ik in self.rng(idl1):
             ch[ik] = cc[ik]
-        for j in range(1, ipph):
-            for ik in range(idl1):
+        for j in self.rng(1, ipph):
+            for ik in self.rng(idl1):
                 ch[ik] = self.add(ch[ik], cc[ik + idl1 * j])
-        for k in range(l1):
-            for i in range(ido):
+        for k in self.rng(l1):
+            for i in self.rng(ido):
                 cc[CC(i, 0, k)] = ch[C1(i, k, 0)]
-        for j in range(1, ipph):
+        for j in self.rng(1, ipph):
             jc, j2 = ip - j, 2 * j - 1
-            for k in range(l1):
+            for k in self.rng(l1):
                 cc[CC(ido - 1, j2, k)] = ch[C1(0, k, j)]
                 cc[CC(0, j2 + 1, k)] = ch[C1(0, k, jc)]
-        if ido == 1:
+        if is_int_at_most(ido, 1):
             return
-        for j in range(1, ipph):
+        for j in self.rng(1, ipph):
             jc, j2 = ip - j, 2 * j - 1
-            for k in range(l1):
-                for i in range(1, ido - 1, 2):
+            for k in self.rng(l1):
+                for i in self.rng(1, ido - 1, 2):
                     ic = ido - i - 2
                     a, b = ch[C1(i, k, j)], ch[C1(i, k, jc)]
                     a1, b1 = ch[C1(i + 1, k, j)], ch[C1(i + 1, k, jc)]
@@ -337,16 +358,16 @@ class RFFT(Base):
         def CH(a, b, c):
             return a + ido * (b + l1 * c)
         two = self.k(2.0)
-        for k in range(l1):
+        for k in self.rng(l1):
             ch[CH(0, k, 0)], ch[CH(0, k, 1)] = self.pm(CC(0, 0, k), CC(ido - 1, 1, k))
-        if ido % 2 == 0:
-            for k in range(l1):
+        for _ in self.even(ido):
+            for k in self.rng(l1):
                 ch[CH(ido - 1, k, 0)] = self.mul(two, CC(ido - 1, 0, k))
                 ch[CH(ido - 1, k, 1)] = self.mul(self.k(-2.0), CC(0, 1, k))
-        if ido <= 2:
+        if is_int_at_most(ido, 2):  # else the i loops below are empty
             return
-        for k in range(l1):
-            for i in range(2, ido, 2):
+        for k in self.rng(l1):
+            for i in self.rng(2, ido, 2):
                 ic = ido - i
                 ch[CH(i - 1, k, 0)], tr2 = self.pm(CC(i - 1, 0, k), CC(ic - 1, 1, k))
                 ti2, ch[CH(i, k, 0)] = self.pm(CC(i, 0, k), CC(ic, 1, k))
@@ -362,16 +383,16 @@ class RFFT(Base):
         def CH(a, b, c):
             return a + ido * (b + l1 * c)
         m = self.mul
-        for k in range(l1):
+        for k in self.rng(l1):
             tr2 = m(self.k(2.0), CC(ido - 1, 1, k))
             cr2 = self.add(CC(0, 0, k), m(taur, tr2))
             ch[CH(0, k, 0)] = self.add(CC(0, 0, k), tr2)
             ci3 = m(taui2, CC(0, 2, k))
             ch[CH(0, k, 2)], ch[CH(0, k, 1)] = self.pm(cr2, ci3)
-        if ido == 1:
+        if is_int_at_most(ido, 1):
             return
-        for k in range(l1):
-            for i in range(2, ido, 2):
+        for k in self.rng(l1):
+            for i in self.rng(2, ido, 2):
                 ic = ido - i
                 tr2 = self.add(CC(i - 1, 2, k), CC(ic - 1, 1, k))
                 ti2 = self.sub(CC(i, 2, k), CC(ic, 1, k))
@@ -399,24 +420,24 @@ class RFFT(Base):
         def W(x, i):
             return wa[i + x * (ido - 1)]
         two = self.k(2.0)
-        for k in range(l1):
+        for k in self.rng(l1):
             tr2, tr1 = self.pm(CC(0, 0, k), CC(ido - 1, 3, k))
             tr3 = self.mul(two, CC(ido - 1, 1, k))
             tr4 = self.mul(two, CC(0, 2, k))
             ch[CH(0, k, 0)], ch[CH(0, k, 2)] = self.pm(tr2, tr3)
             ch[CH(0, k, 3)], ch[CH(0, k, 1)] = self.pm(tr1, tr4)
-        if ido % 2 == 0:
-            for k in range(l1):
+        for _ in self.even(ido):
+            for k in self.rng(l1):
                 ti1, ti2 = self.pm(CC(0, 3, k), CC(0, 1, k))
                 tr2, tr1 = self.pm(CC(ido - 1, 0, k), CC(ido - 1, 2, k))
                 ch[CH(ido - 1, k, 0)] = self.add(tr2, tr2)
                 ch[CH(ido - 1, k, 1)] = self.mul(s2, self.sub(tr1, ti1))
                 ch[CH(ido - 1, k, 2)] = self.add(ti2, ti2)
                 ch[CH(ido - 1, k, 3)] = self.mul(self.neg(s2), self.add(tr1, ti1))
-        if ido <= 2:
+        if is_int_at_most(ido, 2):  # else the i loops below are empty
             return
-        for k in range(l1):
-            for i in range(2, ido, 2):
+        for k in self.rng(l1):
+            for i in self.rng(2, ido, 2):
                 ic = ido - i
                 tr2, tr1 = self.pm(CC(i - 1, 0, k), CC(ic - 1, 3, k))
                 ti1, ti2 = self.pm(CC(i, 0, k), CC(ic, 3, k))
@@ -443,7 +464,7 @@ class RFFT(Base):
         def W(x, i):
             return wa[i + x * (ido - 1)]
         m, a = self.mul, self.add
-        for k in range(l1):
+        for k in self.rng(l1):
             ti5 = a(CC(0, 2, k), CC(0, 2, k))
             ti4 = a(CC(0, 4, k), CC(0, 4, k))
             tr2 = a(CC(ido - 1, 1, k), CC(ido - 1, 1, k))
@@ -455,10 +476,10 @@ class RFFT(Base):
             ci5, ci4 = self._mulpm_vc(ti5, ti4, ti11, ti12)
             ch[CH(0, k, 4)], ch[CH(0, k, 1)] = self.pm(cr2, ci5)
             ch[CH(0, k, 3)], ch[CH(0, k, 2)] = self.pm(cr3, ci4)
-        if ido == 1:
+        if is_int_at_most(ido, 1):
             return
-        for k in range(l1):
-            for i in range(2, ido, 2):
+        for k in self.rng(l1):
+            for i in self.rng(2, ido, 2):
                 ic = ido - i
                 tr2, tr5 = self.pm(CC(i - 1, 2, k), CC(ic - 1, 1, k))
                 ti5, ti2 = self.pm(CC(i, 2, k), CC(ic, 1, k))
@@ -497,19 +518,19 @@ class RFFT(Base):
         def C1(a, b, c):
             return a + ido * (b + l1 * c)
         two = self.k(2.0)
-        for k in range(l1):
-            for i in range(ido):
+        for k in self.rng(l1):
+            for i in self.rng(ido):
                 ch[C1(i, k, 0)] = cc[CC(i, 0, k)]
-        for j in range(1, ipph):
+        for j in self.rng(1, ipph):
             jc, j2 = ip - j, 2 * j - 1
-            for k in range(l1):
+            for k in self.rng(l1):
                 ch[C1(0, k, j)] = self.mul(two, cc[CC(ido - 1, j2, k)])
                 ch[C1(0, k, jc)] = self.mul(two, cc[CC(0, j2 + 1, k)])
         if ido != 1:
-            for j in range(1, ipph):
+            for j in self.rng(1, ipph):
                 jc, j2 = ip - j, 2 * j - 1
-                for k in range(l1):
-                    for i in range(1, ido - 1, 2):
+                for k in self.rng(l1):
+                    for i in self.rng(1, ido - 1, 2):
                         ic = ido - i - 2
                         ch[C1(i, k, j)] = self.add(cc[CC(i, j2 + 1, k)], cc[CC(ic, j2, k)])
                         ch[C1(i, k, jc)] = self.sub(cc[CC(i, j2 + 1, k)], cc[CC(ic, j2, k)])
@@ -517,22 +538,23 @@ class RFFT(Base):
                                                        cc[CC(ic + 1, j2, k)])
                         ch[C1(i + 1, k, jc)] = self.add(cc[CC(i + 1, j2 + 1, k)],
                                                         cc[CC(ic + 1, j2, k)])
-        for l in range(1, ipph):
-            self._gen_sums(ch, cc, ip, idl1, csarr, l, back=True)
-        for j in range(1, ipph):
-            for ik in range(idl1):
+        cs = self.table(csarr)
+        for l in self.rng(1, ipph):
+            self._gen_sums(ch, cc, ip, idl1, cs, l)
+        for j in self.rng(1, ipph):
+            for ik in self.rng(idl1):
                 ch[ik] = self.add(ch[ik], ch[ik + idl1 * j])
-        for j in range(1, ipph):
+        for j in self.rng(1, ipph):
             jc = ip - j
-            for k in range(l1):
+            for k in self.rng(l1):
                 a, b = cc[C1(0, k, j)], cc[C1(0, k, jc)]
                 ch[C1(0, k, jc)], ch[C1(0, k, j)] = self.pm(a, b)
-        if ido == 1:
+        if is_int_at_most(ido, 1):
             return
-        for j in range(1, ipph):
+        for j in self.rng(1, ipph):
             jc = ip - j
-            for k in range(l1):
-                for i in range(1, ido - 1, 2):
+            for k in self.rng(l1):
+                for i in self.rng(1, ido - 1, 2):
                     a, b = cc[C1(i, k, j)], cc[C1(i + 1, k, jc)]
                     c, d = cc[C1(i + 1, k, j)], cc[C1(i, k, jc)]
                     ch[C1(i, k, j)] = self.sub(a, b)
@@ -540,13 +562,12 @@ class RFFT(Base):
                     ch[C1(i + 1, k, j)] = self.add(c, d)
                     ch[C1(i + 1, k, jc)] = self.sub(c, d)
         m = self.mul
-        for j in range(1, ip):
+        for j in self.rng(1, ip):
             is1 = (j - 1) * (ido - 1)
-            for k in range(l1):
-                d = is1
-                for i in range(1, ido - 1, 2):
+            for k in self.rng(l1):
+                for i in self.rng(1, ido - 1, 2):
+                    d = is1 + (i - 1)
                     t1, t2 = ch[C1(i, k, j)], ch[C1(i + 1, k, j)]
                     w1, w2 = self.k(wa[d]), self.k(wa[d + 1])
                     ch[C1(i, k, j)] = self.sub(m(w1, t1), m(w2, t2))
                     ch[C1(i + 1, k, j)] = self.add(m(w1, t2), m(w2, t1))
-                    d += 2

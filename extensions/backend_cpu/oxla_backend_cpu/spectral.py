@@ -5,12 +5,9 @@ buffer and round once into the result, as the interpreter's f64 algorithms
 (``oxla.interpreter.rules.linalg``) do:
 
 * ``fft``: pocketfft's plans replayed in the operand's precision
-  (:mod:`oxla_backend_cpu.fft_pocket`), bit for bit XLA's and scipy's FFT; lines of
-  more than ``pocketfft.MAX_OPS`` ops (complex n > 1024 or so) use a direct DFT in f64
-  (``O(n^2)`` per line, twiddles from ``cos``/``sin`` of ``2*pi*(j*k mod n)/n``) along each of the trailing ``len(fft_length)`` axes; RFFT is
-  a real DFT of the last axis then complex DFTs of the others, IRFFT complex inverse
-  DFTs of the others then a Hermitian real inverse DFT of the last axis (the imaginary
-  parts of the DC and Nyquist terms ignored, as pocketfft does).
+  (:mod:`oxla_backend_cpu.fft_pocket`), bit for bit XLA's and scipy's FFT, at every
+  line length (short lines straight-line, longer ones in loop form); shapes whose
+  trailing dims differ from ``fft_length`` raise ``NotSupportedError``.
 * ``triangular_solve``: forward/back substitution per batch on the effective matrix
   (triangle, unit diagonal, transpose/adjoint applied on the fly), left or right side.
 * ``cholesky``: Cholesky-Banachiewicz; the opposite triangle of the result is zero; a
@@ -21,8 +18,6 @@ Signature of every emitter: ``emit(s, k, buffers, outs)`` (see
 """
 
 from __future__ import annotations
-
-import math
 
 import llvmlite.ir as ir
 from oxla_codegen_llvm import FusedEmitter, Scalar, linearize, loop_nest, shape_of
@@ -249,55 +244,6 @@ def emit_cholesky(s: Scalar, k: OpKernel, buffers: dict, outs: list) -> None:
 # -- fft -----------------------------------------------------------------------------
 
 
-def _twiddle(s: Scalar, jk: ir.Value, n: int, sign: float) -> ir.Value:
-    """``exp(sign * 2*pi*i * (jk mod n) / n)`` as complex<f64>: symmetric in ``r`` and
-    ``n - r`` (conjugates), exact at multiples of a quarter turn."""
-    b = s.b
-    r = b.srem(jk, _i64(n))
-    upper = b.icmp_signed(">", b.mul(r, _i64(2)), _i64(n))
-    rr = b.select(upper, b.sub(_i64(n), r), r)  # 0 <= rr <= n/2
-    ang = b.fmul(b.sitofp(rr, F64), _d(2.0 * math.pi / n))
-    cos = b.call(s.target.math_function(s.module, "cos", F64), [ang])
-    sin = b.call(s.target.math_function(s.module, "sin", F64), [ang])
-    q4 = b.mul(rr, _i64(4))
-    exact = b.icmp_signed("==", b.srem(q4, _i64(n)), _i64(0))
-    quad = b.sdiv(q4, _i64(n))  # 0, 1 or 2 when exact
-    ec = b.select(b.icmp_signed("==", quad, _i64(0)), _d(1.0),
-                  b.select(b.icmp_signed("==", quad, _i64(1)), _d(0.0), _d(-1.0)))
-    es = b.select(b.icmp_signed("==", quad, _i64(1)), _d(1.0), _d(0.0))
-    cos, sin = b.select(exact, ec, cos), b.select(exact, es, sin)
-    flip = b.xor(upper, ir.Constant(ir.IntType(1), int(sign < 0)))
-    return make(b, cos, b.select(flip, b.fneg(sin), sin))
-
-
-def _dft_axis(s: Scalar, w: _Wide, buf: ir.Value, shape: list[int], axis: int,
-              tmp: ir.Value, inverse: bool) -> None:
-    """In-place complex DFT of ``buf`` (complex<f64>, row-major ``shape``) along ``axis``;
-    the inverse divides by the length."""
-    b = s.b
-    n = shape[axis]
-    stride = math.prod(shape[axis + 1:])
-    outer = [d for i, d in enumerate(shape) if i != axis]
-    with loop_nest(b, outer, f"fl{axis}") as oidx:
-        idx = list(oidx)
-        idx.insert(axis, _i64(0))
-        base = linearize(b, idx, shape)
-
-        def at(j: ir.Value) -> ir.Value:
-            return b.add(base, b.mul(j, _i64(stride)))
-
-        with for_range(b, n, f"fk{axis}") as kk:
-            w.store(tmp, kk, w.zero())
-            with for_range(b, n, f"fj{axis}") as j:
-                tw = _twiddle(s, b.mul(j, kk), n, 1.0 if inverse else -1.0)
-                w.store(tmp, kk, w.add(w.load(tmp, kk), w.mul(w.load(buf, at(j)), tw)))
-        with for_range(b, n, f"fc{axis}") as kk:
-            v = w.load(tmp, kk)
-            if inverse:
-                v = w.div(v, make(b, _d(float(n)), _d(0.0)))
-            w.store(buf, at(kk), v)
-
-
 @op_emitter("stablehlo.fft")
 def emit_fft(s: Scalar, k: OpKernel, buffers: dict, outs: list) -> None:
     """Spec ``fft`` (see the module doc)."""
@@ -308,8 +254,6 @@ def emit_fft(s: Scalar, k: OpKernel, buffers: dict, outs: list) -> None:
     kind = str(_attr(op, "fft_type", "FFT")).rsplit(".", 1)[-1].strip("<>#").upper()
     length = [int(v) for v in _attr(op, "fft_length", ())]
     xs, ys = list(shape_of(x)), list(shape_of(op.results[0]))
-    rank = len(ys)
-    axes = list(range(rank - len(length), rank))
     w = _Wide(s, True)
     f = FusedEmitter(s, buffers)
     if 0 in ys:
@@ -320,65 +264,9 @@ def emit_fft(s: Scalar, k: OpKernel, buffers: dict, outs: list) -> None:
         return
     if kind not in ("FFT", "IFFT", "RFFT", "IRFFT"):
         raise NotSupportedError(f"'stablehlo.fft' type {kind} is not supported", op.loc)
-    if pocket_plan_ok(kind, length, xs, ys):
-        emit_fft_pocket(s, f, x, kind, length, xs, ys, outs[0], et)
-        return
-    cshape = xs if kind == "IRFFT" else ys  # the complex scratch's shape
-    buf, free = _scratch(s, math.prod(cshape) * 16)
-    tmp, _ = _scratch(s, max(max(length), max(cshape)) * 16)
-    if kind == "RFFT":  # real DFT of the last axis straight from the operand
-        n, m = length[-1], ys[-1]
-        with loop_nest(b, ys[:-1], "fr") as oidx:
-            with for_range(b, m, "frk") as kk:
-                dst = linearize(b, list(oidx) + [kk], ys)
-                w.store(buf, dst, w.zero())
-                with for_range(b, n, "frj") as j:
-                    f.reset()
-                    v = w.from_elem(f.value_at(x, list(oidx) + [j]), xet)
-                    tw = _twiddle(s, b.mul(j, kk), n, -1.0)
-                    w.store(buf, dst, w.add(w.load(buf, dst), w.mul(v, tw)))
-        for ax in axes[:-1]:
-            _dft_axis(s, w, buf, cshape, ax, tmp, False)
-    else:
-        with loop_nest(b, xs, "fi") as idx:
-            f.reset()
-            w.store(buf, linearize(b, idx, xs), w.from_elem(f.value_at(x, idx), xet))
-        inner = axes if kind in ("FFT", "IFFT") else axes[:-1]
-        for ax in inner:
-            _dft_axis(s, w, buf, cshape, ax, tmp, kind != "FFT")
-    if kind == "IRFFT":  # Hermitian inverse real DFT of the last axis
-        n, m = length[-1], xs[-1]
-        half = min(m, n // 2 + 1)
-        with loop_nest(b, ys[:-1], "fh") as oidx:
-            src = linearize(b, list(oidx) + [_i64(0)], xs)
-            _irfft_rows(s, w, buf, src, n, half, tmp, outs[0], et,
-                        linearize(b, list(oidx) + [_i64(0)], ys))
-    else:
-        with for_range(b, math.prod(ys), "fo") as e:
-            store_elem(s, outs[0], et, e, w.to_elem(w.load(buf, e), et))
-    b.call(free, [buf])
-    b.call(free, [tmp])
-
-
-def _irfft_rows(s: Scalar, w: _Wide, buf: ir.Value, src: ir.Value, n: int, half: int,
-                tmp: ir.Value, out: ir.Value, et: T.ElementType, dst: ir.Value) -> None:
-    """One output row of IRFFT: ``y[j] = (Re X0 + sum_k c_k Re(X_k e^{2 pi i jk/n})) / n``
-    with ``c_k = 2`` except ``c_{n/2} = 1`` (the Nyquist term, its imaginary part
-    ignored) for even ``n``."""
-    b = s.b
-    with for_range(b, n, "fyj") as j:
-        b.store(parts(b, w.load(buf, src))[0], tmp)
-        if half > 1:
-            with for_range(b, half, "fyk", start=1) as kk:
-                z = w.load(buf, b.add(src, kk))
-                re = parts(b, w.mul(z, _twiddle(s, b.mul(j, kk), n, 1.0)))[0]
-                scale = _d(2.0)
-                if n % 2 == 0:
-                    is_nyq = b.icmp_signed("==", kk, _i64(n // 2))
-                    sgn = b.select(b.icmp_signed("==", b.srem(j, _i64(2)), _i64(0)),
-                                   _d(1.0), _d(-1.0))
-                    re = b.select(is_nyq, b.fmul(parts(b, z)[0], sgn), re)
-                    scale = b.select(is_nyq, _d(1.0), _d(2.0))
-                b.store(b.fadd(b.load(tmp, typ=F64), b.fmul(scale, re)), tmp)
-        y = b.fdiv(b.load(tmp, typ=F64), _d(float(n)))
-        store_elem(s, out, et, b.add(dst, j), convert(s, y, WF64, et))
+    if not pocket_plan_ok(kind, length, xs, ys):
+        raise NotSupportedError(
+            f"'stablehlo.fft' {kind} with fft_length {length} on {xs} -> {ys}: the cpu "
+            "backend needs the trailing dims to equal fft_length (RFFT's result and "
+            "IRFFT's operand n//2+1), as XLA requires", op.loc)
+    emit_fft_pocket(s, f, x, kind, length, xs, ys, outs[0], et)
