@@ -36,8 +36,8 @@ def test_loop_work_weighs_transcendentals():
     # 128 rows of 256: one chunk's worth of adds (serial), many chunks' worth of tanh
     assert not worth_parallel(128, loop_work(256, [_Op("stablehlo.add")]))
     assert worth_parallel(128, loop_work(256, [_Op("stablehlo.tanh")]))
-    assert grain_for(128, loop_work(256, [_Op("stablehlo.tanh")])) * 256 * 17 \
-        >= MIN_ELEMENTS_PER_CHUNK
+    per_row = loop_work(256, [_Op("stablehlo.tanh")])
+    assert grain_for(128, per_row) * per_row >= MIN_ELEMENTS_PER_CHUNK
 
 
 def _is_parallel(exe) -> bool:
@@ -47,7 +47,8 @@ def _is_parallel(exe) -> bool:
 
 @pytest.mark.parametrize("op,shape,parallel", [
     ("tanh", (128, 256), True),
-    ("exponential", (64, 128), True),
+    ("exponential", (128, 128), True),
+    ("sine", (16, 256), True),    # a libm call per element
     ("logistic", (40, 300), True),
     ("add", (128, 256), False),   # 32768 plain elements: one chunk
     ("tanh", (1, 32768), False),  # one outer iteration: nothing to split
@@ -66,5 +67,5 @@ def test_transcendental_loops_split_by_work(op, shape, parallel):
     x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
     x64 = x.astype(np.float64)
     want = {"tanh": np.tanh, "exponential": np.exp, "add": lambda v: v + v,
-            "logistic": lambda v: 1 / (1 + np.exp(-v))}[op](x64)
+            "logistic": lambda v: 1 / (1 + np.exp(-v)), "sine": np.sin}[op](x64)
     np.testing.assert_allclose(exe(x)[0], want, rtol=1e-6, atol=1e-7)
