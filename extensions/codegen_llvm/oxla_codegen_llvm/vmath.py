@@ -12,7 +12,10 @@ turns them into AVX2/AVX-512/NEON code. No fast-math flags: each ``fmul``/``fadd
 subnormal results round once and ``e^x`` just below ``FLT_MAX`` does not overflow early.
 ``x`` is clamped to ``[-104, 89]``, where the result is already 0 or inf (below
 ``-150 ln 2`` the second factor is 0, so no subnormal product is formed); NaN passes
-through. Measured against float64 ``exp`` on 10^7 points: at most 2 ulp.
+through. Measured against float64 ``exp`` on 10^7 points (without FMA) and on every
+499th f32 of ``[-104, 89]`` (with and without): at most 2 ulp. The reduction and the
+polynomial are multiply-adds: with ``fma``, 8 fewer vector operations of about 40 (some
+20% less time in a loop of ``tanh(x * b + 1) * logistic(x)``).
 
 ``tanh``: ``sign(x) q / (q + 2)`` with ``q = e^(2|x|) - 1``, one formula for every
 ``x`` (no small/large branches both computed per lane) and one division. ``q`` is an
@@ -27,10 +30,11 @@ construction): at most 3 ulp, reached by 1 input with FMA and 6 without, 99.9% w
 1 ulp; ``|tanh| <= 1``; ``-0``, subnormals (``q/(q+2) = |x|`` exactly), ``±inf``
 (``±1``) and NaN kept.
 
-The multiply-adds are ``llvm.fma`` (one rounding, an IEEE-754 operation, same bits on
-every machine that runs it) where the target has them in hardware (``fma=True``: x86
-with FMA3, AArch64, GPUs), else a rounded multiply and a rounded add: a target without
-FMA would otherwise call libm's ``fmaf`` per element.
+The multiply-adds of both are ``llvm.fma`` (one rounding, an IEEE-754 operation, same
+bits on every machine that runs it) where the target has them in hardware (``fma=True``:
+x86 with FMA3, AArch64, GPUs), else a rounded multiply and a rounded add (the bits of the
+FMA-free form; a target without FMA would otherwise call libm's ``fmaf`` per element).
+The two forms are separate functions (``oxla.expf``, ``oxla.expf.fma``).
 """
 
 from __future__ import annotations
@@ -60,17 +64,27 @@ def _new(module: ir.Module, name: str) -> tuple[ir.Function, ir.IRBuilder]:
     return fn, ir.IRBuilder(fn.append_basic_block("entry"))
 
 
-def _exp(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
+def _mad(b: ir.IRBuilder, module: ir.Module, fma: bool):
+    """``mad(a, m, c) = a * m + c``: one ``llvm.fma`` (one rounding) when ``fma``, else a
+    rounded multiply and a rounded add."""
+    if not fma:
+        return lambda a, m, c: b.fadd(b.fmul(a, m), c)
+    fn = module.declare_intrinsic("llvm.fma", [F32], ir.FunctionType(F32, [F32] * 3))
+    return lambda a, m, c: b.call(fn, [a, m, c])
+
+
+def _exp(b: ir.IRBuilder, module: ir.Module, x: ir.Value, fma: bool = False) -> ir.Value:
+    mad = _mad(b, module, fma)
     xc = b.select(b.fcmp_ordered(">", x, _c(89.0)), _c(89.0), x)
     xc = b.select(b.fcmp_ordered("<", xc, _c(-104.0)), _c(-104.0), xc)
     roundeven = module.declare_intrinsic("llvm.roundeven", [F32])
     n = b.call(roundeven, [b.fmul(xc, _c(1.44269504088896341))])
-    r = b.fsub(xc, b.fmul(n, _c(0.693359375)))
-    r = b.fsub(r, b.fmul(n, _c(-2.12194440e-4)))
+    r = mad(n, _c(-0.693359375), xc)  # n * C1 is exact
+    r = mad(n, _c(2.12194440e-4), r)
     p = _c(EXP_POLY[0])
     for c in EXP_POLY[1:]:
-        p = b.fadd(b.fmul(p, r), _c(c))
-    p = b.fadd(b.fadd(b.fmul(p, b.fmul(r, r)), r), _c(1.0))
+        p = mad(p, r, _c(c))
+    p = b.fadd(mad(p, b.fmul(r, r), r), _c(1.0))
     ni = b.fptosi(n, I32)  # poison for NaN: not selected below
     n1 = b.ashr(ni, ir.Constant(I32, 1))
     n2 = b.sub(ni, n1)
@@ -89,14 +103,7 @@ def _tanh(b: ir.IRBuilder, module: ir.Module, x: ir.Value, fma: bool) -> ir.Valu
     fabs = module.declare_intrinsic("llvm.fabs", [F32])
     copysign = module.declare_intrinsic("llvm.copysign", [F32],
                                         ir.FunctionType(F32, [F32, F32]))
-    if fma:
-        fma_fn = module.declare_intrinsic("llvm.fma", [F32], ir.FunctionType(F32, [F32] * 3))
-
-        def mad(a, m, c):  # a * m + c, one rounding
-            return b.call(fma_fn, [a, m, c])
-    else:
-        def mad(a, m, c):
-            return b.fadd(b.fmul(a, m), c)
+    mad = _mad(b, module, fma)
     ax = b.call(fabs, [x])
     v = b.fadd(ax, ax)
     v = b.select(b.fcmp_ordered(">", v, _c(TANH_CLAMP)), _c(TANH_CLAMP), v)  # NaN stays
@@ -117,13 +124,13 @@ def _tanh(b: ir.IRBuilder, module: ir.Module, x: ir.Value, fma: bool) -> ir.Valu
 
 
 def _define(module: ir.Module, name: str, fma: bool) -> ir.Function:
-    symbol = FUNCTIONS[name] + (".fma" if fma and name == "tanh" else "")
+    symbol = FUNCTIONS[name] + (".fma" if fma else "")
     existing = module.globals.get(symbol)
     if existing is not None:
         return existing
     fn, b = _new(module, symbol)
     x = fn.args[0]
-    b.ret(_exp(b, module, x) if name == "exp" else _tanh(b, module, x, fma))
+    b.ret(_exp(b, module, x, fma) if name == "exp" else _tanh(b, module, x, fma))
     return fn
 
 
@@ -131,8 +138,8 @@ def vector_math_function(module: ir.Module, name: str, ty: ir.Type,
                          fma: bool = False) -> ir.Function | None:
     """The IR implementation of math function ``name`` on ``ty``, or None (use libm).
 
-    ``fma``: the target has fused multiply-add in hardware (``tanh`` then uses
-    ``llvm.fma``; see the module docstring)."""
+    ``fma``: the target has fused multiply-add in hardware (the reductions and
+    polynomials then use ``llvm.fma``; see the module docstring)."""
     if ty != F32 or name not in FUNCTIONS:
         return None
     return _define(module, name, fma)
