@@ -9,7 +9,7 @@ import re
 import numpy as np
 import pytest
 
-from tests.backend_cpu.conftest import compile_cpu, run_both
+from tests.backend_cpu.conftest import compile_cpu, run_both, ulps
 
 RNG = np.random.default_rng(7)
 
@@ -52,19 +52,6 @@ def test_batched_gemm_matches_numpy():
     run_both(text, [a, b], rtol=1e-4, atol=1e-3)
 
 
-def _ulps(got: np.ndarray, want64: np.ndarray) -> np.ndarray:
-    with np.errstate(over="ignore"):
-        want = want64.astype(np.float32)
-    g = got.view(np.int32).astype(np.int64)
-    w = want.view(np.int32).astype(np.int64)
-    g = np.where(g < 0, -(g & 0x7FFFFFFF), g)
-    w = np.where(w < 0, -(w & 0x7FFFFFFF), w)
-    d = np.abs(g - w)
-    d[np.isnan(got) & np.isnan(want)] = 0
-    d[np.isnan(got) != np.isnan(want)] = 1 << 40
-    return d
-
-
 @pytest.mark.parametrize("op,ref", [("exponential", np.exp), ("tanh", np.tanh)])
 def test_vector_exp_and_tanh_within_two_ulp(op, ref):
     n = 1 << 16
@@ -80,7 +67,7 @@ def test_vector_exp_and_tanh_within_two_ulp(op, ref):
     got = compile_cpu(text, cache=False)(x)[0]
     with np.errstate(all="ignore"):
         want = ref(x.astype(np.float64))
-    assert _ulps(got, want).max() <= 2
+    assert ulps(got, want).max() <= 2
     assert np.signbit(got[x.size - 15]) == (op == "tanh")  # tanh(-0) = -0, exp(-0) = 1
 
 

@@ -52,7 +52,7 @@ from oxla_backend_cpu.conv_gemm import emit_conv_kernel
 from oxla_backend_cpu.gemm_emit import emit_gemm
 from oxla_backend_cpu.gemv import gemv_parallel
 from oxla_backend_cpu.opkernels import OP_EMITTERS
-from oxla_backend_cpu.parallel import call_parallel, grain_for, worth_parallel
+from oxla_backend_cpu.parallel import call_parallel, grain_for, loop_work, worth_parallel
 from oxla_backend_cpu.profile import Profiler, kernel_label
 from oxla_backend_cpu.reduction import reduce_parallel
 from oxla_backend_cpu.rowemit import emit_rows
@@ -136,13 +136,20 @@ def _outer_inner(shape: tuple[int, ...]) -> tuple[int, int]:
     return shape[0], math.prod(shape[1:])
 
 
-def _parallel_range(fn: ir.Function, shape: tuple[int, ...]) -> tuple | None:
+def _loop_split(k: LoopKernel) -> tuple[int, int]:
+    """(outer extent, work per outer iteration) of loop kernel ``k``: its elements
+    weighted by the cost of its fused ops (:func:`oxla_backend_cpu.parallel.loop_work`)."""
+    n, inner = _outer_inner(shape_of(k.root))
+    return n, loop_work(inner, k.fused_ops)
+
+
+def _parallel_range(fn: ir.Function, k: LoopKernel) -> tuple | None:
     """The (start, end) parameters of a parallel kernel, else None; records the
     parallel-for arguments on ``fn`` for the entry."""
     if len(fn.args) < 2 or fn.args[-1].type != I64:
         return None
-    n, inner = _outer_inner(shape)
-    fn.oxla_parallel = (n, grain_for(n, inner))  # type: ignore[attr-defined]
+    n, work = _loop_split(k)
+    fn.oxla_parallel = (n, grain_for(n, work))  # type: ignore[attr-defined]
     return fn.args[-2], fn.args[-1]
 
 
@@ -151,7 +158,7 @@ def _emit_kernel(module: ir.Module, target: Target, k: Kernel, plan: Plan,
     reads = kernel_reads(k, plan.vbuf)
     writes = kernel_writes(k)
     # Two parameters alias when a kernel reads the same buffer twice.
-    par = isinstance(k, LoopKernel) and worth_parallel(*_outer_inner(shape_of(k.root)))
+    par = isinstance(k, LoopKernel) and worth_parallel(*_loop_split(k))
     if isinstance(k, OpKernel) and k.op.name == "stablehlo.reduce":
         par = reduce_parallel(k.op) is not None
     if isinstance(k, OpKernel) and k.op.name == "stablehlo.reduce_window":
@@ -188,13 +195,13 @@ def _emit_kernel(module: ir.Module, target: Target, k: Kernel, plan: Plan,
         elif dus is not None and dus.name == "stablehlo.dynamic_update_slice" and \
                 k.root not in k.inputs:  # (a copy of a materialized value is not one)
             # a copy of the operand (a plain vector loop), then the window over it
-            outer = _parallel_range(fn, shape)
+            outer = _parallel_range(fn, k)
             with loop_nest(b, shape, outer=outer) as idx:
                 f.reset()
                 store(s, out, et, linearize(b, idx, shape), f.value_at(dus.operands[0], idx))
             _emit_window(s, f, dus, out, et, outer)
         else:
-            outer = _parallel_range(fn, shape)
+            outer = _parallel_range(fn, k)
             with loop_nest(b, shape, outer=outer) as idx:
                 f.reset()
                 store(s, out, et, linearize(b, idx, shape), f.value_at(k.root, idx))

@@ -72,7 +72,7 @@ class Target:
         Raises:
             KeyError: the target has no implementation of ``name``.
         """
-        fn = vector_math_function(module, name, ty)
+        fn = vector_math_function(module, name, ty, self.has_fma())
         if fn is not None:
             return fn
         if name in INTRINSIC_MATH:
@@ -87,6 +87,10 @@ class Target:
         if existing is not None:
             return existing
         return ir.Function(module, ir.FunctionType(ty, [ty] * n_args), fname)
+
+    def has_fma(self) -> bool:
+        """True when ``llvm.fma`` on f32 is one instruction here (not a libm call)."""
+        return False
 
     def target_machine(self, opt: int = 3) -> llvm.TargetMachine:
         """The LLVM target machine for this target (cached; never give it to an
@@ -128,6 +132,10 @@ class CPUTarget(Target):
         if "+avx2" in self.features or "+avx" in self.features:
             return 256 // bits
         return 128 // bits
+
+    def has_fma(self) -> bool:
+        return "+fma" in self.features.split(",") or self.triple.startswith(("aarch64",
+                                                                              "arm64"))
 
     def feature_set(self) -> set[str]:
         """The enabled features (``{"avx2", "fma", ...}``)."""

@@ -133,8 +133,11 @@ class SimtTarget(Target):
     def __init__(self) -> None:
         super().__init__("")
 
+    def has_fma(self) -> bool:
+        return True  # every GPU has f32 fma (a host twin gets the host's, or libm's fmaf)
+
     def math_function(self, module: ir.Module, name: str, ty: ir.Type) -> ir.Function:
-        fn = vector_math_function(module, name, ty)  # exp/tanh f32 in plain IR
+        fn = vector_math_function(module, name, ty, self.has_fma())  # exp/tanh f32 IR
         if fn is not None:
             return fn
         fname = math_name(name, ty)
