@@ -156,3 +156,26 @@ def test_dynamic_update_slice_returned_twice():
 }"""
     run_both(text, [np.array([1.0, 2.0, 3.0], np.float32), np.array([-4.0], np.float32),
                     np.int64(1)], rtol=0.0)
+
+
+@pytest.mark.parametrize("shape,ushape", [((6, 5), (2, 5)), ((300, 64), (3, 64))])
+def test_dynamic_update_slice_operand_reading_the_start_index(shape, ushape):
+    """The copied operand reads the run-time start index too (as TF's SVD loop body
+    does), so the copy loop computes the index's scalar first: the window must compute
+    its starts again outside that loop, not reuse the loop's value (LLVM rejected the IR:
+    "Instruction does not dominate all uses")."""
+    t, u = "x".join(map(str, shape)), "x".join(map(str, ushape))
+    text = f"""func.func @main(%x: tensor<{t}xf32>, %u: tensor<{u}xf32>, %i: tensor<i32>)
+    -> tensor<{t}xf32> {{
+  %z = stablehlo.constant dense<0> : tensor<i32>
+  %f = stablehlo.convert %i : (tensor<i32>) -> tensor<f32>
+  %fb = stablehlo.broadcast_in_dim %f, dims = [] : (tensor<f32>) -> tensor<{t}xf32>
+  %x2 = stablehlo.add %x, %fb : tensor<{t}xf32>
+  %r = stablehlo.dynamic_update_slice %x2, %u, %i, %z
+    : (tensor<{t}xf32>, tensor<{u}xf32>, tensor<i32>, tensor<i32>) -> tensor<{t}xf32>
+  return %r : tensor<{t}xf32>
+}}"""
+    x = RNG.standard_normal(shape).astype(np.float32)
+    y = RNG.standard_normal(ushape).astype(np.float32)
+    for i in (0, 3, shape[0]):  # the last one is clamped
+        run_both(text, [x, y, np.array(i, np.int32)], rtol=0.0)

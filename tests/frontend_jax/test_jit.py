@@ -97,3 +97,29 @@ def test_unknown_backend_is_a_plugin_error():
 
     with pytest.raises(PluginError, match="unknown backend 'nope'"):
         oj.jit(jnp.sin, backend="nope")(jnp.ones(2))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32", "bool", "complex64", "bfloat16"])
+@pytest.mark.parametrize("shape", [(), (3,), (64, 32, 32)], ids=str)
+def test_results_are_jax_arrays_like_jax_jit(shape, dtype):
+    """Results come back as jax arrays on jax.jit's device, sharding and dtype (the fast
+    ``batched_device_put`` path of ``values.wrap_outputs``), one per output, unchanged
+    by later calls."""
+    import jax.numpy as jnp
+    import ml_dtypes
+
+    dt = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.dtype(dtype)
+    x = (np.arange(int(np.prod(shape))) % 7).reshape(shape).astype(dt)
+
+    def f(v):
+        return v, jnp.asarray(v) * 2 if dtype != "bool" else ~v
+
+    of = oj.jit(f, backend="cpu")
+    got, ref = of(x), jax.jit(f)(x)
+    first = np.asarray(got[1]).copy()
+    of(np.ones_like(x))  # a later call does not change earlier results
+    for g, r in zip(got, ref, strict=True):
+        assert type(g) is type(r) and g.dtype == r.dtype and g.shape == r.shape
+        assert g.sharding == r.sharding
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(r))
+    np.testing.assert_array_equal(np.asarray(got[1]), first)

@@ -9,6 +9,8 @@ everything the machine code depends on:
   (hashed from the arrays in memory, on threads: weights are never printed);
 * the options that change code (``pipeline``, ``fast_math``, ``extra``);
 * the versions of oxla, oxla-backend-cpu, oxla-codegen-llvm, llvmlite and LLVM;
+* the plugin rewrite patterns for cpu (``oxla_patterns``): names and their packages'
+  source stamps (:func:`oxla_codegen_llvm.cache_keys.patterns_stamp`);
 * the host's target triple, CPU name and CPU features;
 * the thread count at compile time (:func:`oxla_backend_cpu.parallel.num_threads`):
   convolutions size their im2col chunks for it (:func:`oxla_backend_cpu.conv.chunk_budget`);
@@ -111,6 +113,7 @@ def cache_key(module_text: str, options: Any, target: Any, constants: Any = ()) 
         "extra": repr(sorted(options.extra.items())),
         "versions": _versions(),
         "source": _source_stamp(),
+        "patterns": cache_keys.patterns_stamp("cpu"),
         "triple": target.triple,
         "cpu": target.cpu,
         "features": target.features,

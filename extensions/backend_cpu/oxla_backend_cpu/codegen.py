@@ -199,6 +199,7 @@ def _emit_kernel(module: ir.Module, target: Target, k: Kernel, plan: Plan,
             with loop_nest(b, shape, outer=outer) as idx:
                 f.reset()
                 store(s, out, et, linearize(b, idx, shape), f.value_at(dus.operands[0], idx))
+            f.reset()  # the copy loop's values do not dominate the window's start indices
             _emit_window(s, f, dus, out, et, outer)
         else:
             outer = _parallel_range(fn, k)

@@ -11,7 +11,8 @@ that hashes everything the code depends on:
   compiled for (``--cuda-arch``, else the current device's);
 * the versions of oxla, oxla-backend-cuda, oxla-codegen-llvm and llvmlite, and a stamp
   of the source files (names, sizes, mtimes) of this backend, the LLVM emitters, the
-  passes and the lowering, so an edited editable install never hits stale entries.
+  passes and the lowering, so an edited editable install never hits stale entries;
+* the plugin rewrite patterns for cuda (names and their packages' source stamps).
 
 A hit loads the artifact (no pipeline, no LLVM, no nvJitLink). Entries live in
 ``$OXLA_CACHE_DIR`` when set (next to the cpu backend's, which counts them in its size
@@ -68,7 +69,8 @@ def cache_key(module: Any, options: Any, archs: tuple[str, ...]) -> str:
     text, arrays = print_module_elided(module, ELIDE_BYTES)
     meta = {"pipeline": options.pipeline, "fast_math": options.fast_math,
             "extra": repr(sorted(options.extra.items())), "archs": list(archs),
-            "versions": cache_keys.dist_versions(DISTS), "source": source_stamp()}
+            "versions": cache_keys.dist_versions(DISTS), "source": source_stamp(),
+            "patterns": cache_keys.patterns_stamp("cuda")}
     h = hashlib.sha256(json.dumps(meta, sort_keys=True).encode())
     h.update(b"\0" + text.encode())
     for a in arrays:

@@ -1,11 +1,12 @@
 """What the backends' persistent compile caches share (the cpu's
 :mod:`oxla_backend_cpu.cache`, the cuda's :mod:`oxla_backend_cuda.cache`): where
-entries live, the installed versions and the source stamp that go into a key."""
+entries live, the installed versions and the source stamps that go into a key."""
 
 from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from collections.abc import Iterable
 from functools import cache
 from importlib import metadata
@@ -47,4 +48,28 @@ def source_stamp(packages: Iterable[ModuleType]) -> str:
             if name.endswith(".py"):
                 st = os.stat(os.path.join(d, name))
                 h.update(f"{name}:{st.st_size}:{st.st_mtime_ns};".encode())
+    return h.hexdigest()
+
+
+def patterns_stamp(backend: str) -> str:
+    """A SHA-256 of the plugin rewrite patterns that run for ``backend``
+    (``plugin-patterns{backend=...}``): their names and the source stamp of each one's
+    package, so installing, removing or editing a plugin's pattern never hits an entry
+    compiled without it (or with its old code)."""
+    from oxla import plugins
+    from oxla.passes.overrides import disabled_overrides
+
+    h = hashlib.sha256()
+    packages: dict[str, ModuleType] = {}
+    off = disabled_overrides()
+    for p in plugins.patterns(backend=backend, builtin=False):
+        if p.name in off:  # $OXLA_DISABLE_OVERRIDES leaves it out of the pipeline
+            continue
+        h.update(f"{p.name}:{p.root_op}:{p.benefit};".encode())
+        for fn in (p.fn, p.replace):
+            module = sys.modules.get(getattr(fn, "__module__", "") or "")
+            if module is not None:
+                top = sys.modules.get(module.__name__.split(".")[0], module)
+                packages[top.__name__] = top
+    h.update(source_stamp(packages[k] for k in sorted(packages)).encode())
     return h.hexdigest()

@@ -120,7 +120,21 @@ def _trsm(lap: _Lapack, attrs: dict, outs: list, a: np.ndarray, b: np.ndarray) -
 
 @_kernel("potrf")
 def _potrf(lap: _Lapack, attrs: dict, outs: list, a: np.ndarray) -> None:
-    c, info = lap("potrf")(a, lower=int(_char(attrs, "uplo", "L") == "L"), clean=0)
+    """jaxlib's potrf, and oxla's folded forms (:mod:`oxla_lapack.fold`)."""
+    lower = _char(attrs, "uplo", "L") == "L"
+    if attrs.get("oxla_hermitian_part"):  # (a + a^H) / 2, each component halved
+        h = a + np.conj(a.T)
+        if lap.complex:
+            h.real /= 2
+            h.imag /= 2
+        else:
+            h /= 2
+        a = h
+    c, info = lap("potrf")(a, lower=int(lower), clean=0)
+    if attrs.get("oxla_nan_on_error") and info != 0:
+        c = np.full_like(c, np.nan)
+    if attrs.get("oxla_zero_other"):
+        c = np.tril(c) if lower else np.triu(c)
     outs[0][...] = c
     outs[1][...] = info
 

@@ -8,6 +8,7 @@
  * (trsm, potrf: see the handlers). The LAPACK/BLAS routines are scipy's
  * (scipy.linalg.cython_lapack/cython_blas function pointers, Fortran convention),
  * bound by name with oxla_lapack_bind before any call. See oxla_lapack/native.py. */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -201,23 +202,91 @@ XLA_FFI_Error* oxla_lapack_trsm(XLA_FFI_CallFrame* f) {
 #undef KIND
 
 #define KIND POTRF
+/* dst = (src + src^H) / 2 for one n x n row-major matrix, per component (real and
+ * imaginary parts halved separately): rows i >= j only when `lower`, i <= j only when
+ * `upper`, every element when both. Blocked so the transposed reads stay in cache. */
+#define HERMITIAN_PART(NAME, T, CPLX)                                             \
+  static void herm_##NAME(const T* src, T* dst, int64_t n, int lower, int upper) {  \
+    const int64_t w = CPLX ? 2 : 1;                                               \
+    for (int64_t i0 = 0; i0 < n; i0 += TILE)                                      \
+      for (int64_t j0 = 0; j0 < n; j0 += TILE) {                                  \
+        int64_t i1 = i0 + TILE < n ? i0 + TILE : n;                               \
+        int64_t j1 = j0 + TILE < n ? j0 + TILE : n;                               \
+        if ((!upper && j0 >= i1) || (!lower && i0 >= j1)) continue;               \
+        for (int64_t i = i0; i < i1; i++) {                                       \
+          int64_t lo = !lower && i > j0 ? i : j0, hi = !upper && i + 1 < j1 ? i + 1 : j1; \
+          for (int64_t j = lo; j < hi; j++) {                                     \
+            const T* x = src + (i * n + j) * w;                                   \
+            const T* y = src + (j * n + i) * w;                                   \
+            T* d = dst + (i * n + j) * w;                                         \
+            d[0] = (x[0] + y[0]) / 2;                                             \
+            if (CPLX) d[w - 1] = (x[w - 1] - y[w - 1]) / 2;                       \
+          }                                                                       \
+        }                                                                         \
+      }                                                                           \
+  }
+HERMITIAN_PART(float, float, 0)
+HERMITIAN_PART(double, double, 0)
+HERMITIAN_PART(cfloat, float, 1)
+HERMITIAN_PART(cdouble, double, 1)
+
+static void hermitian_part(const void* src, void* dst, int64_t n, const dtype_t* d,
+                           int lower, int upper) {
+  if (d->rs == 4) {
+    if (d->cplx) herm_cfloat(src, dst, n, lower, upper);
+    else herm_float(src, dst, n, lower, upper);
+  } else {
+    if (d->cplx) herm_cdouble(src, dst, n, lower, upper);
+    else herm_double(src, dst, n, lower, upper);
+  }
+}
+
+/* The triangle of a row-major n x n matrix other than `keep` ('L': i >= j) set to 0. */
+static void zero_other(void* m, int64_t n, size_t es, char keep) {
+  for (int64_t i = 0; i < n; i++) {
+    if (keep == 'L') memset((char*)m + (i * n + i + 1) * es, 0, (n - i - 1) * es);
+    else memset((char*)m + i * n * es, 0, i * es);
+  }
+}
+
+/* Every element of n row-major elements the default quiet NaN. */
+static void fill_nan(void* m, int64_t count, const dtype_t* d) {
+  int64_t k = count * (int64_t)(d->es / d->rs);
+  if (d->rs == 4) for (int64_t i = 0; i < k; i++) ((float*)m)[i] = NAN;
+  else for (int64_t i = 0; i < k; i++) ((double*)m)[i] = (double)NAN;
+}
+
 /* a [*, n, n] -> c [*, n, n] (the uplo triangle the factor, the other one a's), info.
  * Row-major a is column-major a^T: its other triangle holds the conjugate of the same
  * Hermitian matrix, whose factor there, read row-major, is exactly the wanted factor
- * (U^T U-bar = conj(U^H U)); so LAPACK runs in place on a copy with uplo swapped. */
+ * (U^T U-bar = conj(U^H U)); so LAPACK runs in place on a copy with uplo swapped.
+ * oxla's attributes (oxla_lapack/fold.py): oxla_hermitian_part factors (a + a^H) / 2,
+ * oxla_nan_on_error fills a failed matrix (info != 0) with NaN, oxla_zero_other then
+ * zeroes the triangle other than uplo's. */
 XLA_FFI_Error* oxla_lapack_potrf(XLA_FFI_CallFrame* f) {
   XLA_FFI_Buffer *a = arg(f, 0), *c = ret(f, 0), *info = ret(f, 1);
   CHECK_DTYPE(a);
-  char uplo = attr_int(f, "uplo", 'L') == 'U' ? 'L' : 'U';
+  char keep = attr_int(f, "uplo", 'L') == 'U' ? 'U' : 'L';
+  char uplo = keep == 'U' ? 'L' : 'U';
+  int herm = attr_int(f, "oxla_hermitian_part", 0) != 0;
+  int nan_on_error = attr_int(f, "oxla_nan_on_error", 0) != 0;
+  int zero = attr_int(f, "oxla_zero_other", 0) != 0;
   int n = (int)a->dims[a->rank - 1], lda = n > 1 ? n : 1;
   int64_t nb = batch_of(a, 2), sz = (int64_t)n * n;
-  memcpy(c->data, a->data, nb * sz * dt.es);
+  if (!herm) memcpy(c->data, a->data, nb * sz * dt.es);
   int old = threads_begin((double)n * n * n / 3);
   for (int64_t b = 0; b < nb; b++) {
     int32_t* inf = (int32_t*)info->data + b;
-    if (n > 0)
-      ((potrf_t)FN[dt.prefix][KIND])(&uplo, &n, (char*)c->data + b * sz * dt.es, &lda, inf);
+    char* m = (char*)c->data + b * sz * dt.es;
+    if (herm) {  /* with the other triangle zeroed anyway, only uplo's is computed */
+      hermitian_part((char*)a->data + b * sz * dt.es, m, n, &dt,
+                     !zero || keep == 'L', !zero || keep == 'U');
+      if (zero) zero_other(m, n, dt.es, keep);
+    }
+    if (n > 0) ((potrf_t)FN[dt.prefix][KIND])(&uplo, &n, m, &lda, inf);
     else *inf = 0;
+    if (nan_on_error && *inf != 0) fill_nan(m, sz, &dt);
+    if (zero && (!herm || (nan_on_error && *inf != 0))) zero_other(m, n, dt.es, keep);
   }
   threads_end(old);
   return NULL;

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from oxla.hookspecs import hookimpl
-from oxla.protocols import CustomCallInfo
+from oxla.protocols import CustomCallInfo, PatternInfo
 from oxla_lapack.targets import TARGETS
 
 
@@ -50,3 +50,11 @@ def oxla_custom_calls() -> list[CustomCallInfo]:
         cpu = functools.partial(cpu_kernel, target) if native is None else native
         infos.append(CustomCallInfo(target, "cpu", cpu))
     return infos
+
+
+@hookimpl
+def oxla_patterns() -> list[PatternInfo]:
+    from oxla_lapack.fold import fold_potrf
+
+    return [PatternInfo(root_op="stablehlo.custom_call", fn=fold_potrf, benefit=1,
+                        name="lapack-fold-potrf", backends=("cpu",))]
