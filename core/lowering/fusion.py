@@ -30,7 +30,7 @@ from oxla.lowering.control import CONTROL_OPS, captured_values, control_kernel
 from oxla.lowering.effects import has_effect
 from oxla.lowering.plan import Buf, Kernel, LoopKernel, OpKernel, Plan
 from oxla.lowering.policy import Policy
-from oxla.lowering.shapes import is_splat_constant, nbytes
+from oxla.lowering.shapes import is_same_index_op, is_splat_constant, nbytes, shape_of
 
 CHEAP = ("stablehlo.iota",)
 LOWERED_OPS = ("stablehlo.constant", *CONTROL_OPS)
@@ -194,6 +194,7 @@ def fuse_block(block, env: dict[Value, Buf], results: list[Buf], prefix: str,
                 materialized.add(r)
         if kinds[op] == "control":  # values its regions read live in buffers
             materialized.update(captured_values(op))
+    _share_in_kernel(live, kinds, materialized, returned, set(env))
     _recompute_small(live, kinds, materialized, returned, set(env))
 
     vbuf: dict[Value, Buf] = dict(env)
@@ -290,6 +291,46 @@ def _must_materialize(v: Value, kinds: dict[Operation, str], returned: set[Value
     if kind == "cheap":
         return False
     return len(users) != 1 or len(v.uses) != 1 or kinds[users[0]] not in ("loop", "reduce")
+
+
+def _share_in_kernel(live: list[Operation], kinds: dict[Operation, str],
+                     materialized: set[Value], returned: set[Value], env: set[Value]) -> None:
+    """Un-materializes a loop value whose several users all end up in the same loop
+    kernel and read it at that kernel's own index (every path to the kernel's root goes
+    through same-index ops of one shape, :func:`oxla.lowering.shapes.is_same_index_op`):
+    the kernel's emitter computes it once per index and shares it between the users, so
+    a DAG of elementwise ops (JAX's unrolled threefry: every round's words feed two ops
+    of the next) is one loop instead of one loop and one temporary per shared value.
+    Users are visited before producers (reverse program order), so whole chains merge.
+    """
+    root: dict[Value, Value | None] = {}  # loop value -> the root of the kernel computing
+    #                                       it at the root's own index (None: no such one)
+    for op in reversed(live):
+        if kinds[op] not in ("loop", "cheap") or len(op.results) != 1:
+            continue
+        v = op.results[0]
+        users = set(v.users)
+        if v in materialized:
+            root[v] = v
+            if v in returned or v in env or kinds[op] != "loop" or len(v.uses) < 2:
+                continue
+        elif len(users) != 1:
+            root[v] = None
+            continue
+        shape = shape_of(v)
+        rs = set()
+        for u in users:
+            if kinds.get(u) != "loop" or len(u.results) != 1 or not is_same_index_op(u) \
+                    or shape_of(u.results[0]) != shape:
+                rs.add(None)
+                break
+            rs.add(root.get(u.results[0]))
+        r = rs.pop() if len(rs) == 1 else None
+        if v not in materialized:
+            root[v] = r
+        elif r is not None:
+            materialized.discard(v)
+            root[v] = r
 
 
 MAX_RECOMPUTE_OPS = 12  # ops of a fused expression recomputed by each of its users

@@ -7,6 +7,7 @@ import numpy as np
 
 from oxla.ir import Operation
 from oxla.ir import types as T
+from oxla.ir.opdef import PURE, lookup_opdef
 from oxla.passes.rewrite import Rewriter, pattern
 from oxla.passes.util import constant_array, splat_value, static_tensor
 
@@ -149,4 +150,101 @@ def while_zero_trip(op: Operation, rw: Rewriter) -> bool:
     if [v.type for v in op.operands] != [r.type for r in op.results]:
         return False
     rw.replace_op(op, list(op.operands))
+    return True
+
+
+UNROLL_MAX_TRIPS = 8
+"""``while`` loops of at most this many iterations (known at compile time) are unrolled."""
+
+UNROLL_MAX_OPS = 1024
+"""... when the unrolled body has at most this many ops in all (compile-time bound)."""
+
+
+def _counters(op: Operation) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Iteration-argument positions of ``while`` ``op`` that are counters: a constant
+    integer initial value and a body result ``arg + constant`` (either operand order);
+    position -> (initial value, step) as 0-d arrays of the counter's dtype."""
+    body = op.regions[1].blocks[0]
+    ret = body.ops[-1]
+    out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for k, (init, arg) in enumerate(zip(op.operands, body.args)):
+        t = arg.type
+        if not (isinstance(t, T.TensorType) and t.shape == ()
+                and isinstance(t.element_type, T.IntegerType) and t.element_type.width > 1):
+            continue
+        start = constant_array(init)
+        nxt = ret.operands[k].owner_op
+        if start is None or nxt is None or nxt.name != "stablehlo.add":
+            continue
+        a, b = nxt.operands
+        step = splat_value(b) if a is arg else splat_value(a) if b is arg else None
+        if step is not None:
+            out[k] = (np.asarray(start).reshape(()), np.asarray(step, start.dtype))
+    return out
+
+
+def _trip_count(op: Operation, limit: int) -> int | None:
+    """How many times the body of ``while`` ``op`` runs when its condition reads only
+    counters (:func:`_counters`) and ops of its own region; None when unknown or above
+    ``limit``. Counters wrap as the spec's integer ``add`` does."""
+    cond = op.regions[0].blocks[0]
+    counters = _counters(op)
+    if not counters or len(cond.ops) > 16:
+        return None
+    inside = {r for o in cond.ops for r in o.results}
+    allowed = inside | {cond.args[k] for k in counters}
+    for o in cond.ops:
+        if o.regions or any(v not in allowed for v in o.operands):
+            return None
+    from oxla.interpreter import Context
+
+    state = {k: start for k, (start, _) in counters.items()}
+    for trips in range(limit + 1):
+        args = [state.get(k) for k in range(len(cond.args))]
+        try:
+            out = Context().run_region(op.regions[0], args)
+        except Exception:  # noqa: BLE001 - a condition the interpreter rejects: keep the loop
+            return None
+        if not bool(np.asarray(out[0]).reshape(-1)[0]):
+            return trips
+        with np.errstate(over="ignore"):
+            state = {k: (state[k] + step).astype(step.dtype)
+                     for k, (_, step) in counters.items()}
+    return None
+
+
+def _pure(op: Operation) -> bool:
+    d = lookup_opdef(op.name)
+    return d is not None and PURE in d.traits
+
+
+@pattern("stablehlo.while")
+def while_unroll(op: Operation, rw: Rewriter) -> bool:
+    """A ``while`` whose trip count is a compile-time constant of at most
+    :data:`UNROLL_MAX_TRIPS` → that many copies of its body, each fed the previous one's
+    results (spec ``while``: the body runs exactly while the condition holds, so the
+    copies compute the same values). This is how JAX's threefry (``jax.random``: a 5-trip ``fori_loop`` over
+    whole-array state) becomes one elementwise expression that fuses into one loop
+    with constant rotations instead of one loop nest per op per trip.
+
+    The trip count is known when the condition reads only counters (see
+    :func:`_trip_count`); the unrolled ops are bounded by :data:`UNROLL_MAX_OPS`. Bodies
+    with an op that is not ``PURE`` (collectives, custom calls, nested control flow) keep
+    their loop.
+    """
+    if [v.type for v in op.operands] != [r.type for r in op.results]:
+        return False
+    body = op.regions[1].blocks[0]
+    if not all(_pure(o) for top in body.ops for o in top.walk()):
+        return False
+    trips = _trip_count(op, UNROLL_MAX_TRIPS)
+    if trips is None or trips * len(body.ops) > UNROLL_MAX_OPS:
+        return False
+    values = list(op.operands)
+    for _ in range(trips):
+        mapping = dict(zip(body.args, values))
+        for o in body.ops[:-1]:
+            rw.insert_before(op, o.clone(mapping))
+        values = [mapping.get(v, v) for v in body.ops[-1].operands]
+    rw.replace_op(op, values)
     return True

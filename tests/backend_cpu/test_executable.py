@@ -200,3 +200,26 @@ def test_call_fast_and_general_paths_agree():
         exe(a, b.astype(np.float16))
     with pytest.raises(RuntimeInputError, match=r"a list converts to float64; pass np\.asarray"):
         exe(a.tolist(), b)
+
+
+@pytest.mark.parametrize("dtype,et", [(np.int32, "i32"), (np.int64, "i64"),
+                                      (np.uint8, "ui8"), (np.float64, "f64")])
+def test_numpy_scalars_of_the_exact_type_take_the_fast_path(dtype, et):
+    """A numpy scalar (``np.int32(3)``, as JAX users pass start indices) for a rank-0
+    input of its dtype is used as its own 0-d array; one of another dtype, or a Python
+    number, still goes through the general check and its error."""
+    text = f"""func.func @main(%x: tensor<6xf32>, %i: tensor<{et}>) -> tensor<2xf32> {{
+  %j = stablehlo.convert %i : (tensor<{et}>) -> tensor<i32>
+  %r = stablehlo.dynamic_slice %x, %j, sizes = [2] : (tensor<6xf32>, tensor<i32>) -> tensor<2xf32>
+  return %r : tensor<2xf32>
+}}"""
+    exe = compile_cpu(text)
+    x = np.arange(6, dtype=np.float32) * 1.5
+    for i in (0, 3, 5):
+        np.testing.assert_array_equal(exe(x, dtype(i))[0], x[min(i, 4):min(i, 4) + 2])
+        np.testing.assert_array_equal(exe(x, np.array(i, dtype))[0], exe(x, dtype(i))[0])
+    other = np.float32 if dtype != np.float32 else np.int32
+    with pytest.raises(RuntimeInputError, match="dtype"):
+        exe(x, other(1))
+    with pytest.raises(RuntimeInputError, match="dtype"):
+        exe(x.astype(np.float64), dtype(1))

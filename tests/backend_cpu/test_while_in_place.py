@@ -17,6 +17,15 @@ from tests.backend_cpu.conftest import run_both
 RNG = np.random.default_rng(7)
 
 
+@pytest.fixture(autouse=True)
+def _keep_loops(monkeypatch):
+    """These loops have constant trip counts; they stay loops (not unrolled by
+    canonicalize's ``while_unroll``) so the while kernel's buffers are what runs."""
+    from oxla.passes import canon_control
+
+    monkeypatch.setattr(canon_control, "UNROLL_MAX_TRIPS", 0)
+
+
 def _copies(text: str) -> list[str]:
     """Names of the body's copy-back kernels (``while.next<j>``) of the first while."""
     from oxla_backend_cpu.policy import CPUPolicy

@@ -30,6 +30,7 @@ from oxla_codegen_llvm import (
     store,
 )
 from oxla_codegen_llvm.fused import clamp, to_index
+from oxla_codegen_llvm.loops import tiled_loop_nest
 
 from oxla.errors import LoweringError
 from oxla.lowering import (
@@ -203,7 +204,10 @@ def _emit_kernel(module: ir.Module, target: Target, k: Kernel, plan: Plan,
             _emit_window(s, f, dus, out, et, outer)
         else:
             outer = _parallel_range(fn, k)
-            with loop_nest(b, shape, outer=outer) as idx:
+            blocked = transposed_blocking(k)
+            nest = loop_nest(b, shape, outer=outer) if blocked is None else \
+                tiled_loop_nest(b, shape, *blocked, outer=outer)
+            with nest as idx:
                 f.reset()
                 store(s, out, et, linearize(b, idx, shape), f.value_at(k.root, idx))
     elif isinstance(k, RowKernel):  # reductions fused with their consumer
@@ -222,6 +226,46 @@ def _emit_kernel(module: ir.Module, target: Target, k: Kernel, plan: Plan,
     return fn
 
 
+
+
+BLOCKED_MIN_BYTES = 64 * 1024
+"""A transposed operand smaller than this stays in L1/L2 anyway: no blocking."""
+
+
+def _block_for(shape: tuple[int, ...], perm: list[int], itemsize: int,
+               nbytes: int) -> tuple[int, int] | None:
+    """(``p``, tile) for :func:`~oxla_codegen_llvm.loops.tiled_loop_nest` when a loop over
+    ``shape`` reads an operand transposed by ``perm`` (result dim ``i`` = operand dim
+    ``perm[i]``): ``p`` is where the operand's innermost (contiguous) dimension lands;
+    a tile row spans one 128-byte span of it. None when the innermost dimension stays
+    innermost, the operand is small or a dimension is shorter than a tile."""
+    r = len(shape)
+    if r < 2 or perm[-1] == r - 1 or nbytes < BLOCKED_MIN_BYTES:
+        return None
+    p = perm.index(r - 1)
+    tile = max(8, min(64, 128 // itemsize))
+    if shape[p] < tile or shape[-1] < tile:
+        return None
+    return p, tile
+
+
+def transposed_blocking(k: LoopKernel) -> tuple[int, int] | None:
+    """Cache blocking for loop kernel ``k`` (see :func:`_block_for`) from the first
+    ``transpose`` among its fused ops whose result has the kernel's shape and moves the
+    operand's innermost dimension (``x.T + y``: each output row reads a column of
+    ``x``, one cache line per element, unless the loop goes in blocks)."""
+    shape = shape_of(k.root)
+    for op in k.fused_ops:
+        if op.name != "stablehlo.transpose" or shape_of(op.results[0]) != shape:
+            continue
+        src = op.operands[0]
+        et = src.type.element_type
+        item = max(1, et.bitwidth // 8)
+        got = _block_for(shape, list(op.attr("permutation")), item,
+                         math.prod(shape) * item)
+        if got is not None:
+            return got
+    return None
 
 
 def _emit_window(s: Scalar, f: FusedEmitter, op, out: ir.Value, et,
@@ -255,7 +299,10 @@ def _emit_pack(s: Scalar, k: PackKernel, src: ir.Value, out: ir.Value) -> None:
     src_shape = shape_of(k.src)
     shape = [src_shape[p] for p in k.perm]
     et = k.src.type.element_type
-    with loop_nest(b, shape, "p") as idx:
+    item = max(1, et.bitwidth // 8)
+    blocked = _block_for(tuple(shape), list(k.perm), item, math.prod(shape) * item)
+    with (loop_nest(b, shape, "p") if blocked is None else
+          tiled_loop_nest(b, shape, *blocked, "p")) as idx:
         sidx: list = [None] * len(shape)
         for i, p in enumerate(k.perm):
             sidx[p] = idx[i]

@@ -58,8 +58,8 @@ def task_function(module: ir.Module, name: str, n_ptrs: int, noalias: tuple[int,
     return fn, ir.IRBuilder(fn.append_basic_block("entry"))
 
 
-def _run(b: ir.IRBuilder, module: ir.Module, fn: ir.Function, ptrs: list, n: int,
-         per_item: int) -> None:
+def run_task(b: ir.IRBuilder, module: ir.Module, fn: ir.Function, ptrs: list, n: int,
+             per_item: int) -> None:
     """Runs task ``fn`` over ``[0, n)``: on oxla's threads when worth it (``per_item``:
     elements of work per item), else on the calling thread."""
     if worth_parallel(n, per_item):
@@ -287,5 +287,5 @@ def emit_direct(s: Scalar, k, lhs: ir.Value, w: ir.Value, out: ir.Value,
                 emit_epilogue(ts, k, dst, ex_p, pre, b.add(blk0, b.mul(a, i64c(bext[-1]))),
                           bext[-1])
     b.ret_void()
-    _run(s.b, s.module, fn, [lhs, w, out] + list(extras), nouter,
-         bsize * math.prod(win_ext))
+    run_task(s.b, s.module, fn, [lhs, w, out] + list(extras), nouter,
+             bsize * math.prod(win_ext))

@@ -136,12 +136,18 @@ class CPUExecutable:
         against the signature (RuntimeInputError: count, shape or dtype)."""
         exact = self._exact_inputs
         if exact is not None and len(args) == len(exact):
+            out = []
             for a, (shape, dtype) in zip(args, exact):
-                if not (type(a) is np.ndarray and a.shape == shape and a.dtype == dtype
-                        and a.flags.c_contiguous):
+                if type(a) is np.ndarray:
+                    if not (a.shape == shape and a.dtype == dtype and a.flags.c_contiguous):
+                        break
+                elif isinstance(a, np.generic) and shape == () and a.dtype == dtype:
+                    a = np.asarray(a)  # a numpy scalar (np.int32(3)): its own 0-d array
+                else:
                     break
+                out.append(a)
             else:
-                return list(args)
+                return out
         return [np.ascontiguousarray(v) if isinstance(t, TensorType) else _NO_DATA
                 for t, v in zip(self.signature.inputs,
                                 check_inputs(self.signature.inputs, args))]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 
 import llvmlite.ir as ir
 
@@ -115,6 +115,51 @@ def _nest(b, shape, acc, name, outer=None, vec=False):
     start, stop = outer if outer is not None else (0, shape[0])
     with for_range(b, stop, f"{name}{len(acc)}", start, vec and len(shape) == 1) as i, \
             _nest(b, shape[1:], acc + [i], name, None, vec) as idx:
+        yield idx
+
+
+@contextmanager
+def tiled_loop_nest(b: ir.IRBuilder, shape: Sequence[int], p: int, tile: int,
+                    name: str = "t",
+                    outer: tuple[ir.Value, ir.Value] | None = None) -> Iterator[list]:
+    """:func:`loop_nest` over ``shape`` with dimension ``p`` and the last one taken in
+    ``tile`` x ``tile`` blocks (cache blocking for a fusion that reads an operand
+    transposed: the rows it touches in one block stay in L1 between the block's rows).
+
+    The order is the dimensions before ``p``, the blocks of ``p``, the dimensions between,
+    the blocks of the last one, then ``p`` and the last one within the block (the last
+    innermost, contiguous in the output). ``outer = (start, end)`` restricts dimension 0
+    to a chunk of a parallel loop, as in :func:`loop_nest` (its blocks then start at
+    ``start``). Yields the index list; every index of ``shape`` is visited once.
+
+    Raises:
+        ValueError: ``p`` is not a dimension before the last, or ``tile < 1``.
+    """
+    q = len(shape) - 1
+    if not 0 <= p < q or tile < 1:
+        raise ValueError(f"expected 0 <= p < {q} and tile >= 1, got p={p}, tile={tile}")
+    step = ir.Constant(I64, tile)
+    idx: list = [None] * len(shape)
+    with ExitStack() as stack:
+        def blocks(d: int) -> tuple[ir.Value, ir.Value]:
+            lo, hi = outer if outer is not None and d == 0 else (
+                ir.Constant(I64, 0), ir.Constant(I64, shape[d]))
+            n = b.sdiv(b.add(b.sub(hi, lo), ir.Constant(I64, tile - 1)), step)
+            t = stack.enter_context(for_range(b, n, f"{name}{d}b"))
+            t0 = b.add(lo, b.mul(t, step, flags=["nsw"]), flags=["nsw"])
+            t1 = b.add(t0, step, flags=["nsw"])
+            return t0, b.select(b.icmp_signed("<", t1, hi), t1, hi)
+
+        for d in range(len(shape)):
+            if d == p:
+                p0, p1 = blocks(d)
+            elif d == q:
+                q0, q1 = blocks(d)
+                idx[p] = stack.enter_context(for_range(b, p1, f"{name}{p}", p0))
+                idx[q] = stack.enter_context(for_range(b, q1, f"{name}{q}", q0))
+            else:
+                start, stop = outer if outer is not None and d == 0 else (0, shape[d])
+                idx[d] = stack.enter_context(for_range(b, stop, f"{name}{d}", start))
         yield idx
 
 
