@@ -380,3 +380,37 @@ def test_scatter_into_a_window_sharded_table_falls_back_to_replicated(backend):
     ref = run_function(drop_shardings(parse_module(text)), "main", ins)
     np.testing.assert_allclose(outs[0], ref[0], rtol=1e-6)
     assert dict(report.op_shardings)["stablehlo.scatter"] == "replicated"
+
+
+EMBED_GRAD = """\
+sdy.mesh @mesh = <["x"=2, "y"=2]>
+func.func @main(%w: tensor<16x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>},
+                %idx: tensor<6x1xi32>, %g: tensor<6x8xf32>) -> tensor<16x8xf32> {
+  %z = stablehlo.constant dense<0.0> : tensor<f32>
+  %zeros = stablehlo.broadcast_in_dim %z, dims = [] : (tensor<f32>) -> tensor<16x8xf32>
+  %0 = "stablehlo.scatter"(%zeros, %idx, %g) <{scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [1], inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1>}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %s = stablehlo.add %a, %b : tensor<f32>
+    stablehlo.return %s : tensor<f32>
+  }) : (tensor<16x8xf32>, tensor<6x1xi32>, tensor<6x8xf32>) -> tensor<16x8xf32>
+  %lr = stablehlo.constant dense<0.5> : tensor<16x8xf32>
+  %1 = stablehlo.multiply %lr, %0 : tensor<16x8xf32>
+  %2 = stablehlo.subtract %w, %1 : tensor<16x8xf32>
+  return %2 : tensor<16x8xf32>
+}
+"""
+
+
+def test_embedding_gradient_scatter_gets_the_tables_sharding(backend):
+    """An SGD step on a vocabulary-parallel table: propagation carries the table's rows
+    sharding back through the update to the scatter's result and its zeros operand, so
+    the scatter runs per shard (no collective on it)."""
+    rng = np.random.default_rng(7)
+    ins = [rng.standard_normal((16, 8)).astype(np.float32),
+           np.array([[2], [9], [9], [15], [0], [8]], np.int32),
+           rng.standard_normal((6, 8)).astype(np.float32)]
+    outs, report = run_sharded(EMBED_GRAD, ins, backend)
+    ref = run_function(drop_shardings(parse_module(EMBED_GRAD)), "main", ins)
+    np.testing.assert_allclose(outs[0], ref[0], rtol=1e-6)
+    assert dict(report.op_shardings)["stablehlo.scatter"] == '<@mesh, [{"x"}, {}]>'
+    assert [c.op for c in report.collectives if c.op != "return"] == []
