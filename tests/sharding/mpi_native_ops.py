@@ -1,12 +1,14 @@
 """Run under ``mpiexec -n 4`` by test_sharding_mpi.py: a cpu program whose collectives
 (``all_to_all`` over several split/concat dimensions, dtypes and groups,
 ``collective_permute`` on a ring and on partial pairs, ``all_gather`` along a
-non-leading dimension) all run in native code calling MPI (``exe.attach_mpi``), twice;
+non-leading dimension) all run in native code calling MPI (``exe.attach_mpi``, whose
+result is dropped: the executable keeps its dispatcher alive), twice;
 rank 0 checks every rank's results against the interpreter running the same program on
 an in-process 1x4 grid, and prints ``native ok`` and the dispatcher's summary."""
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import threading
@@ -89,7 +91,9 @@ def main() -> int:
     rank = comm.Get_rank()
     timeout = float(os.environ.get("OXLA_COLLECTIVE_TIMEOUT", "60"))
     exe = oxla.compile(PROGRAM, backend="cpu")
-    native = exe.attach_mpi(comm, mpi_library()["family"], timeout)
+    # the dispatcher lives with the executable, not with the caller's reference
+    summary = exe.attach_mpi(comm, mpi_library()["family"], timeout).summary()
+    gc.collect()
     grid = MpiGrid(comm, timeout)
     bad = []
     for call in range(2):  # the second call reuses the communicators, types and ops
@@ -103,7 +107,7 @@ def main() -> int:
                     if a.dtype != b.dtype or a.shape != b.shape or not np.array_equal(a, b):
                         bad.append(f"call {call} rank {r} result {i}: {a!r} != {b!r}")
     if rank == 0:
-        print(native.summary(), flush=True)
+        print(summary, flush=True)
         print("\n".join(bad) if bad else "native ok", flush=True)
     return 1 if bad else 0
 

@@ -450,6 +450,7 @@ def attach(exe: Any, comm: Any, family: str, timeout: float) -> NativeCollective
            "  call void %fb(i64 %idx, ptr %ins, ptr %outs)", "  ret void", "}", ""])
     jit = ctx.keep(compile_ir(text, CPUTarget.host(), symbols=_libmpi_symbols(), opt=2))
     ctypes.CFUNCTYPE(None)(jit.address("oxla_mpi_init"))()
+    rt.native = nc  # (the slot points into its code: it lives as long as the runtime)
     ctypes.c_void_p.from_address(rt.callback_slot).value = jit.address("oxla_mpi_dispatch")
     return nc
 
