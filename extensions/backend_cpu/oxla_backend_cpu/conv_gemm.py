@@ -12,6 +12,11 @@ stays small and the packed block is still in cache when BLAS reads it. A row who
 input step is 2-4 (a strided NCHW convolution) is copied by masked wide loads and a lane
 shuffle (:func:`_strided_blocks`), not LLVM's gathers.
 
+On several threads, a chunking with :attr:`~oxla_backend_cpu.conv.Chunks.slots`
+(:func:`~oxla_backend_cpu.conv.plan_chunks`) replaces the two parallel loops per chunk
+by one parallel loop over slots: each slot packs and multiplies its own run of small
+chunks on its thread, in its own slice of ``col`` (:func:`_slot_task`).
+
 Chunk parameters travel to the tasks through a 5-word array: feature-innermost output
 (layout A) ``[p0, cp, 0, 0, bs]`` (rows ``[p0, p0 + cp)`` of ``P``); otherwise (layout B)
 ``[o0, co, r0, nr, bs]`` (outer indices ``[o0, o0 + co)``, rows of the innermost
