@@ -250,19 +250,25 @@ def test_im2col_buffer_is_a_counted_temporary():
     dict(lhs="NCHW", rhs="OIHW", out="NHWC", bgc=2, ld=(2, 1)),
 ], ids=["nchw-rows", "nchw-images", "nhwc", "nhwc-groups-epilogue", "nchw-groups-epilogue",
         "batch-groups"])
-def test_small_chunks(monkeypatch, case):
-    """A tiny chunk budget: many chunks, partial last chunks, every layout's offsets."""
+@pytest.mark.parametrize("threads", ["1", "2", "3"])
+def test_small_chunks(monkeypatch, case, threads):
+    """A tiny chunk budget: many chunks, partial last chunks, every layout's offsets; on
+    2-3 threads each thread packs and multiplies its own run of chunks in its own slice
+    of ``col`` (plan_chunks' slots, uneven runs on 3)."""
     import oxla_backend_cpu.conv as conv
 
+    monkeypatch.setenv("OXLA_NUM_THREADS", threads)
     kw = dict(n=2, c=4, o=6, sp=(9, 11), pad=((1, 1), (1, 1)))
     kw.update(case)
     text, args = conv_case(**kw)
     monkeypatch.setattr(conv, "CHUNK_BYTES", 700)
     (k,) = conv_kernels_of(text)
-    ch = conv.chunks(k.geom)
+    ch = conv.plan_chunks(k.geom)
+    assert ch == k.chunking and ch.slots == int(threads)
     g = k.geom
     full = g.G * g.k_size * (np.prod(g.os) // g.o_tot)  # the whole im2col matrix
-    assert ch.n >= 3 and k.col.nbytes == ch.col_elems * 4 and 3 * ch.col_elems <= full
+    assert ch.n >= 3 and k.col.nbytes == ch.col_elems * 4
+    assert 3 * ch.col_elems // ch.slots <= full
     exe = compile_cpu(text, cache=False)
     from oxla.interpreter import InterpreterBackend
     from oxla.ir import parse_module
@@ -399,11 +405,16 @@ def test_small_cnn_im2col_holds_min_gemm_cols(monkeypatch, threads):
             (rng.standard_normal((4096, 10)) * 0.01).astype(np.float32)]
     rows = -(-conv.MIN_GEMM_COLS // 16)  # whole rows of the 16-wide output
     col2 = 16 * 9 * rows * 16 * 4  # K = 16 x 3 x 3 floats per column
-    bound = 8 * 16 * 32 * 32 * 4 + 8 * 16 * 16 * 16 * 4 + col2  # 729,088 bytes
+    k1, k2 = conv_kernels_of(CNN)
+    slots = k2.chunking.slots  # 2 threads: one chunk per thread at once (plan_chunks)
+    assert slots == (2 if threads == "2" else 1)
+    out1, out2 = 8 * 16 * 32 * 32 * 4, 8 * 16 * 16 * 16 * 4
+    assert k2.col.nbytes == slots * col2
+    assert k1.col.nbytes <= k1.chunking.slots * 27 * conv.MIN_GEMM_COLS * 4
+    # the first conv's output with its col, or both outputs with the second's col
+    bound = out1 + max(k1.col.nbytes, out2 + slots * col2)  # 729,088 bytes on 1 thread
     exe = compile_cpu(CNN, cache=False)
     assert exe.stats["temp_bytes"] <= bound
-    k1, k2 = conv_kernels_of(CNN)
-    assert k2.col.nbytes == col2 and k1.col.nbytes <= 27 * conv.MIN_GEMM_COLS * 4
     from oxla.interpreter import InterpreterBackend
     from oxla.ir import parse_module
 
@@ -425,6 +436,10 @@ def test_chunk_budget_scales_with_threads():
     assert conv.chunk_budget(g, 16) == conv.CHUNK_BYTES // 4
     ch = conv.chunks(g, 1)  # whole rows of 56: 2 rows, 112 columns
     assert (ch.rows, ch.col_elems) == (2, 2 * 56 * 576) and ch.n == 28
+    # 2 threads: a slot each, packing and multiplying its own 14 one-thread chunks
+    assert conv.plan_chunks(g, 2) == conv.Chunks(28, 2, 1, 2 * ch.col_elems, 2)
+    assert conv.plan_chunks(g, 1) == ch
+    assert conv.plan_chunks(g, 15).slots == 1  # under 2 chunks per thread: split GEMMs
 
 
 @pytest.mark.parametrize("t", ["f32", "f64"])

@@ -225,6 +225,8 @@ class ConvKernel(KernelBase):
             same).
         reverse: run the chunks last to first (set by buffer assignment when ``out``
             overlaps the dead part of ``lhs``, :func:`output_over_input`).
+        slot_chunking: the planned :attr:`Chunks.slots` chunking while ``reverse``
+            replaced it (:meth:`place_over_input`).
     """
 
     name: str
@@ -240,6 +242,7 @@ class ConvKernel(KernelBase):
     extra: list[Value] = field(default_factory=list)
     chunking: Chunks | None = None
     reverse: bool = False
+    slot_chunking: Chunks | None = None
 
     def reads(self, vbuf: dict[Value, Buf]) -> list[Buf]:
         """The buffers the kernel reads: input, kernel, epilogue inputs."""
@@ -256,8 +259,21 @@ class ConvKernel(KernelBase):
         return None if d is None else (self.lhs, self.out, d)
 
     def place_over_input(self, flag: bool) -> None:
-        """Runs the chunks last to first when the output was placed over the input."""
+        """Runs the chunks last to first when the output was placed over the input.
+
+        Chunks that run in order cannot run on slots at once (a slot would write over
+        input another still reads), so a :attr:`Chunks.slots` chunking then becomes the
+        split chunking for as many threads (:func:`chunks`), and ``col`` its size (buffer
+        assignment places ``col`` after ``out``); ``flag`` False restores it."""
         self.reverse = flag
+        if self.col is None or self.chunking is None:
+            return
+        if flag and self.chunking.slots > 1:
+            self.slot_chunking = self.chunking
+            self.chunking = chunks(self.geom, self.chunking.slots)
+        elif not flag and self.slot_chunking is not None:
+            self.chunking, self.slot_chunking = self.slot_chunking, None
+        self.col.nbytes = self.chunking.col_elems * self.geom.itemsize
 
     def label(self) -> str:
         """One line for profiles: mode, shapes, groups, window, fused ops."""
@@ -306,13 +322,18 @@ class Chunks:
             innermost output dimension per chunk (``CR``).
         outer: otherwise-layout only: outer indices per chunk (1 unless a chunk holds
             every row of several outer indices).
-        col_elems: elements of the im2col buffer (0 when the GEMM reads the input).
+        col_elems: elements of the im2col buffer (0 when the GEMM reads the input), all
+            ``slots`` slices.
+        slots: 1: each chunk is packed by one parallel loop and multiplied by another;
+            more: one parallel loop over ``slots`` items, each packing and multiplying
+            its own run of chunks in its own slice of ``col`` (:func:`plan_chunks`).
     """
 
     n: int
     rows: int
     outer: int
     col_elems: int
+    slots: int = 1
 
 
 def chunk_budget(g: ConvGeom, threads: int | None = None) -> int:
@@ -358,6 +379,26 @@ def chunks(g: ConvGeom, threads: int | None = None) -> Chunks:
         return Chunks(-(-outer_n // co), r_all, co, co * per_outer)
     cr = max(1, min(r_all, budget // (gk * n_last)))
     return Chunks(outer_n * -(-r_all // cr), cr, 1, gk * cr * n_last)
+
+
+def plan_chunks(g: ConvGeom, threads: int | None = None) -> Chunks:
+    """The chunking a GEMM-mode convolution is compiled with.
+
+    With ``threads`` > 1 (default: :func:`oxla_backend_cpu.parallel.num_threads`) and at
+    least 2 one-thread chunks (:func:`chunks` for 1 thread: :data:`MIN_GEMM_COLS`
+    columns, cache-sized) per thread, each of ``threads`` slots packs and multiplies
+    its own contiguous run of those chunks in its own slice of ``col``: one parallel
+    loop per convolution, no join between im2col and GEMM, and each packed block is
+    still in its core's cache when the GEMM reads it (the split of each big chunk over
+    the threads, two joins per chunk, cost about 1.5x the CPU time on a small CNN's
+    convolutions). Otherwise the :func:`chunks` for ``threads``, whose GEMMs are split
+    over the threads. ``col`` then holds ``threads`` one-thread chunks.
+    """
+    t = num_threads() if threads is None else threads
+    one = chunks(g, 1)
+    if t < 2 or not one.col_elems or one.n < 2 * t:
+        return chunks(g, t)
+    return Chunks(one.n, one.rows, one.outer, t * one.col_elems, t)
 
 
 def direct_ok(g: ConvGeom) -> bool:
@@ -412,7 +453,7 @@ def conv_kernels(op: Operation, vbuf: dict[Value, Buf], n: int, counter) -> list
         wbuf = Buf(f"pack{next(counter)}", nbytes(rhs), "temp")
         kernels.append(PackKernel(f"pack{n}", rhs, vbuf[rhs], perm, wbuf))
     col = None
-    ch = chunks(g)
+    ch = plan_chunks(g)
     if ch.col_elems:
         col = Buf(f"col{next(counter)}", ch.col_elems * g.itemsize, "temp")
     kernels.append(ConvKernel(f"{name}_{len(kernels)}", op, g, "gemm", vbuf[lhs], wbuf, out,

@@ -12,6 +12,11 @@ stays small and the packed block is still in cache when BLAS reads it. A row who
 input step is 2-4 (a strided NCHW convolution) is copied by masked wide loads and a lane
 shuffle (:func:`_strided_blocks`), not LLVM's gathers.
 
+On several threads, a chunking with :attr:`~oxla_backend_cpu.conv.Chunks.slots`
+(:func:`~oxla_backend_cpu.conv.plan_chunks`) replaces the two parallel loops per chunk
+by one parallel loop over slots: each slot packs and multiplies its own run of small
+chunks on its thread, in its own slice of ``col`` (:func:`_slot_task`).
+
 Chunk parameters travel to the tasks through a 5-word array: feature-innermost output
 (layout A) ``[p0, cp, 0, 0, bs]`` (rows ``[p0, p0 + cp)`` of ``P``); otherwise (layout B)
 ``[o0, co, r0, nr, bs]`` (outer indices ``[o0, o0 + co)``, rows of the innermost
@@ -394,10 +399,77 @@ def _gemm_task(s: Scalar, k, ch, n_extra: int) -> ir.Function:
     return fn
 
 
+def _chunk(b: ir.IRBuilder, g, ch, c: ir.Value, prm: ir.Value, want: ir.Value,
+           min_bs: int) -> tuple[ir.Value, int, ir.Value]:
+    """Stores chunk ``c``'s parameters (GEMM block for about ``want`` items) in ``prm``;
+    returns (im2col items, elements per im2col item, GEMM items)."""
+    if g.feature_last:
+        p_all = math.prod(g.os[:-1])
+        p0 = b.mul(c, i64c(ch.rows))
+        cnt = smin(b, i64c(ch.rows), b.sub(i64c(p_all), p0))
+        vals = [p0, cnt, i64c(0), i64c(0), None]
+        rows = cnt  # im2col items: output pixels of G*K elements
+        per_item = g.G * g.k_size
+        bs = smax(b, i64c(min_bs), _ceil_div(b, cnt, want))
+        items = _ceil_div(b, cnt, bs)
+    else:
+        outer_n = math.prod(g.os[:g.of])
+        r_all = math.prod(g.os[g.of + 1:-1])
+        per_outer = -(-r_all // ch.rows)
+        o0 = b.mul(b.udiv(c, i64c(per_outer)), i64c(ch.outer))
+        r0 = b.mul(b.urem(c, i64c(per_outer)), i64c(ch.rows))
+        co = smin(b, i64c(ch.outer), b.sub(i64c(outer_n), o0))
+        nr = smin(b, i64c(ch.rows), b.sub(i64c(r_all), r0))
+        vals = [o0, co, r0, nr, None]
+        rows = b.mul(co, i64c(g.G * g.k_size))  # im2col items: nr rows each
+        per_item = ch.rows * g.os[-1]
+        width = b.mul(nr, i64c(g.os[-1]))
+        n_last = g.os[-1]
+        bs = _ceil_div(b, width, _ceil_div(b, want, co))
+        bs = smax(b, i64c(min_bs), b.mul(_ceil_div(b, bs, i64c(n_last)), i64c(n_last)))
+        items = b.mul(co, _ceil_div(b, width, bs))
+    vals[-1] = bs
+    for i, v in enumerate(vals):
+        b.store(v, b.gep(prm, [i64c(i)], source_etype=I64))
+    return rows, per_item, items
+
+
+def _slot_task(s: Scalar, k, ch, pack: ir.Function, gemm: ir.Function,
+               n_extra: int) -> ir.Function:
+    """``task(lhs, w, out, col, extras..., start, end)``: slots ``[start, end)`` of a
+    :attr:`~oxla_backend_cpu.conv.Chunks.slots` chunking; slot ``i`` packs and
+    multiplies chunks ``[i*n/S, (i+1)*n/S)`` one by one on the calling thread, in slice
+    ``i`` of ``col``. Slots never share a slice, so any thread count is right."""
+    g = k.geom
+    ty = float_type(g)
+    fn, b = task_function(s.module, f"{k.name}.slots", 4 + n_extra, (2, 3))
+    control_only(fn)
+    lhs, w, out, col = fn.args[:4]
+    extras = list(fn.args[4:4 + n_extra])
+    start, end = fn.args[4 + n_extra], fn.args[5 + n_extra]
+    with b.goto_entry_block():
+        prm = b.alloca(I64, N_PARAMS, name=f"{k.name}.slot")
+    per_slot, S = ch.col_elems // ch.slots, ch.slots
+    min_bs = _block(g, ch)
+    with for_range(b, end, "slot", start) as i:
+        col_i = elem_gep(b, ty, col, b.mul(i, i64c(per_slot)))
+        c0 = b.sdiv(b.mul(i, i64c(ch.n)), i64c(S))
+        c1 = b.sdiv(b.mul(b.add(i, i64c(1)), i64c(ch.n)), i64c(S))
+        with for_range(b, c1, "chunk", c0) as c:
+            rows, _, items = _chunk(b, g, ch, c, prm, i64c(1), min_bs)
+            b.call(pack, [lhs, col_i, prm, i64c(0), rows])
+            b.call(gemm, [col_i, w, out, prm] + extras + [i64c(0), items])
+    b.ret_void()
+    return fn
+
+
 def emit_gemm_mode(s: Scalar, k, lhs: ir.Value, w: ir.Value, out: ir.Value,
                    col: ir.Value | None, extras: list[ir.Value]) -> None:
     """The chunk loop: per chunk, parameters, parallel im2col (unless the GEMM reads the
-    input in place), parallel GEMMs."""
+    input in place), parallel GEMMs; or, for a chunking with
+    :attr:`~oxla_backend_cpu.conv.Chunks.slots` and chunks in any order, one parallel
+    loop over the slots (:func:`_slot_task`). Chunks that must run last to first
+    (``k.reverse``) take the chunk loop, on the same chunks."""
     g = k.geom
     ch = k.chunking or chunks(g)
     b, module = s.b, s.module
@@ -405,46 +477,24 @@ def emit_gemm_mode(s: Scalar, k, lhs: ir.Value, w: ir.Value, out: ir.Value,
     pack = _im2col_task(s, k, ch) if col is not None else None
     gemm = _gemm_task(s, k, ch, len(extras))
     min_bs = _block(g, ch)
+    runtime(module)
+    old = set_gemm_threads(b, module, 1.0)  # the calling thread's items: one BLAS thread
+    if ch.slots > 1 and pack is not None and not k.reverse:
+        slot = _slot_task(s, k, ch, pack, gemm, len(extras))
+        _pfor(b, module, slot, [lhs, w, out, col] + extras, i64c(ch.slots), 1)
+        restore_threads(b, module, old)
+        return
     flops = 2.0 * g.o_tot * g.k_size * math.prod(g.os) / ch.n  # per chunk
     gemm_grain = 1 if flops >= 2 * ITEM_FLOPS else 1 << 40
     with b.goto_entry_block():
         prm = b.alloca(I64, N_PARAMS, name=f"{k.name}.chunk")
-    runtime(module)
     nt = b.load(module.globals["oxla_num_threads"], typ=I64)
     # about BLOCKS_PER_THREAD items per thread (each block re-packs the weights in BLAS)
     want = b.select(b.icmp_signed("<=", nt, i64c(1)), i64c(1), b.mul(nt, i64c(BLOCKS_PER_THREAD)))
-    old = set_gemm_threads(b, module, 1.0)  # the calling thread's items: one BLAS thread
     with for_range(b, ch.n, "chunk") as c:
         if k.reverse:  # the output overlaps the input's dead slabs (conv.output_over_input)
             c = b.sub(i64c(ch.n - 1), c)
-        if g.feature_last:
-            p_all = math.prod(g.os[:-1])
-            p0 = b.mul(c, i64c(ch.rows))
-            cnt = smin(b, i64c(ch.rows), b.sub(i64c(p_all), p0))
-            vals = [p0, cnt, i64c(0), i64c(0), None]
-            rows = cnt  # im2col items: output pixels of G*K elements
-            per_item = g.G * g.k_size
-            bs = smax(b, i64c(min_bs), _ceil_div(b, cnt, want))
-            items = _ceil_div(b, cnt, bs)
-        else:
-            outer_n = math.prod(g.os[:g.of])
-            r_all = math.prod(g.os[g.of + 1:-1])
-            per_outer = -(-r_all // ch.rows)
-            o0 = b.mul(b.udiv(c, i64c(per_outer)), i64c(ch.outer))
-            r0 = b.mul(b.urem(c, i64c(per_outer)), i64c(ch.rows))
-            co = smin(b, i64c(ch.outer), b.sub(i64c(outer_n), o0))
-            nr = smin(b, i64c(ch.rows), b.sub(i64c(r_all), r0))
-            vals = [o0, co, r0, nr, None]
-            rows = b.mul(co, i64c(g.G * g.k_size))  # im2col items: nr rows each
-            per_item = ch.rows * g.os[-1]
-            width = b.mul(nr, i64c(g.os[-1]))
-            n_last = g.os[-1]
-            bs = _ceil_div(b, width, _ceil_div(b, want, co))
-            bs = smax(b, i64c(min_bs), b.mul(_ceil_div(b, bs, i64c(n_last)), i64c(n_last)))
-            items = b.mul(co, _ceil_div(b, width, bs))
-        vals[-1] = bs
-        for i, v in enumerate(vals):
-            b.store(v, b.gep(prm, [i64c(i)], source_etype=I64))
+        rows, per_item, items = _chunk(b, g, ch, c, prm, want, min_bs)
         if pack is not None:
             _pfor(b, module, pack, [lhs, col, prm], rows,
                   max(1, -(-MIN_ELEMENTS_PER_CHUNK // per_item)))
