@@ -268,6 +268,19 @@ def main() -> None:
               flush=True)
     for pr in procs.values():
         pr.close()
+    out = {"a": args.a, "b": args.b, "rounds": args.rounds,
+           "compile_rounds": args.compile_rounds, "rows": rows}
+    print(f"{'workload':16s} {'A ms':>9s} {'B ms':>9s} {'B/A':>6s} {'rel err':>8s}")
+    for name, row in rows.items():
+        if "per_call_s" not in row:
+            continue
+        med = {k: statistics.median(v) for k, v in row["per_call_s"].items()}
+        row["median_s"] = med
+        row["ratio"] = med["B"] / med["A"]
+        print(f"{name:16s} {med['A'] * 1e3:9.3f} {med['B'] * 1e3:9.3f} {row['ratio']:6.2f} "
+              f"{row['rel_err']:8.1e}", flush=True)
+        row["per_call_s"] = {k: [min(v), max(v), len(v)] for k, v in row["per_call_s"].items()}
+    _save(args.json, out)
     # --- first compile: a fresh process per workload, venv and round ----------------------
     fresh: dict[str, dict] = {"startup": {"A": {}, "B": {}}}
     for name, _ in jobs[1:]:
@@ -293,23 +306,13 @@ def main() -> None:
                         fresh[name][k].setdefault(key, []).append(v)
         print(f"compile round {r + 1}/{args.compile_rounds} done, load "
               f"{os.getloadavg()[0]:.1f}", flush=True)
-    # --- report ---------------------------------------------------------------------------
-    out = {"a": args.a, "b": args.b, "rounds": args.rounds,
-           "compile_rounds": args.compile_rounds, "rows": rows}
-    print(f"{'workload':16s} {'A ms':>9s} {'B ms':>9s} {'B/A':>6s} {'rel err':>8s}")
-    for name, row in rows.items():
-        if "per_call_s" not in row:
-            continue
-        med = {k: statistics.median(v) for k, v in row["per_call_s"].items()}
-        row["median_s"] = med
-        row["ratio"] = med["B"] / med["A"]
-        print(f"{name:16s} {med['A'] * 1e3:9.3f} {med['B'] * 1e3:9.3f} {row['ratio']:6.2f} "
-              f"{row['rel_err']:8.1e}")
-        row["per_call_s"] = {k: [min(v), max(v), len(v)] for k, v in row["per_call_s"].items()}
+        out["fresh_compile"] = fresh  # each round kept, should the run be cut short
+        _save(args.json, out)
     if args.compile_rounds:
         print(f"\nfirst compile, fresh process, caches off (median of {args.compile_rounds})")
         print(f"{'workload':16s} {'wall A s':>9s} {'B s':>7s} {'B/A':>6s} "
               f"{'cpu A s':>8s} {'B s':>7s} {'B/A':>6s} {'proc cpu B/A':>12s}")
+    out.pop("fresh_compile", None)
     for name, d in fresh.items():
         if not (d["A"].get("compile_s") and d["B"].get("compile_s")):
             continue
@@ -321,8 +324,12 @@ def main() -> None:
         row["compile_ratio"], row["compile_cpu_ratio"], row["process_cpu_ratio"] = wr, cr, pr_
         print(f"{name:16s} {wa:9.3f} {wb:7.3f} {wr:6.2f} {ca:8.3f} {cb:7.3f} {cr:6.2f} "
               f"{pr_:12.2f}")
-    if args.json:
-        with open(args.json, "w") as f:
+    _save(args.json, out)
+
+
+def _save(path: str | None, out: dict) -> None:
+    if path:
+        with open(path, "w") as f:
             json.dump(out, f, indent=1)
 
 
