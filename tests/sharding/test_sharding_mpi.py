@@ -118,9 +118,10 @@ def test_open_mpi_runs_and_an_mpich_run_is_refused(tmp_path, jax_programs):
     assert "built for Open MPI" in r.stderr and "this run uses MPICH" in r.stderr
 
 
-def test_each_rank_reads_only_its_weight_shard(tmp_path):
-    """A weight sharded at compile time: rank r loads only ``.rank{r}.npz``; without it
-    the run is refused in one line."""
+def _weight_artifact(tmp_path, *shards: str) -> tuple[Path, np.ndarray]:
+    """``w.oxla``: test_sharding_cli's WEIGHT program with the 16x4 weight ``arange(64)``,
+    compiled for mesh ``model=2`` with ``fc.weight`` sharded by columns (and ``shards``);
+    and the input ``x`` (8x16 f32), saved as ``x.npy``."""
     from tests.sharding.test_sharding_cli import WEIGHT
 
     src = tmp_path / "w.mlir"
@@ -128,11 +129,19 @@ def test_each_rank_reads_only_its_weight_shard(tmp_path):
         "[" + ",".join(str(float(4 * i + j)) for j in range(4)) + "]" for i in range(16))
         + "]>"))
     art = tmp_path / "w.oxla"
+    extra = [a for s in shards for a in ("--shard", s)]
     subprocess.run(OXLA + ["compile", str(src), "--backend", "cpu", "-o", str(art), "--mesh",
-                           "model=2", "--shard", "param:fc.weight=_,model"],
+                           "model=2", "--shard", "param:fc.weight=_,model", *extra],
                    check=True, env=_env(), capture_output=True, timeout=300)
     x = np.random.default_rng(0).standard_normal((8, 16)).astype(np.float32)
     np.save(tmp_path / "x.npy", x)
+    return art, x
+
+
+def test_each_rank_reads_only_its_weight_shard(tmp_path):
+    """A weight sharded at compile time: rank r loads only ``.rank{r}.npz``; without it
+    the run is refused in one line."""
+    art, x = _weight_artifact(tmp_path)
     cmd = OXLA + ["launch", "-n", "2", str(art), "--input", str(tmp_path / "x.npy"),
                   "--output", str(tmp_path / "o.npy")]
     r = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=120)
@@ -147,19 +156,7 @@ def test_each_rank_reads_only_its_weight_shard(tmp_path):
 def test_results_left_sharded_stay_on_their_ranks(tmp_path):
     """``--shard result0=_,model`` and ``--keep-sharded``: rank r writes only its
     columns of the column-parallel result, equal to the unsharded product's."""
-    from tests.sharding.test_sharding_cli import WEIGHT
-
-    src = tmp_path / "w.mlir"
-    src.write_text(WEIGHT.replace("dense<0.5>", "dense<[" + ",".join(
-        "[" + ",".join(str(float(4 * i + j)) for j in range(4)) + "]" for i in range(16))
-        + "]>"))
-    art = tmp_path / "w.oxla"
-    subprocess.run(OXLA + ["compile", str(src), "--backend", "cpu", "-o", str(art), "--mesh",
-                           "model=2", "--shard", "param:fc.weight=_,model", "--shard",
-                           "result0=_,model"],
-                   check=True, env=_env(), capture_output=True, timeout=300)
-    x = np.random.default_rng(0).standard_normal((8, 16)).astype(np.float32)
-    np.save(tmp_path / "x.npy", x)
+    art, x = _weight_artifact(tmp_path, "result0=_,model")
     out = tmp_path / "o"
     r = subprocess.run(OXLA + ["launch", "-n", "2", str(art), "--input", str(tmp_path / "x.npy"),
                                "--output", str(out), "--keep-sharded"],

@@ -127,25 +127,23 @@ def runtime(module: ir.Module) -> ir.Function:
     return ir.Function(module, PARALLEL_FOR_TYPE, PARALLEL_FOR)
 
 
-_EXTENSIONS: dict[str, Callable[[ir.Module], None]] = {}
-_EXTENSION_SYMBOLS: set[str] = set()
+_EXTENSIONS: dict[str, tuple[Callable[[ir.Module], None], frozenset[str]]] = {}
 
 
 def register_runtime_extension(name: str, define: Callable[[ir.Module], None],
                                symbols: Sequence[str]) -> None:
-    """Adds ``define(module)`` to every runtime module built from now on: a backend's
-    routines compiled once per process with the parallel runtime instead of into every
-    program (the cpu backend's GEMM driver). ``symbols``: the functions it defines; a
-    program that declares one of them is loaded with the runtime. (:func:`runtime_extensions`
-    is part of the runtime object's cache key, so a registration after the first compile
-    builds a new one.)"""
-    _EXTENSIONS[name] = define
-    _EXTENSION_SYMBOLS.update(symbols)
+    """Registers ``define(module)``: a backend's routines compiled once per process with
+    the parallel runtime instead of into every program (the cpu backend's GEMM driver).
+    ``symbols``: the functions it defines; a program that declares one of them is loaded
+    with a runtime object that contains it (:meth:`HostRuntime.subset`), and only then
+    is its code generated. ``define`` may use the parallel-for, the pool and libc, and
+    no other extension's functions."""
+    _EXTENSIONS[name] = (define, frozenset(symbols))
 
 
 def runtime_symbols() -> frozenset[str]:
     """The functions and globals the runtime defines that programs may declare."""
-    return frozenset({NUM_THREADS, PARALLEL_FOR, *_EXTENSION_SYMBOLS})
+    return frozenset({NUM_THREADS, PARALLEL_FOR}.union(*(s for _, s in _EXTENSIONS.values())))
 
 
 def runtime_extensions() -> tuple[str, ...]:
@@ -153,16 +151,20 @@ def runtime_extensions() -> tuple[str, ...]:
     return tuple(sorted(_EXTENSIONS))
 
 
-def runtime_module(triple: str = "") -> str:
+def runtime_module(triple: str = "", extensions: Sequence[str] | None = None) -> str:
     """The LLVM IR of the parallel runtime: ``oxla_num_threads`` (i64, 1 until the
     executable sets it), ``oxla_parallel_for``, the worker pool and
-    ``oxla_pool_shutdown``, all external symbols (see the module doc), and whatever the
-    registered extensions define."""
+    ``oxla_pool_shutdown``, all external symbols (see the module doc), and what the
+    registered ``extensions`` define (None: all of them).
+
+    Raises:
+        KeyError: a name in ``extensions`` is not registered.
+    """
     module = ir.Module("oxla_runtime")
     module.triple = triple
     _define_runtime(module)
-    for name in runtime_extensions():
-        _EXTENSIONS[name](module)
+    for name in runtime_extensions() if extensions is None else sorted(extensions):
+        _EXTENSIONS[name][0](module)
     return str(module)
 
 
@@ -333,16 +335,35 @@ def call_parallel_if(b: ir.IRBuilder, module: ir.Module, parallel: ir.Value,
 
 class HostRuntime:
     """This runtime as :func:`oxla_codegen_llvm.jit.compile_ir` takes it: the symbols it
-    defines, a key naming what is in it, and its LLVM IR."""
+    defines, a key naming what is in it, and its LLVM IR.
+
+    ``extensions``: the runtime extensions it contains (None: every registered one, the
+    default instance :data:`HOST_RUNTIME`). A program is loaded with
+    ``HOST_RUNTIME.subset(declared)``, so a program without an int8 dot does not wait
+    for the int8 GEMM driver's code generation (0.2-0.4 s per process with the compile
+    cache off or cold).
+    """
+
+    def __init__(self, extensions: tuple[str, ...] | None = None) -> None:
+        self.extensions = extensions
+
+    def _names(self) -> tuple[str, ...]:
+        return runtime_extensions() if self.extensions is None else self.extensions
 
     def symbols(self) -> frozenset[str]:
-        return runtime_symbols()
+        return frozenset({NUM_THREADS, PARALLEL_FOR}.union(
+            *(_EXTENSIONS[n][1] for n in self._names())))
 
     def key(self) -> tuple[str, ...]:
-        return runtime_extensions()
+        return self._names()
 
     def module_text(self, triple: str) -> str:
-        return runtime_module(triple)
+        return runtime_module(triple, self._names())
+
+    def subset(self, declared: frozenset[str]) -> HostRuntime:
+        """The runtime a program that declares ``declared`` needs: the parallel-for and
+        pool, and the extensions (of this one's) that define one of those symbols."""
+        return HostRuntime(tuple(n for n in self._names() if _EXTENSIONS[n][1] & declared))
 
 
 HOST_RUNTIME = HostRuntime()

@@ -35,6 +35,11 @@ class Runtime(Protocol):
     def module_text(self, triple: str) -> str:
         """Its LLVM IR for target ``triple``."""
 
+    def subset(self, declared: frozenset[str]) -> Runtime:
+        """The part of it a program that declares ``declared`` (a subset of
+        :meth:`symbols`) is loaded with: each program pays the code generation of what
+        it calls only."""
+
 
 @dataclass
 class JitModule:
@@ -142,8 +147,9 @@ def compile_ir(ir_text: str, target: Target, symbols: dict[str, int] | None = No
         opt: LLVM optimization level, 0..3.
         store: where the runtime object persists between processes, or None (see
             :func:`runtime_object`).
-        runtime: the backend's runtime, loaded with the program when the program
-            declares one of its symbols; None: the program uses no runtime.
+        runtime: the backend's runtime; when the program declares some of its
+            symbols, the program is loaded with ``runtime.subset(those)``, built once
+            per process (:func:`runtime_object`); None: the program uses no runtime.
 
     Raises:
         LoweringError: the IR does not parse or verify (a bug in the emitters).
@@ -151,17 +157,18 @@ def compile_ir(ir_text: str, target: Target, symbols: dict[str, int] | None = No
     mod = optimize(ir_text, target, opt)
     obj = target.target_machine(opt).emit_object(mod)
     code = b""
-    if runtime is not None and _calls_runtime(mod, runtime):
-        code = runtime_object(target, store, runtime)
+    declared = _runtime_calls(mod, runtime) if runtime is not None else frozenset()
+    if runtime is not None and declared:
+        code = runtime_object(target, store, runtime.subset(declared))
     return load_object(obj, target, symbols, str(mod), code)
 
 
-def _calls_runtime(mod: llvm.ModuleRef, runtime: Runtime) -> bool:
-    """True when the module declares a symbol ``runtime`` defines (the cpu backend's
+def _runtime_calls(mod: llvm.ModuleRef, runtime: Runtime) -> frozenset[str]:
+    """The symbols ``runtime`` defines that the module declares (the cpu backend's
     parallel-for, ``oxla_num_threads``, a runtime extension's function)."""
     names = runtime.symbols()
-    return any(v.is_declaration and v.name in names
-               for v in (*mod.functions, *mod.global_variables))
+    return frozenset(v.name for v in (*mod.functions, *mod.global_variables)
+                     if v.is_declaration and v.name in names)
 
 
 _RUNTIME: dict[tuple, bytes] = {}

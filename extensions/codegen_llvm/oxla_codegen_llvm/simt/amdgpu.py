@@ -45,7 +45,7 @@ from functools import cache
 import llvmlite.binding as llvm
 
 from oxla.errors import LoweringError, NotSupportedError
-from oxla_codegen_llvm.simt.link import infos, link, math_used
+from oxla_codegen_llvm.simt.link import entry, infos, link, math_used
 from oxla_codegen_llvm.simt.model import AXES, TWO_ARG_MATH, Kernel, KernelInfo
 
 TRIPLE = "amdgcn-amd-amdhsa"
@@ -170,29 +170,8 @@ def _oclc(arch: str) -> str:
 
 
 def _entry(info: KernelInfo, threads: int) -> str:
-    ps, call, body = [], [], []
-    for i, kind in enumerate(info.params):
-        if kind == "buf":
-            ps.append(f"ptr addrspace(1) noundef %p{i}")
-            body.append(f"  %g{i} = addrspacecast ptr addrspace(1) %p{i} to ptr")
-            call.append(f"ptr %g{i}")
-        else:
-            ps.append(f"i64 %p{i}")
-            call.append(f"i64 %p{i}")
-    priv = max(info.private, 8)
-    body.append(f"  %priv5 = alloca [{priv} x i8], align 8, addrspace(5)")
-    body.append("  %priv = addrspacecast ptr addrspace(5) %priv5 to ptr")
-    call.append("ptr %priv")
-    for r in range(info.regions):
-        if r:
-            body.append("  call void @oxla.amdgpu.barrier()")
-        body.append(f'  call void @"{info.name}.r{r}"({", ".join(call)})')
-    types = ", ".join(["ptr" if k == "buf" else "i64" for k in info.params] + ["ptr"])
-    decls = "".join(f'declare void @"{info.name}.r{r}"({types})\n'
-                    for r in range(info.regions))
     attrs = f'"amdgpu-flat-work-group-size"="1,{max(threads, 1)}" "uniform-work-group-size"="true"'
-    return (decls + f'define amdgpu_kernel void @"{info.name}"({", ".join(ps)}) {attrs} {{\n'
-            + "\n".join(body) + "\n  ret void\n}")
+    return entry(info, "amdgpu_kernel", "oxla.amdgpu.barrier", private_space=5, attrs=attrs)
 
 
 def _shuffle(arch: str) -> str:

@@ -29,6 +29,43 @@ def infos(kernels: Sequence[Kernel]) -> list[KernelInfo]:
     return out
 
 
+def entry(info: KernelInfo, convention: str, barrier: str, private_space: int = 0,
+          attrs: str = "") -> str:
+    """The GPU entry of kernel ``info`` (LLVM IR text) and the declarations of its
+    regions: a ``convention`` function (``ptx_kernel``, ``amdgpu_kernel``) with ``attrs``
+    after its parameters, taking each buffer as an ``addrspace(1)`` pointer (cast to a
+    generic one) and each scalar as ``i64``; it allocates the kernel's private scratch
+    (at least 8 bytes, in address space ``private_space``, cast to generic when not 0) and
+    calls regions ``r0, r1, ...`` in order, ``call void @<barrier>()`` between two."""
+    ps, call, body = [], [], []
+    for i, kind in enumerate(info.params):
+        if kind == "buf":
+            ps.append(f"ptr addrspace(1) noundef %p{i}")
+            body.append(f"  %g{i} = addrspacecast ptr addrspace(1) %p{i} to ptr")
+            call.append(f"ptr %g{i}")
+        else:
+            ps.append(f"i64 %p{i}")
+            call.append(f"i64 %p{i}")
+    priv = max(info.private, 8)
+    if private_space:
+        body.append(f"  %priv{private_space} = alloca [{priv} x i8], align 8, "
+                    f"addrspace({private_space})")
+        body.append(f"  %priv = addrspacecast ptr addrspace({private_space}) "
+                    f"%priv{private_space} to ptr")
+    else:
+        body.append(f"  %priv = alloca [{priv} x i8], align 8")
+    call.append("ptr %priv")
+    for r in range(info.regions):
+        if r:
+            body.append(f"  call void @{barrier}()")
+        body.append(f'  call void @"{info.name}.r{r}"({", ".join(call)})')
+    types = ", ".join(["ptr" if k == "buf" else "i64" for k in info.params] + ["ptr"])
+    decls = "".join(f'declare void @"{info.name}.r{r}"({types})\n'
+                    for r in range(info.regions))
+    head = f'define {convention} void @"{info.name}"({", ".join(ps)}) {attrs}'.rstrip()
+    return decls + head + " {\n" + "\n".join(body) + "\n  ret void\n}"
+
+
 def parse(text: str, what: str) -> llvm.ModuleRef:
     """Parses and verifies one IR text (a bug in the generators when it fails)."""
     try:

@@ -29,8 +29,8 @@ from functools import cache
 import llvmlite.binding as llvm
 
 from oxla.errors import LoweringError, NotSupportedError
-from oxla_codegen_llvm.simt.link import infos, link, math_used
-from oxla_codegen_llvm.simt.model import AXES, SREGS, Kernel, KernelInfo
+from oxla_codegen_llvm.simt.link import entry, infos, link, math_used
+from oxla_codegen_llvm.simt.model import AXES, SREGS, Kernel
 from oxla_codegen_llvm.target import NVPTXTarget
 
 NATIVE_MATH = {"sqrt", "fabs", "floor", "ceil", "roundeven", "round", "copysign",
@@ -88,31 +88,6 @@ def _math_defs(used: set[tuple[str, str]]) -> tuple[str, bool]:
     return "\n".join(lines), needs
 
 
-def _entry(info: KernelInfo) -> str:
-    ps, call = [], []
-    body = []
-    for i, kind in enumerate(info.params):
-        if kind == "buf":
-            ps.append(f"ptr addrspace(1) noundef %p{i}")
-            body.append(f"  %g{i} = addrspacecast ptr addrspace(1) %p{i} to ptr")
-            call.append(f"ptr %g{i}")
-        else:
-            ps.append(f"i64 %p{i}")
-            call.append(f"i64 %p{i}")
-    priv = max(info.private, 8)
-    body.append(f"  %priv = alloca [{priv} x i8], align 8")
-    call.append("ptr %priv")
-    for r in range(info.regions):
-        if r:
-            body.append("  call void @llvm.nvvm.barrier0()")
-        body.append(f'  call void @"{info.name}.r{r}"({", ".join(call)})')
-    types = ", ".join(["ptr" if k == "buf" else "i64" for k in info.params] + ["ptr"])
-    decls = "".join(f'declare void @"{info.name}.r{r}"({types})\n'
-                    for r in range(info.regions))
-    return (decls + f'define ptx_kernel void @"{info.name}"({", ".join(ps)}) {{\n'
-            + "\n".join(body) + "\n  ret void\n}")
-
-
 def runtime_text(kernels: Sequence[Kernel], target: NVPTXTarget) -> tuple[str, bool]:
     """The NVPTX runtime of ``kernels``: entries and intrinsic definitions (module doc);
     True when the math needs libdevice."""
@@ -138,7 +113,7 @@ def runtime_text(kernels: Sequence[Kernel], target: NVPTXTarget) -> tuple[str, b
         "  ret i32 %r\n}"]
     math, needs = _math_defs(math_used(kernels))
     parts.append(math)
-    parts += [_entry(i) for i in infos(kernels)]
+    parts += [entry(i, "ptx_kernel", "llvm.nvvm.barrier0") for i in infos(kernels)]
     return "\n".join(parts) + "\n", needs
 
 
