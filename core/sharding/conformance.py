@@ -7,6 +7,8 @@ Two kinds of files (see that directory's README):
   ``@sequential_*`` copy without shardings is added for every ``@parallel_*``
   function (as the test's ``run_*.sh`` does), and part2's harness runs the per-device
   programs through ``interpreter.run_parallel`` and checks them with ``check.*`` ops;
+  a ``RUN`` line that renames part1's function with ``sed 's/OLD/NEW/g'`` (to run two
+  lowerings of one program side by side) gets a partitioned copy under each new name;
 - *propagation* tests (``sdy_opt ... | FileCheck``): every ``// -----`` chunk is
   propagated by :class:`~oxla.sharding.ShardingPropagation`, printed, and its
   ``CHECK`` lines are matched against the text by :func:`filecheck`.
@@ -39,6 +41,17 @@ def split_parts(text: str) -> dict[str, tuple[str, int]]:
     return parts
 
 
+_RENAME = re.compile(r"sed\s+'s/(\w+)/(\w+)/g'")
+
+
+def run_renames(text: str) -> list[tuple[str, str]]:
+    """``(old, new)`` of each ``sed 's/OLD/NEW/g'`` on the test's ``RUN`` lines (word
+    patterns only)."""
+    run = " ".join(ln.split("RUN:", 1)[1].rstrip("\\ ") for ln in text.split("\n")
+                   if ln.lstrip().startswith("// RUN:"))
+    return [(m.group(1), m.group(2)) for m in _RENAME.finditer(run)]
+
+
 def build_executable(text: str, path: str = "<string>"):
     """The combined module of an executable test: partitioned part1, sequential copies,
     part2's harness.
@@ -57,6 +70,12 @@ def build_executable(text: str, path: str = "<string>"):
     names = [func_name(f) for f in par.functions]
     partition(par)
     combined = par
+    for old, new in run_renames(text):
+        if old in names:
+            copy = parse_module(re.sub(rf"@{old}\b", f"@{new}", p1), path, off1)
+            partition(copy)
+            for f in list(copy.functions):
+                combined.body.append(f)
     if any(n.startswith("parallel_") for n in names) and \
             not any(n.startswith("sequential_") for n in names):
         seq = drop_shardings(parse_module(p1.replace("parallel_", "sequential_"), path, off1))

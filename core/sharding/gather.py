@@ -1,11 +1,22 @@
-"""Gathers from an operand sharded along its indexed dimension (XLA's "index
-parallel" gather; a vocabulary-parallel embedding lookup).
+"""Gathers from and scatters into an operand sharded along its indexed dimension
+(XLA's partitioning of a gather/scatter whose operand is sliced on the indexed
+dimension; a vocabulary-parallel embedding lookup and its gradient).
 
-Each device holds rows ``[off, off + L)`` of the table. It clamps each index as the
-gather would (spec ``gather``: start indices are clamped to ``[0, size - 1]`` for a
-slice of 1), shifts it by ``-off``, gathers locally with the out-of-range ones sent to
-row 0, replaces those rows by zeros, and one ``all_reduce`` (sum) over the table's
-axes completes the lookup: every index is in range on exactly one device.
+Each device holds rows ``[off, off + L)`` of the table.
+
+* gather: each device clamps each index as the gather would (spec ``gather``: start
+  indices are clamped to ``[0, size - 1]`` for a slice of 1), shifts it by ``-off``,
+  gathers locally with the out-of-range ones sent to row 0, replaces those rows by
+  zeros, and one ``all_reduce`` (sum) over the table's axes completes the lookup: every
+  index is in range on exactly one device.
+* scatter: scatter indices are not clamped (spec ``scatter``: an update whose result
+  index is out of bounds is skipped), so each device keeps the indices in
+  ``[off, off + L)``, shifted by ``-off``, and sends the others to ``L`` (out of bounds
+  locally: skipped). Its local scatter then applies exactly the updates of its own rows,
+  in the same order, with any update computation: the result stays sharded like the
+  operand and needs no collective (the indices and updates are replicated over the
+  table's axes; full-size window dimensions of the operand may be sharded too, with the
+  updates' matching window dimensions).
 """
 
 from __future__ import annotations
@@ -86,4 +97,78 @@ def masked_gather(ops: DeviceOps, op: Operation, x: Value, x_sh: TensorShardingA
     return ops.all_reduce(picked, axes, None, "reduction", op.name), res_sh
 
 
-__all__ = ["sharded_index_dim", "masked_gather"]
+def _scatter_dims(op: Operation) -> tuple[int, set[int], list[int]] | None:
+    """(the one indexed operand dimension, the inserted window dimensions, the updates'
+    window dimensions) of a single-input scatter without batching dimensions, else
+    None."""
+    dn = op.attributes.get("scatter_dimension_numbers")
+    get = getattr(dn, "get", None)
+    if get is None or len(op.operands) != 3 or tuple(get("input_batching_dims", ()) or ()):
+        return None
+    smap = tuple(get("scatter_dims_to_operand_dims", ()) or ())
+    inserted = set(get("inserted_window_dims", ()) or ())
+    if len(smap) != 1 or smap[0] not in inserted:
+        return None
+    return smap[0], inserted, list(get("update_window_dims", ()) or ())
+
+
+def scatter_shardings(op: Operation, cur: TensorShardingAttr | None, mesh_name: str
+                      ) -> tuple[int, TensorShardingAttr, TensorShardingAttr] | None:
+    """For scatter ``op`` whose operand is sharded as ``cur`` on its indexed, inserted
+    dimension ``d``: ``(d, the indices' sharding, the updates' sharding)``, else None.
+
+    Other operand dimensions may be sharded only where the update window spans them
+    whole (their updates' window dimension is then sharded alike); the indices and the
+    updates' scatter dimensions are replicated.
+    """
+    dims = _scatter_dims(op)
+    if dims is None or cur is None:
+        return None
+    d, inserted, window = dims
+    if not _axes(cur, d):
+        return None
+    x_shape = op.operands[0].type.shape
+    upd = op.operands[2].type
+    kept = [k for k in range(len(x_shape)) if k not in inserted]
+    upd_dims = [DimSharding(())] * len(upd.shape)
+    for k in range(len(x_shape)):
+        if k == d or not _axes(cur, k):
+            continue
+        if k in inserted or upd.shape[window[kept.index(k)]] != x_shape[k]:
+            return None
+        upd_dims[window[kept.index(k)]] = DimSharding(_axes(cur, k))
+    i_rank = len(op.operands[1].type.shape)
+    return (d, TensorShardingAttr(mesh_name, (DimSharding(()),) * i_rank),
+            TensorShardingAttr(mesh_name, tuple(upd_dims)))
+
+
+def masked_scatter(ops: DeviceOps, op: Operation, x: Value, x_sh: TensorShardingAttr,
+                   idx: Value, upd: Value, d: int) -> Value | None:
+    """The local result of scatter ``op`` into the local operand ``x`` (sharded as
+    ``x_sh``, on ``d`` among others) of the whole indices ``idx`` and the local updates
+    ``upd``; None when ``L`` does not fit the index type."""
+    b = ops.b
+    local_rows = x.type.shape[d]
+    it = idx.type.element_type
+    dt = np.dtype(it.dtype)
+    if np.array(local_rows).astype(dt) != local_rows:
+        return None
+
+    def const(v) -> Value:
+        return b.broadcast_in_dim(b.constant(np.array(v, dtype=dt), it), idx.type.shape, ())
+
+    start = b.broadcast_in_dim(b.convert(b.multiply(ops.shard_number(_axes(x_sh, d)),
+                                                    ops._const_i32(local_rows)), it),
+                               idx.type.shape, ())
+    shifted = b.subtract(idx, start)  # (wraps only where idx < start: masked off)
+    mine = b.and_(b.compare("GE", idx, start),  # type: ignore[attr-defined]
+                  b.compare("LT", shifted, const(local_rows)))
+    local = b.select(mine, shifted, const(local_rows))
+    new = Operation.create("stablehlo.scatter", [x, local, upd], [x.type],
+                           {k: v for k, v in op.attributes.items() if k != M.KEY},
+                           [r.clone() for r in op.regions], loc=op.loc)
+    b.insert(new)
+    return new.results[0]
+
+
+__all__ = ["sharded_index_dim", "masked_gather", "scatter_shardings", "masked_scatter"]

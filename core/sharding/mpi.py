@@ -16,9 +16,10 @@ backend), which exchanges the values with non-blocking ``MPI_Iallgather`` polled
 against a deadline (``OXLA_COLLECTIVE_TIMEOUT`` seconds, default 300): a rank that
 died or never arrives ends every rank with an error naming the op and the rank, then
 ``MPI_Abort`` (never a hang). That is the interpreter's path; the cpu backend's code
-calls ``libmpi`` itself through the C ABI for its all-reduces, all-gathers and
-reduce-scatters (:mod:`oxla.sharding.mpi_native`; ``OXLA_MPI_NATIVE=0`` keeps them
-on the Python path).
+calls ``libmpi`` itself through the C ABI for its collectives: a backend whose
+executables have ``attach_mpi(comm, family, timeout)`` (the cpu backend's
+``oxla_backend_cpu.mpi_native``) is asked to, and ``OXLA_MPI_NATIVE=0`` keeps them on
+the Python path. The core itself imports no backend.
 """
 
 from __future__ import annotations
@@ -34,10 +35,13 @@ import numpy as np
 
 from oxla.errors import OxlaError
 from oxla.interpreter.rendezvous import ProcessId, Rendezvous
-from oxla.sharding.mpi_native import attach as attach_native
 
 SIDECAR = ".sharding.json"
 
+
+HANDLE_BYTES = {"mpich": 4, "openmpi": 8}
+"""The size of an ``MPI_Comm`` per ABI family: an ``int`` in MPICH's ``mpi.h``, a
+pointer in Open MPI's."""
 
 IMPLEMENTATIONS = ("mpich", "openmpi")
 """The MPI libraries oxla runs on: MPICH (the ``mpich`` wheel beside the Python
@@ -151,9 +155,9 @@ def mpi_library() -> dict[str, Any] | None:
         version = first.split(",")[0].replace("Open MPI", "").strip().lstrip("v")
     else:
         impl, version, abi = (text.split() or ["unknown"])[0], first, ""
-    return {"implementation": impl, "version": version, "abi": abi,
-            "family": "mpich" if impl == "MPICH" else "openmpi" if impl == "Open MPI"
-            else impl.lower(), "handle_bytes": int(MPI._sizeof(MPI.Comm))}
+    family = {"MPICH": "mpich", "Open MPI": "openmpi"}.get(impl, impl.lower())
+    return {"implementation": impl, "version": version, "abi": abi, "family": family,
+            "handle_bytes": HANDLE_BYTES.get(family, 0)}
 
 
 def write_sidecar(path: str, report, entry: str, mpi: str | None = None) -> str:
@@ -362,9 +366,10 @@ def run_rank(path: str, inputs: list[np.ndarray], keep_sharded: bool = False
     bad = [m for m in grid.allgather(failed, "loading the artifact") if m]
     if bad:
         raise OxlaError(bad[0])
-    if exe.backend != "interpreter" and os.environ.get("OXLA_MPI_NATIVE", "1") != "0":
+    attach = getattr(exe, "attach_mpi", None)  # a backend whose code calls MPI itself
+    if attach is not None and os.environ.get("OXLA_MPI_NATIVE", "1") != "0":
         lib = mpi_library() or {}
-        native = attach_native(exe, comm, str(lib.get("family", "")), grid.timeout)
+        native = attach(comm, str(lib.get("family", "")), grid.timeout)
         if native is not None and rank == 0:
             print(native.summary(), flush=True)
     outs = _call(exe, local, grid, rank)

@@ -14,8 +14,11 @@ shapes (every operand gathered). Uneven shards (a dimension its shard count does
 divide) are ``ceil(size / k)`` long, padded at the end: element-wise ops, dots,
 reductions, transposes and broadcasts run on them, a reduced dimension's padding
 replaced by the reduction's identity (masked with ``iota < size``); other ops keep
-such a dimension whole. ``sdy.manual_computation`` bodies are inlined as they
-are (they are per-device code with explicit collectives).
+such a dimension whole. A gather from or a scatter into an operand sharded on its
+indexed dimension is done per shard (:mod:`oxla.sharding.gather`), a convolution
+sharded spatially with halo exchange (:mod:`oxla.sharding.halo`).
+``sdy.manual_computation`` bodies are inlined as they are (they are per-device code
+with explicit collectives).
 
 Device coordinates come from ``stablehlo.partition_id``; collectives use
 ``channel_handle`` with ``use_global_device_ids`` (spec "flattened_ids": partition ids
@@ -48,7 +51,7 @@ from oxla.sharding.collectives import (  # noqa: F401  (re-exported)
 )
 from oxla.sharding.factors import compose as _compose
 from oxla.sharding.factors import project as _project
-from oxla.sharding.gather import masked_gather, sharded_index_dim
+from oxla.sharding.gather import masked_gather, masked_scatter, scatter_shardings, sharded_index_dim
 from oxla.sharding.halo import halo_conv, halo_plan, input_sharding
 from oxla.sharding.rules import NEED_REPLICATION, REDUCTION, rule_for
 
@@ -171,6 +174,8 @@ class _FuncPartitioner(DeviceOps):
         if n.startswith("sdy.") and n != "sdy.constant":
             raise NotSupportedError(f"the partitioner does not support '{n}' yet", op.loc)
         if n == "stablehlo.gather" and self._index_parallel_gather(op):
+            return
+        if n == "stablehlo.scatter" and self._index_parallel_scatter(op):
             return
         if n == "stablehlo.convolution" and self._halo_conv(op):
             return
@@ -342,6 +347,29 @@ class _FuncPartitioner(DeviceOps):
         self.vals[op.results[0]] = (out, sh)
         self.complete.add(op.results[0])
         self.report.op_shardings.append((op.name, str(sh.body())))
+        return True
+
+    def _index_parallel_scatter(self, op: Operation) -> bool:
+        """A scatter into an operand sharded on its indexed dimension: each device
+        applies the updates of its own rows (:mod:`oxla.sharding.gather`), no collective
+        on the operand; False when the operand is not so sharded."""
+        x_sh = self.vals[op.operands[0]][1]
+        plan = scatter_shardings(op, x_sh, self.mesh_name)
+        if plan is None:
+            return False
+        d, i_sh, u_sh = plan
+        shape = op.operands[0].type.shape
+        if any(shape[k] % self._count(_axes(x_sh, k)) for k in range(len(shape))):
+            return False
+        x = self.get(op.operands[0], x_sh, op.name)
+        idx = self.get(op.operands[1], i_sh, op.name)
+        upd = self.get(op.operands[2], u_sh, op.name)
+        out = masked_scatter(self, op, x, x_sh, idx, upd, d)
+        if out is None:
+            return False
+        self.vals[op.results[0]] = (out, x_sh)
+        self.complete.add(op.results[0])
+        self.report.op_shardings.append((op.name, str(x_sh.body())))
         return True
 
     def _mask_reductions(self, op: Operation, rule, fa: dict, locals_in: list) -> None:

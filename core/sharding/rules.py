@@ -339,8 +339,51 @@ def _gather(op: Operation) -> Rule | None:
     return r
 
 
+def _scatter(op: Operation) -> Rule | None:
+    """``scatter`` (``N`` inputs, indices, ``N`` updates -> ``N`` results): every input
+    dimension is one factor with the results' (the result index space is the input's),
+    the updates' window dimensions share it where the window spans the dimension whole,
+    and the updates' scatter dimensions share factors with the indices' batch
+    dimensions (no result dimension); the index vector dimension and partial windows
+    need replication. The partitioner handles a scatter itself
+    (:mod:`oxla.sharding.gather`). Batching dims (``input_batching_dims``): no rule."""
+    dn = op.attributes.get("scatter_dimension_numbers")
+    get = getattr(dn, "get", None)
+    n = len(op.results)
+    if get is None or tuple(get("input_batching_dims", ()) or ()) or \
+            len(op.operands) != 2 * n + 1:
+        return None
+    window = tuple(get("update_window_dims", ()) or ())
+    inserted = set(get("inserted_window_dims", ()) or ())
+    ivd = int(get("index_vector_dim", 0) or 0)
+    xs, ids, upd = (_shape(op.operands[0]), _shape(op.operands[n]),
+                    _shape(op.operands[n + 1]))
+    r = Rule()
+    x_f = [(r.factor(size),) for size in xs]
+    i_f: list[tuple[int, ...]] = [()] * len(ids)
+    u_f: list[tuple[int, ...]] = [()] * len(upd)
+    kept = [d for d in range(len(xs)) if d not in inserted]
+    if len(kept) != len(window):
+        return None
+    for d, w in zip(kept, window):
+        u_f[w] = x_f[d] if upd[w] == xs[d] else (r.factor(upd[w], NEED_REPLICATION),)
+    scatter_dims = [d for d in range(len(upd)) if d not in window]
+    batch = [d for d in range(len(ids)) if d != ivd]
+    if len(scatter_dims) != len(batch):
+        return None
+    for di, du in zip(batch, scatter_dims):
+        f = r.factor(ids[di])
+        i_f[di] = u_f[du] = (f,)
+    if ivd < len(ids):
+        i_f[ivd] = (r.factor(ids[ivd], NEED_REPLICATION),)
+    r.operands = [x_f] * n + [i_f] + [u_f] * n
+    r.results = [x_f] * n
+    return r
+
+
 _RULES = {
     "stablehlo.gather": _gather,
+    "stablehlo.scatter": _scatter,
     "stablehlo.dynamic_slice": _dynamic_slice,
     "stablehlo.dynamic_update_slice": _dynamic_slice,
     "stablehlo.slice": _slice,

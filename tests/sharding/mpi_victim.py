@@ -1,7 +1,7 @@
 """Run under mpiexec by test_sharding_mpi.py: every rank enters an all-reduce, except
 rank VICTIM, which dies (``die``) or never arrives (``hang``). The all-reduce is an
 MpiGrid's (Python), or, with ``native ARTIFACT X W``, that of a cpu artifact whose code
-calls MPI itself (oxla.sharding.mpi_native)."""
+calls MPI itself (oxla_backend_cpu.mpi_native, through exe.attach_mpi)."""
 
 from __future__ import annotations
 
@@ -23,11 +23,10 @@ if mode == "native":
     import oxla
     from oxla.sharding import model as M
     from oxla.sharding.mpi import mpi_library, read_sidecar
-    from oxla.sharding.mpi_native import attach
 
     path = sys.argv[3]
     exe = oxla.load(path)
-    native = attach(exe, comm, mpi_library()["family"], timeout)
+    native = exe.attach_mpi(comm, mpi_library()["family"], timeout)
     assert native is not None and native.native, "no native collectives"
     side = read_sidecar(path)
     mesh = M.MeshAttr(tuple((a, int(k)) for a, k in side["mesh"]["axes"]))

@@ -73,3 +73,40 @@ def test_bad_annotations_are_user_errors(mlp):
     with pytest.raises(OxlaError, match="no parameter matches"):
         ot.compile(model, (x,), backend="interpreter", mesh="m=2",
                    shardings={"fc9.weight": "m,_"})
+
+
+def test_dtensor_placements_kept_by_torch_export_are_the_shardings():
+    """Two gloo ranks (torch_dtensor_rank.py): DTensor parameters (Megatron MLP) and a
+    DTensor input become oxla's shardings, the program matches eager with the whole
+    weights and has the one all-reduce Megatron needs; a Partial placement is refused."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("torch.distributed.tensor")
+    if not torch.distributed.is_gloo_available():
+        pytest.skip("torch has no gloo")
+    here = Path(__file__).resolve().parent
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+               PYTHONPATH=str(here.parent.parent))
+    procs = [subprocess.Popen([sys.executable, str(here / "torch_dtensor_rank.py"),
+                               "interpreter"], env=dict(env, RANK=str(r)),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for r in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    for r, (p, (out, err)) in enumerate(zip(procs, outs)):
+        assert p.returncode == 0, err[-3000:]
+        lines = [ln for ln in out.splitlines() if ln.startswith(f"rank {r}:")]
+        assert len(lines) == 2, out
+        want = ("('model=2', ['param:fc1.weight=model,_', 'param:fc1.bias=model', "
+                "'param:fc2.weight=_,model', 'param:fc2.bias=_', 'arg0=_,_']) "
+                "{'all_reduce': 1} ")
+        assert lines[0].startswith(f"rank {r}: {want}"), lines[0]
+        error, logit = map(float, lines[0][len(f"rank {r}: {want}"):].split())
+        assert error <= 1e-5 * logit
+        assert "refused: error: 'weight' is a DTensor with placement Partial" in lines[1], lines[1]

@@ -319,3 +319,98 @@ def test_convolution_sharded_spatially_exchanges_halos(backend, window):
     assert sorted(c.bytes for c in halo) == sorted(r * 6 * 3 * 4 for r in (lo, hi) if r)
     assert not any(c.op == "stablehlo.convolution" and c.kind == "all_gather"
                    for c in report.collectives)
+
+
+SCATTER = """\
+sdy.mesh @mesh = <["x"=2, "y"=2]>
+func.func @main(%arg0: tensor<16x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, TABLE_Y]>},
+                %arg1: tensor<6x1xITYPE>, %arg2: tensor<6x8xf32>) -> tensor<16x8xf32> {
+  %0 = "stablehlo.scatter"(%arg0, %arg1, %arg2) <{scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [1], inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1>}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %s = COMBINE
+    stablehlo.return %s : tensor<f32>
+  }) : (tensor<16x8xf32>, tensor<6x1xITYPE>, tensor<6x8xf32>) -> tensor<16x8xf32>
+  %1 = stablehlo.tanh %0 : tensor<16x8xf32>
+  return %1 : tensor<16x8xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("table_y", ["{}", '{"y"}'])
+@pytest.mark.parametrize("itype,combine,idx", [
+    ("i32", "stablehlo.add %a, %b : tensor<f32>", [0, 15, 7, 8, 7, -3]),  # duplicate 7
+    ("i64", "stablehlo.maximum %a, %b : tensor<f32>", [16, 40, 9, 9, 0, -1]),
+    ("i32", "stablehlo.add %b, %b : tensor<f32>", [3, 12, 8, 7, 16, 1]),  # no operand
+])
+def test_scatter_into_a_table_sharded_on_its_indexed_dim_stays_sharded(
+        backend, table_y, itype, combine, idx):
+    """The embedding gradient's scatter: table rows on "x" (and its whole hidden dim on
+    "y" or not). Each device applies the updates of its own rows (out-of-bounds ones,
+    negative or past the end, skipped as the spec says; duplicates in order) and the
+    result stays sharded: no collective on the scatter (only the unannotated result is
+    gathered at the return)."""
+    text = (SCATTER.replace("TABLE_Y", table_y).replace("ITYPE", itype)
+            .replace("COMBINE", combine))
+    rng = np.random.default_rng(5)
+    ins = [rng.standard_normal((16, 8)).astype(np.float32),
+           np.array(idx, dtype=np.dtype(itype.replace("i", "int"))).reshape(6, 1),
+           rng.standard_normal((6, 8)).astype(np.float32)]
+    outs, report = run_sharded(text, ins, backend)
+    ref = run_function(drop_shardings(parse_module(text)), "main", ins)
+    np.testing.assert_allclose(outs[0], ref[0], rtol=1e-6)
+    want = '{"x"}, {"y"}' if table_y != "{}" else '{"x"}, {}'
+    assert dict(report.op_shardings)["stablehlo.scatter"] == f"<@mesh, [{want}]>"
+    assert [c.op for c in report.collectives if c.op != "return"] == []
+
+
+def test_scatter_into_a_window_sharded_table_falls_back_to_replicated(backend):
+    """A table dimension the update window does not span whole (here 4 of 8 columns)
+    cannot stay sharded: the scatter runs replicated, still correct."""
+    text = (SCATTER.replace("TABLE_Y", '{"y"}').replace("ITYPE", "i32")
+            .replace("COMBINE", "stablehlo.add %a, %b : tensor<f32>")
+            .replace("tensor<6x8xf32>) -> tensor<16x8xf32> {", "tensor<6x4xf32>) -> "
+                     "tensor<16x8xf32> {")
+            .replace("tensor<6x8xf32>) -> tensor<16x8xf32>\n", "tensor<6x4xf32>) -> "
+                     "tensor<16x8xf32>\n"))
+    rng = np.random.default_rng(6)
+    ins = [rng.standard_normal((16, 8)).astype(np.float32),
+           np.array([[1], [9], [15], [4], [4], [0]], np.int32),
+           rng.standard_normal((6, 4)).astype(np.float32)]
+    outs, report = run_sharded(text, ins, backend)
+    ref = run_function(drop_shardings(parse_module(text)), "main", ins)
+    np.testing.assert_allclose(outs[0], ref[0], rtol=1e-6)
+    assert dict(report.op_shardings)["stablehlo.scatter"] == "replicated"
+
+
+EMBED_GRAD = """\
+sdy.mesh @mesh = <["x"=2, "y"=2]>
+func.func @main(%w: tensor<16x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>},
+                %idx: tensor<6x1xi32>, %g: tensor<6x8xf32>) -> tensor<16x8xf32> {
+  %z = stablehlo.constant dense<0.0> : tensor<f32>
+  %zeros = stablehlo.broadcast_in_dim %z, dims = [] : (tensor<f32>) -> tensor<16x8xf32>
+  %0 = "stablehlo.scatter"(%zeros, %idx, %g) <{scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [1], inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1>}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %s = stablehlo.add %a, %b : tensor<f32>
+    stablehlo.return %s : tensor<f32>
+  }) : (tensor<16x8xf32>, tensor<6x1xi32>, tensor<6x8xf32>) -> tensor<16x8xf32>
+  %lr = stablehlo.constant dense<0.5> : tensor<16x8xf32>
+  %1 = stablehlo.multiply %lr, %0 : tensor<16x8xf32>
+  %2 = stablehlo.subtract %w, %1 : tensor<16x8xf32>
+  return %2 : tensor<16x8xf32>
+}
+"""
+
+
+def test_embedding_gradient_scatter_gets_the_tables_sharding(backend):
+    """An SGD step on a vocabulary-parallel table: propagation carries the table's rows
+    sharding back through the update to the scatter's result and its zeros operand, so
+    the scatter runs per shard (no collective on it)."""
+    rng = np.random.default_rng(7)
+    ins = [rng.standard_normal((16, 8)).astype(np.float32),
+           np.array([[2], [9], [9], [15], [0], [8]], np.int32),
+           rng.standard_normal((6, 8)).astype(np.float32)]
+    outs, report = run_sharded(EMBED_GRAD, ins, backend)
+    ref = run_function(drop_shardings(parse_module(EMBED_GRAD)), "main", ins)
+    np.testing.assert_allclose(outs[0], ref[0], rtol=1e-6)
+    assert dict(report.op_shardings)["stablehlo.scatter"] == '<@mesh, [{"x"}, {}]>'
+    assert [c.op for c in report.collectives if c.op != "return"] == []

@@ -2,7 +2,8 @@
 backend, read from the source with ``ast``.
 
 1. ``oxla.lowering`` imports neither llvmlite nor any extension;
-2. ``oxla_codegen_llvm`` imports no backend;
+2. ``oxla_codegen_llvm`` imports no backend, and the core (``oxla``) imports no
+   extension (a backend's MPI collectives are reached through its executables);
 3. no module imports a module of its own distribution inside a function (the cycle it
    would hide is fixed instead); lazy imports of other distributions (torch, jax,
    llvmlite, the core from an extension) stay allowed, and so does the plugin entry
@@ -24,6 +25,7 @@ import pytest
 from tests.unit.import_graph import Package, cycles, load_package
 
 ROOT = Path(__file__).resolve().parents[2]
+CORE = ("oxla", ROOT / "core")
 LOWERING = ("oxla.lowering", ROOT / "core" / "lowering")
 CODEGEN = ("oxla_codegen_llvm", ROOT / "extensions" / "codegen_llvm" / "oxla_codegen_llvm")
 BACKEND_CPU = ("oxla_backend_cpu", ROOT / "extensions" / "backend_cpu" / "oxla_backend_cpu")
@@ -106,6 +108,11 @@ def test_importing_lowering_loads_no_llvmlite_and_no_extension():
 def test_codegen_llvm_imports_no_backend():
     pkg = _package(CODEGEN)
     assert banned_imports(pkg, ("oxla_backend_",)) == []
+
+
+def test_core_imports_no_extension():
+    pkg = _package(CORE)
+    assert banned_imports(pkg, ("oxla_",)) == []
 
 
 @pytest.mark.parametrize("spec", DISCIPLINED, ids=[s[0] for s in DISCIPLINED])

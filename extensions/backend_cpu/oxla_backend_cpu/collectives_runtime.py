@@ -398,10 +398,13 @@ class Runtime:
         self.outfeed_log: list[list[np.ndarray]] = []
         self._entry = entry
         self._callback = _CALLBACK(self._on_op)  # kept alive with the executable
+        self.native: Any = None
+        """What a caller that repointed :attr:`callback_slot` keeps alive with this
+        runtime (the native code it points to; ``oxla_backend_cpu.mpi_native``)."""
         self.callback_slot = 0
         """The address of the code's :data:`CALLBACK` pointer (set by :func:`install`): a
         caller may point it at native code that handles some runtime ops itself and
-        calls the previous value for the others (``oxla.sharding.mpi_native``)."""
+        calls the previous value for the others (:mod:`oxla_backend_cpu.mpi_native`)."""
 
     def describe(self, index: int) -> Desc | None:
         """Runtime op ``index``'s descriptor, or None when the code has no such op."""

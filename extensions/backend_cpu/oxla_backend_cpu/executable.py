@@ -41,6 +41,7 @@ from oxla_backend_cpu.codegen import ABI_FIELDS, ABI_SYMBOL
 from oxla_backend_cpu.collectives_runtime import call_as_process, install
 from oxla_backend_cpu.custom_call import bind_custom_calls
 from oxla_backend_cpu.digests import digests
+from oxla_backend_cpu.mpi_native import attach as attach_mpi
 from oxla_backend_cpu.objcheck import check_object
 from oxla_backend_cpu.outalloc import OutputPool
 from oxla_backend_cpu.packed_gemm import rebuild
@@ -177,6 +178,22 @@ class CPUExecutable:
         """Runs one call as ``process`` of a collective ``grid`` (one rank of an MPI
         job, see ``oxla.sharding.mpi``); otherwise like ``__call__``."""
         return call_as_process(self, grid, process, list(args))
+
+    def attach_mpi(self, comm: Any, family: str, timeout: float) -> Any:
+        """Makes this executable's collectives call MPI from native code (one rank per
+        device; see :mod:`oxla_backend_cpu.mpi_native`): every rank calls it once, in the
+        same order, before its first call.
+
+        Args:
+            comm: ``MPI.COMM_WORLD`` (mpi4py).
+            family: the loaded MPI's ABI family, ``mpich`` or ``openmpi``.
+            timeout: seconds a collective may wait before every rank is aborted.
+
+        Returns:
+            A ``NativeCollectives`` (``summary()``: what runs natively), or None when the
+            program has no runtime ops or ``family`` is unknown.
+        """
+        return attach_mpi(self, comm, family, timeout)
 
     @property
     def probes(self) -> dict[str, list[np.ndarray]]:

@@ -299,7 +299,8 @@ def compile(  # noqa: A001 - mirrors oxla.compile
         mesh: the device mesh of a sharded program (``"data=2,model=2"`` or a dict).
         shardings: tensor name (``argN``, ``resultN``, a parameter's ``state_dict`` key
             or glob) -> spec (``("model", None)`` or ``"model,_"``); tensors marked with
-            :func:`oxla_frontend_torch.shard` are annotated too. A sharded program is
+            :func:`oxla_frontend_torch.shard`, and DTensor parameters and buffers (their
+            placements), are annotated too. A sharded program is
             partitioned (propagation completes the shardings) and runs on an in-process
             grid of the mesh's devices; ``save`` writes it for ``oxla launch``.
 
@@ -324,7 +325,7 @@ def compile(  # noqa: A001 - mirrors oxla.compile
     else:
         raise TypeError(f"expected an nn.Module, ExportedProgram or path, got "
                         f"{type(model).__name__}")
-    sharding = collect_shardings(model, example_inputs, mesh, shardings)
+    sharding = collect_shardings(model, example_inputs, mesh, shardings, program=ep)
     return TorchFunction(ep, backend, options, sharding)
 
 

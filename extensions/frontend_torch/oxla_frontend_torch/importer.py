@@ -26,6 +26,7 @@ from oxla.ir.location import SourceFile
 from oxla.ir.types import TensorType
 from oxla_frontend_torch import rules  # noqa: F401  (fills LOWERINGS)
 from oxla_frontend_torch.registry import DYNAMIC_SAFE, LOWERINGS, LoweringContext, Unavailable
+from oxla_frontend_torch.sharding import ARGS_ATTR, undistribute
 
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)')
 _TORCH_DIR = os.path.dirname(torch.__file__)
@@ -59,10 +60,18 @@ def export_module(module: torch.nn.Module, example_inputs: Sequence[Any],
 
 def decompose_program(ep: ExportedProgram) -> ExportedProgram:
     """``ep.run_decompositions`` with oxla's table, without torch's own FutureWarning
-    (pytree ``LeafSpec``, from deep-copying the module call graph) on every import."""
+    (pytree ``LeafSpec``, from deep-copying the module call graph) on every import.
+
+    A program with DTensors is exported again first without them, parameters and
+    buffers holding their whole values marked with their placements
+    (:func:`oxla_frontend_torch.sharding.undistribute`)."""
+    ep = undistribute(ep)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r".*LeafSpec", category=FutureWarning)
-        return ep.run_decompositions(decomposition_table())
+        out = ep.run_decompositions(decomposition_table())
+    if hasattr(ep, ARGS_ATTR):
+        setattr(out, ARGS_ATTR, getattr(ep, ARGS_ATTR))
+    return out
 
 
 def warn_dropped_mutations(ep: ExportedProgram) -> None:
