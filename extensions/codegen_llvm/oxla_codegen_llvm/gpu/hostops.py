@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -140,6 +141,17 @@ def run_parallel(programs: Sequence[Sequence[Any]], args: Sequence[Any],
     return [v for o in outs for v in o], list(grid.outfeed)
 
 
+@contextmanager
+def member_of(grid: Any, process: tuple[int, int]) -> Iterator[None]:
+    """Executable calls on this thread inside it run as ``process`` of ``grid`` (one
+    rank of an MPI job: ``oxla.sharding.mpi.MpiGrid``, process ``(0, rank)``)."""
+    _local.member = (grid, process, None)
+    try:
+        yield
+    finally:
+        _local.member = None
+
+
 def _infeed(infeed: Sequence[Sequence] | None) -> Callable | None:
     if infeed is None:
         return None
@@ -162,4 +174,4 @@ def value_spec(v: Any) -> tuple[tuple[int, ...], np.dtype] | None:
     return tuple(int(d) for d in t.shape), np.dtype(t.element_type.dtype)
 
 
-__all__ = ["HOST_STEP_OPS", "TOKEN", "HostCall", "run_parallel", "value_spec"]
+__all__ = ["HOST_STEP_OPS", "TOKEN", "HostCall", "member_of", "run_parallel", "value_spec"]
