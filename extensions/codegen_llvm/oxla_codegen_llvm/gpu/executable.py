@@ -166,6 +166,7 @@ class GPUExecutable:
         twin = copy.copy(self)
         twin.stats = dict(self.stats)
         twin._lock, twin._loaded, twin._host = threading.Lock(), None, threading.local()
+        twin._nccl = None  # an in-process grid's processes stage their collectives
         return twin
 
     def call_as_process(self, grid: Any, process: tuple[int, int], *args: Any) -> list:

@@ -21,9 +21,9 @@ them, on the ``1 x size`` grid of ``oxla.sharding.mpi``):
 
 A group of processes is a communicator split once from the world's
 (``ncclCommSplit``: color = the group's index, key = the rank's place in it). What NCCL
-cannot do (another reduction body, a body that promotes, ``i1``/complex elements, a
-strided block, counts the group cannot split, a send buffer that overlaps a receive
-buffer) raises :class:`NotSupportedError` from :func:`nccl_calls`; the executable then
+cannot do (another reduction body, a body that promotes, a reduction of ``i1`` or
+complex elements, a strided block, a send buffer that overlaps a receive buffer, a
+rank outside every group) raises :class:`NotSupportedError` from :func:`nccl_calls`; the executable then
 runs the op's host-staged step, which is exact (the interpreter's semantics over
 ``oxla.sharding.mpi.MpiGrid``). NCCL does not document its reduction order: a real
 GPU's floating-point sums may differ from the interpreter's in the last bits.
@@ -37,7 +37,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -108,13 +107,7 @@ class NcclCall:
 
 def _groups(op: Any, size: int) -> list[tuple[int, ...]]:
     """The op's process groups on the ``1 x size`` grid, as rank tuples."""
-    ctx = SimpleNamespace(grid=C.ProcessGrid(1, size))
-    if op.name in ("stablehlo.all_reduce", "stablehlo.all_gather",
-                   "stablehlo.reduce_scatter"):
-        groups = C._groups_reduce_like(ctx, op)
-    else:
-        groups = C._groups_replica_or_partition(ctx, op)
-    return [tuple(p for _, p in g) for g in groups]
+    return [tuple(p for _, p in g) for g in C.process_groups(C.ProcessGrid(1, size), op)]
 
 
 def _mine(op: Any, groups: list[tuple[int, ...]], rank: int, size: int) -> tuple[int, ...]:
@@ -180,7 +173,7 @@ def nccl_calls(op: Any, ins: Sequence[int], outs: Sequence[int], rank: int,
     n = len(group)
     calls = []
     for v, r, src, dst in zip(op.operands, op.results, ins, outs):
-        dt = _dtype(v)
+        dt = _dtype(v) if name != "all_gather" else np.dtype(v.type.element_type.dtype)
         shape = tuple(int(d) for d in v.type.shape)
         count = int(np.prod(shape, dtype=np.int64))
         if name == "all_reduce":
