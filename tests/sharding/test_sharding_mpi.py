@@ -290,6 +290,24 @@ def test_all_to_all_and_collective_permute_run_in_native_code(mpi):
     assert "native ok" in r.stdout, r.stdout + r.stderr
 
 
+def test_cuda_collectives_as_nccl_calls_on_the_simulated_device():
+    """mpi_nccl_sim.py's cuda program on the simulated device under mpiexec -n 4: its
+    all_reduce (sum, max, min; split groups), reduce_scatter (product, a permuted group),
+    contiguous all_gather, all_to_all and collective_permute (a rank no pair feeds gets
+    zeros) run as NCCL calls over MPI; an ``or`` reduction and a strided all_gather run
+    host-staged; every rank's results equal the interpreter's 1x4 grid, over two calls."""
+    from oxla.cli.launch_cmd import find_mpiexec
+
+    r = subprocess.run([find_mpiexec(), "-n", "4", sys.executable, str(HERE / "mpi_nccl_sim.py")],
+                       env=dict(_env(), OXLA_CUDA_DEVICE="sim", OXLA_COLLECTIVE_TIMEOUT="60"),
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert ("NCCL collectives: all_gather 1, all_reduce 3, all_to_all 1, collective_permute 1, "
+            "reduce_scatter 1; host-staged: 2") in r.stdout, r.stdout
+    assert "not a body of [stablehlo.or]" in r.stdout and "is strided" in r.stdout, r.stdout
+    assert "nccl ok" in r.stdout, r.stdout + r.stderr
+
+
 @pytest.fixture(scope="module")
 def llama_pt2(tmp_path_factory):
     """A small transformers Llama (random weights) saved by torch.export, its input ids

@@ -21,6 +21,7 @@ import threading
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -128,6 +129,17 @@ def _groups_replica_or_partition(ctx, op, name: str = "replica_groups"):
     grid = grid_of(ctx)
     ids = _id_groups(op, name)
     return cross_replica(grid, ids) if channel_id(op) <= 0 else cross_partition(grid, ids)
+
+
+def process_groups(grid: ProcessGrid, op) -> list[list[ProcessId]]:
+    """The process groups of ``all_gather``/``all_reduce``/``reduce_scatter`` (by
+    channel, ``replica_groups`` and ``use_global_device_ids``) or of ``all_to_all`` /
+    ``collective_*`` (by channel) on ``grid`` (spec "Collective ops"); for a backend
+    that maps the op to a collective library."""
+    ctx = SimpleNamespace(grid=grid)
+    if op.name in ("stablehlo.all_gather", "stablehlo.all_reduce", "stablehlo.reduce_scatter"):
+        return _groups_reduce_like(ctx, op)
+    return _groups_replica_or_partition(ctx, op)
 
 
 def _my_group(ctx, op, groups: list[list[ProcessId]], required: bool = True):

@@ -24,15 +24,16 @@ SYMBOLS = ("cublasCreate_v2", "cublasDestroy_v2", "cublasSetStream_v2",
            "cublasSscal_v2_64", "cublasDscal_v2_64")
 
 
-def library_path(name: str = "libcublas.so.13") -> str:
-    """The path of a library of the ``nvidia-*`` cu13 wheels (``nvidia/cu13/lib``), else
-    the bare name for the system's loader."""
+def library_path(name: str = "libcublas.so.13", folder: str = "cu13") -> str:
+    """The path of a library of the ``nvidia-*`` wheels (``nvidia/<folder>/lib``: ``cu13``
+    for the CUDA 13 wheels, ``nccl`` for NCCL's), else the bare name for the system's
+    loader."""
     try:
         import nvidia
     except ImportError:
         return name
     for base in getattr(nvidia, "__path__", []):
-        path = os.path.join(base, "cu13", "lib", name)
+        path = os.path.join(base, folder, "lib", name)
         if os.path.exists(path):
             return path
     return name

@@ -24,6 +24,7 @@ from oxla_codegen_llvm.gpu.fft import FftCall
 from oxla.errors import OxlaError
 from oxla_backend_cuda.cublas import CuBLAS, GemmCall
 from oxla_backend_cuda.cufft import CuFFT
+from oxla_backend_cuda.nccl import NcclComm, run_group
 from oxla_backend_cuda.nvjit import ptx_to_cubin
 
 
@@ -211,6 +212,17 @@ class DriverDevice:
                 self._blas = CuBLAS()
             self._fft = CuFFT(self.copy_device, self._blas.scal)
         self._fft.run(call, stream)
+
+    def nccl_world(self, comm: Any) -> Any:
+        """The NCCL communicator of the MPI job ``comm`` on this device
+        (:meth:`oxla_backend_cuda.nccl.NcclComm.world`; collective)."""
+        self._current()
+        return NcclComm.world(comm)
+
+    def nccl(self, calls: list, comm: Any, stream: Any) -> None:
+        """One NCCL group on ``stream`` (:func:`oxla_backend_cuda.nccl.run_group`)."""
+        self._current()
+        run_group(calls, comm, int(stream), lambda ptr, n: self.memset_zero(ptr, n, stream))
 
     def begin_capture(self, stream: Any) -> None:
         mode = self._d.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL

@@ -57,7 +57,9 @@ from oxla_codegen_llvm.gpu.arrays import (
 )
 from oxla_codegen_llvm.gpu.fft import fft_call
 from oxla_codegen_llvm.gpu.gemm import dot_call
-from oxla_codegen_llvm.gpu.hostops import HostCall, value_spec
+from oxla_codegen_llvm.gpu.hostops import HostCall, member_of, value_spec
+from oxla_codegen_llvm.gpu.nccl import OPS as NCCL_OPS
+from oxla_codegen_llvm.gpu.nccl import NcclCollectives, nccl_calls
 from oxla_codegen_llvm.gpu.program import Program
 from oxla_codegen_llvm.gpu.runtime import Runtime
 
@@ -133,6 +135,7 @@ class GPUExecutable:
         self._lock = threading.Lock()
         self._loaded: _Loaded | None = None
         self._host = threading.local()  # .call: the last HostCall on this thread
+        self._nccl: NcclCollectives | None = None  # set by attach_mpi
         self.stats.setdefault("graph_launches", 0)
         self.stats.setdefault("graph_captures", 0)
 
@@ -163,7 +166,46 @@ class GPUExecutable:
         twin = copy.copy(self)
         twin.stats = dict(self.stats)
         twin._lock, twin._loaded, twin._host = threading.Lock(), None, threading.local()
+        twin._nccl = None  # an in-process grid's processes stage their collectives
         return twin
+
+    def call_as_process(self, grid: Any, process: tuple[int, int], *args: Any) -> list:
+        """Runs one call as ``process`` of a collective ``grid`` (one rank of an MPI job,
+        see ``oxla.sharding.mpi``): its host-staged collectives meet the grid's other
+        processes, its NCCL ones (:meth:`attach_mpi`) the other ranks; otherwise like
+        ``__call__``."""
+        with member_of(grid, process):
+            return list(self(*args))
+
+    def attach_mpi(self, comm: Any, family: str, timeout: float) -> NcclCollectives | None:
+        """Makes this executable's collectives NCCL calls on its stream (one rank per
+        GPU; :mod:`oxla_codegen_llvm.gpu.nccl`); on the simulated device the same calls
+        run over MPI on its memory. Every rank calls it once, in the same order, before
+        its first call.
+
+        Args:
+            comm: ``MPI.COMM_WORLD`` (mpi4py); rank 0 makes the NCCL id, every rank
+                receives it over ``comm``.
+            family: the MPI's ABI family (unused: NCCL needs none of MPI's handles).
+            timeout: unused: an NCCL call is not polled (a rank that never arrives
+                hangs the others; the host-staged steps keep ``timeout``).
+
+        Returns:
+            The :class:`~oxla_codegen_llvm.gpu.nccl.NcclCollectives` (``summary()``
+            after a call: what ran on NCCL), or None when the program has no collective
+            NCCL could run or the device has no NCCL binding.
+
+        Raises:
+            OxlaError: NCCL is not loadable or its communicator failed.
+        """
+        del family, timeout
+        if not any(op.name in NCCL_OPS for op in self.program.host_ops):
+            return None
+        dev = self._load().rt.device
+        if not hasattr(dev, "nccl_world"):
+            return None
+        self._nccl = NcclCollectives(dev.nccl_world(comm), comm.Get_rank(), comm.Get_size())
+        return self._nccl
 
     @property
     def probes(self) -> dict[str, list[np.ndarray]]:
@@ -350,6 +392,9 @@ class GPUExecutable:
     def _host_step(self, st: dict[str, Any], addr, dev: Any, s: Any, host: HostCall) -> None:
         """A host op (:mod:`.hostops`): operands to the host, the op, results back."""
         op = self.program.host_ops[st["index"]]
+        if self._nccl is not None and op.name in NCCL_OPS and \
+                self._nccl_step(st, op, addr, dev, s, self._nccl):
+            return
         args: list[Any] = []
         for v, ref in zip(op.operands, st["ins"]):
             spec = value_spec(v)
@@ -367,6 +412,23 @@ class GPUExecutable:
                 dev.copy_to_device(addr(ref), np.ascontiguousarray(r, spec[1]).reshape(spec[0]),
                                    s)
         dev.stream_synchronize(s)  # the host arrays are the copies' sources
+
+    @staticmethod
+    def _nccl_step(st: dict[str, Any], op: Any, addr, dev: Any, s: Any,
+                   nc: NcclCollectives) -> bool:
+        """A collective as one NCCL group on the stream; False (the host-staged step
+        runs) for a form NCCL cannot run, which every rank decides alike."""
+        kind = op.name.split(".", 1)[1]
+        try:
+            calls = nccl_calls(op, [addr(r) for r in st["ins"]],
+                               [addr(r) for r in st["outs"]], nc.rank, nc.size)
+        except NotSupportedError as e:
+            nc.fallback[st["index"]] = f"{kind}: {e}"
+            return False
+        nc.prepare(op)
+        dev.nccl(calls, nc.comm, s)
+        nc.native[st["index"]] = kind
+        return True
 
     @staticmethod
     def _predicate(st: dict[str, Any], addr, dev: Any, s: Any) -> int:

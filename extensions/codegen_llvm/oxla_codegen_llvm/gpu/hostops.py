@@ -1,7 +1,8 @@
 """Collectives, point-to-point, streaming and probe ops of a GPU program on one device:
 host-staged steps over an in-process thread grid.
 
-One process per GPU is the sharding issue's (NCCL, a communicator passed in). Here, as
+One process per GPU under MPI is :mod:`oxla_codegen_llvm.gpu.nccl`'s (the forms NCCL
+lacks stay host steps there, over ``oxla.sharding.mpi.MpiGrid``). Here, as
 the interpreter and the cpu backend do for one process, a ``num_replicas x
 num_partitions`` grid runs as threads, each calling its executable
 (:func:`run_parallel`), all on one device. Each op of :data:`HOST_STEP_OPS` is a
@@ -13,7 +14,7 @@ interpreter defines them (:mod:`oxla.interpreter.rules.collectives`, ``io``,
 (spec "Collective ops"), FIFO channels for ``send``/``recv``, the grid's infeed and
 outfeed, a reduction's body applied to the gathered values; the results are copied back
 to the device. Host staging costs a device round trip per op: it is the one-GPU
-semantics, not a fast path (a multi-GPU collective belongs on NCCL).
+semantics, not a fast path.
 
 An executable called outside a grid is process ``(0, 0)`` of its own 1x1 grid for that
 call (a ``recv`` of what the call sent works). ``interpreter.probe`` records a copy of
@@ -24,7 +25,8 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -140,6 +142,17 @@ def run_parallel(programs: Sequence[Sequence[Any]], args: Sequence[Any],
     return [v for o in outs for v in o], list(grid.outfeed)
 
 
+@contextmanager
+def member_of(grid: Any, process: tuple[int, int]) -> Iterator[None]:
+    """Executable calls on this thread inside it run as ``process`` of ``grid`` (one
+    rank of an MPI job: ``oxla.sharding.mpi.MpiGrid``, process ``(0, rank)``)."""
+    _local.member = (grid, process, None)
+    try:
+        yield
+    finally:
+        _local.member = None
+
+
 def _infeed(infeed: Sequence[Sequence] | None) -> Callable | None:
     if infeed is None:
         return None
@@ -162,4 +175,4 @@ def value_spec(v: Any) -> tuple[tuple[int, ...], np.dtype] | None:
     return tuple(int(d) for d in t.shape), np.dtype(t.element_type.dtype)
 
 
-__all__ = ["HOST_STEP_OPS", "TOKEN", "HostCall", "run_parallel", "value_spec"]
+__all__ = ["HOST_STEP_OPS", "TOKEN", "HostCall", "member_of", "run_parallel", "value_spec"]

@@ -36,6 +36,7 @@ from oxla.errors import NotSupportedError, OxlaError
 from oxla_codegen_llvm.gpu.custom_call import ocelot_ptx
 from oxla_codegen_llvm.gpu.fft import FftCall, fft_reference
 from oxla_codegen_llvm.gpu.gemm import GemmCall, gemm_reference
+from oxla_codegen_llvm.gpu.nccl import MpiComm, NcclCall, run_reference
 from oxla_codegen_llvm.simt import ocelot
 from oxla_codegen_llvm.simt.host import HostTwin
 
@@ -67,8 +68,8 @@ class SimDevice:
         self._blocks: dict[int, np.ndarray] = {}  # address -> its host block
         self._starts: list[int] = []
         self._ids = itertools.count()
-        self.stats = {"launches": 0, "gemms": 0, "ffts": 0, "copies": 0, "graph_launches": 0,
-                      "captures": 0, "allocs": 0, "bytes_in_use": 0}
+        self.stats = {"launches": 0, "gemms": 0, "ffts": 0, "nccl_groups": 0, "copies": 0,
+                      "graph_launches": 0, "captures": 0, "allocs": 0, "bytes_in_use": 0}
 
     # -- memory ---------------------------------------------------------------------
     def alloc(self, nbytes: int, stream: Any) -> int:
@@ -252,6 +253,25 @@ class SimDevice:
         def work():
             fft_reference(call, self.view)
             self.stats["ffts"] += 1
+        self._run(stream, work)
+
+    def nccl_world(self, comm: Any) -> MpiComm:
+        """The communicator NCCL calls use over the MPI job ``comm``: a duplicate of it
+        (the reference's messages never meet the program's other MPI traffic)."""
+        return MpiComm(comm.Dup())
+
+    def nccl(self, calls: list[NcclCall], comm: Callable[[tuple[int, ...]], Any],
+             stream: Any) -> None:
+        """One NCCL group (:func:`~oxla_codegen_llvm.gpu.nccl.run_reference` over MPI on
+        this device's memory)."""
+        for c in calls:  # inside an allocation
+            for ptr in (c.send, c.recv):
+                if ptr:
+                    self.view(ptr, 1)
+
+        def work():
+            run_reference(calls, comm, self.view)
+            self.stats["nccl_groups"] += 1
         self._run(stream, work)
 
 

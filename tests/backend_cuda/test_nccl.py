@@ -1,0 +1,183 @@
+"""The NCCL call records of GPU collectives (oxla_codegen_llvm.gpu.nccl) and their
+binding (oxla_backend_cuda.nccl): which forms map to which calls, what falls back to
+the host-staged step, and the library calls a group makes. Running them is
+tests/sharding's mpi_nccl_sim.py (mpiexec -n 4 on the simulated device)."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pytest
+from oxla_codegen_llvm.gpu.nccl import OPS, NcclCall, nccl_calls
+
+from oxla.errors import NotSupportedError
+from oxla.ir import parse_module
+
+CH = "channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>"
+
+
+def _body(op: str, t: str) -> str:
+    return (f"({{\n^bb0(%a: tensor<{t}>, %b: tensor<{t}>):\n"
+            f"  %s = \"stablehlo.{op}\"(%a, %b) : (tensor<{t}>, tensor<{t}>) -> tensor<{t}>\n"
+            f"  \"stablehlo.return\"(%s) : (tensor<{t}>) -> ()\n}})")
+
+
+def _op(body: str, ins: str, outs: str):
+    m = parse_module(f"func.func @main(%x: {ins}) -> {outs} {{\n  %r = {body}\n"
+                     f"  func.return %r : {outs}\n}}", "t.mlir")
+    return next(o for o in m.walk() if o.name in OPS)
+
+
+def _reduce(kind: str, red: str, t: str, shape: str, out: str, groups: str, extra: str = ""):
+    ty, oty = f"tensor<{shape}x{t}>", f"tensor<{out}x{t}>"
+    return _op(f"\"stablehlo.{kind}\"(%x) {_body(red, t)} {{replica_groups = {groups}, {CH}, "
+               f"use_global_device_ids{extra}}} : ({ty}) -> {oty}", ty, oty)
+
+
+G4 = "dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>"
+G22 = "dense<[[0, 2], [3, 1]]> : tensor<2x2xi64>"
+
+
+@pytest.mark.parametrize("red,t,nccl_op", [("add", "f32", "stablehlo.add"),
+                                            ("multiply", "i64", "stablehlo.multiply"),
+                                            ("maximum", "f16", "stablehlo.maximum"),
+                                            ("minimum", "ui8", "stablehlo.minimum"),
+                                            ("add", "bf16", "stablehlo.add")])
+def test_all_reduce_is_one_call_per_operand_in_the_ranks_group(red, t, nccl_op):
+    op = _reduce("all_reduce", red, t, "3x5", "3x5", G22)
+    calls = nccl_calls(op, [1000], [2000], rank=1, size=4)
+    assert len(calls) == 1
+    c = calls[0]
+    assert (c.kind, c.count, c.send, c.recv, c.group, c.op) == \
+        ("all_reduce", 15, 1000, 2000, (3, 1), nccl_op)
+    assert c.dtype == np.dtype(op.operands[0].type.element_type.dtype)
+
+
+@pytest.mark.parametrize("red,t,why", [("or", "i32", "not a body of"),
+                                        ("and", "i1", "no element type"),
+                                        ("subtract", "f32", "not a body of")])
+def test_what_nccl_cannot_reduce_is_not_supported(red, t, why):
+    op = _reduce("all_reduce", red, t, "4", "4", G4)
+    with pytest.raises(NotSupportedError, match=why):
+        nccl_calls(op, [1000], [2000], rank=0, size=4)
+
+
+def test_a_rank_outside_every_group_falls_back_on_every_rank():
+    op = _reduce("all_reduce", "add", "f32", "4", "4", "dense<[[0, 1]]> : tensor<1x2xi64>")
+    for rank in range(3):  # the same decision on the ranks in and out of the group
+        with pytest.raises(NotSupportedError, match="no process group"):
+            nccl_calls(op, [1000], [2000], rank=rank, size=3)
+
+
+@pytest.mark.parametrize("shape,dim,out,ok", [("2x3", 0, "8x3", True), ("1x3", 1, "1x12", True),
+                                              ("2x3", 1, "2x12", False)])
+def test_all_gather_needs_contiguous_blocks(shape, dim, out, ok):
+    ty, oty = f"tensor<{shape}xf32>", f"tensor<{out}xf32>"
+    op = _op(f"\"stablehlo.all_gather\"(%x) {{all_gather_dim = {dim} : i64, replica_groups = "
+             f"{G4}, {CH}, use_global_device_ids}} : ({ty}) -> {oty}", ty, oty)
+    if not ok:
+        with pytest.raises(NotSupportedError, match="strided"):
+            nccl_calls(op, [1000], [5000], rank=2, size=4)
+        return
+    (c,) = nccl_calls(op, [1000], [5000], rank=2, size=4)
+    nbytes = 4 * int(np.prod([int(d) for d in shape.split("x")]))
+    assert (c.kind, c.count, c.send_bytes, c.recv_bytes) == \
+        ("all_gather", nbytes, nbytes, 4 * nbytes)
+
+
+def test_reduce_scatter_counts_one_peers_block():
+    op = _reduce("reduce_scatter", "add", "f64", "8x2", "2x2", G4,
+                 ", scatter_dimension = 0 : i64")
+    (c,) = nccl_calls(op, [1000], [5000], rank=3, size=4)
+    assert (c.kind, c.count, c.send_bytes, c.recv_bytes) == ("reduce_scatter", 4, 128, 32)
+    strided = _reduce("reduce_scatter", "add", "f64", "2x8", "2x2", G4,
+                      ", scatter_dimension = 1 : i64")
+    with pytest.raises(NotSupportedError, match="strided"):
+        nccl_calls(strided, [1000], [5000], rank=3, size=4)
+
+
+def test_all_to_all_is_a_send_and_a_recv_per_peer():
+    ty = "tensor<4x3xi32>"
+    op = _op(f"\"stablehlo.all_to_all\"(%x) {{split_dimension = 0 : i64, concat_dimension = 0 "
+             f": i64, split_count = 2 : i64, replica_groups = {G22}, {CH}}} : ({ty}) -> {ty}",
+             ty, ty)
+    calls = nccl_calls(op, [1000], [5000], rank=3, size=4)
+    assert [(c.kind, c.peer, c.send, c.recv, c.count, c.group) for c in calls] == [
+        ("send", 0, 1000, 0, 24, (3, 1)), ("recv", 0, 0, 5000, 24, (3, 1)),
+        ("send", 1, 1024, 0, 24, (3, 1)), ("recv", 1, 0, 5024, 24, (3, 1))]
+    with pytest.raises(NotSupportedError, match="overlaps"):  # in place
+        nccl_calls(op, [1000], [1000], rank=3, size=4)
+
+
+def test_collective_permute_sends_receives_or_zeroes():
+    ty = "tensor<2x2xf32>"
+    pairs = "source_target_pairs = dense<[[0, 2], [2, 1]]> : tensor<2x2xi64>"
+    op = _op(f"\"stablehlo.collective_permute\"(%x) {{{pairs}, {CH}}} : ({ty}) -> {ty}", ty, ty)
+    kinds = {r: [(c.kind, c.peer) for c in nccl_calls(op, [1000], [5000], r, 4)]
+             for r in range(4)}
+    assert kinds == {0: [("send", 2), ("zero", -1)], 1: [("recv", 2)],
+                     2: [("send", 1), ("recv", 0)], 3: [("zero", -1)]}
+    no_channel = _op(f"\"stablehlo.collective_permute\"(%x) {{{pairs}}} : ({ty}) -> {ty}", ty, ty)
+    with pytest.raises(NotSupportedError, match="across replicas"):
+        nccl_calls(no_channel, [1000], [5000], 0, 4)
+
+
+class _FakeNccl:
+    """Records the NCCL entry points a group calls (every status 0)."""
+
+    def __init__(self):
+        self.log: list[tuple] = []
+
+    def __getattr__(self, name):
+        return lambda *args: self.log.append((name, *args)) or 0
+
+
+def test_a_group_maps_each_call_to_its_nccl_entry_point():
+    from oxla_backend_cuda.nccl import NcclComm, run_group
+
+    lib = _FakeNccl()
+    comms = {(0, 1): NcclComm(lib, "world"), (1,): NcclComm(lib, "solo")}
+    f32, i8 = np.dtype(np.float32), np.dtype(np.int8)
+    calls = [NcclCall("all_reduce", f32, 6, 16, 32, (0, 1), "stablehlo.maximum"),
+             NcclCall("reduce_scatter", f32, 3, 16, 32, (1,), "stablehlo.multiply"),
+             NcclCall("all_gather", i8, 12, 16, 48, (0, 1)),
+             NcclCall("send", i8, 8, 64, 0, (0, 1), peer=1),
+             NcclCall("recv", i8, 8, 0, 80, (0, 1), peer=0),
+             NcclCall("zero", i8, 8, 0, 96, (0, 1))]
+    zeroed = []
+    run_group(calls, comms.__getitem__, 7, lambda p, n: zeroed.append((p, n)))
+    names = [e[0] for e in lib.log]
+    assert zeroed == [(96, 8)]
+    assert names == ["ncclGroupStart", "ncclAllReduce", "ncclReduceScatter", "ncclAllGather",
+                     "ncclSend", "ncclRecv", "ncclGroupEnd"]
+    ar, rs, ag, sd, rv = lib.log[1:6]
+    assert ar[3:6] == (6, 7, 2) and ar[6] == "world"  # count, ncclFloat32, ncclMax
+    assert rs[3:6] == (3, 7, 1) and rs[6] == "solo"   # recvcount, ncclFloat32, ncclProd
+    assert ag[3:5] == (12, 0)                          # bytes per peer as ncclInt8
+    assert sd[2:5] == (8, 0, 1) and rv[2:5] == (8, 0, 0)
+    assert all(e[-1].value == 7 for e in lib.log[1:6])  # on the executable's stream
+
+
+@pytest.mark.skipif(importlib.util.find_spec("nvidia.nccl") is None,
+                    reason="the nccl extra (nvidia-nccl-cu13) is not installed")
+def test_the_pinned_nccl_loads_without_a_driver():
+    import ctypes
+
+    from oxla_backend_cuda.nccl import UniqueId, load_library
+
+    lib = load_library()
+    v = ctypes.c_int()
+    assert lib.ncclGetVersion(ctypes.byref(v)) == 0 and v.value == 23203  # 2.32.3
+    uid = UniqueId()
+    assert lib.ncclGetUniqueId(ctypes.byref(uid)) == 0
+    assert ctypes.sizeof(uid) == 128 and any(uid.internal)
+
+
+@pytest.mark.parametrize("t,item", [("i1", 1), ("complex<f64>", 16), ("f8E4M3FN", 1)])
+def test_a_gather_moves_bytes_of_any_element_type(t, item):
+    ty, oty = f"tensor<3x{t}>", f"tensor<12x{t}>"
+    op = _op(f"\"stablehlo.all_gather\"(%x) {{all_gather_dim = 0 : i64, replica_groups = "
+             f"{G4}, {CH}, use_global_device_ids}} : ({ty}) -> {oty}", ty, oty)
+    (c,) = nccl_calls(op, [1000], [5000], rank=0, size=4)
+    assert (c.dtype, c.count, c.recv_bytes) == (np.dtype(np.int8), 3 * item, 12 * item)
