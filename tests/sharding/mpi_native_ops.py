@@ -86,6 +86,25 @@ def interpret(module, args_by_rank: list[list[np.ndarray]]) -> list[list[np.ndar
     return outs
 
 
+def compare_with_interpreter(exe, program: str, inputs, comm, grid, calls: int = 2) -> list[str]:
+    """Runs ``exe`` as this rank ``calls`` times on ``inputs(rank, call)`` and, on rank 0,
+    compares every rank's results with the interpreter's grid of the same program (exact:
+    dtype, shape and values; a second call reuses the communicators, types and ops); returns
+    the differences found (empty elsewhere)."""
+    rank, bad = comm.Get_rank(), []
+    for call in range(calls):
+        got = [np.asarray(o) for o in exe.call_as_process(grid, (0, rank), *inputs(rank, call))]
+        everyone = comm.gather(got, root=0)
+        if rank == 0:
+            want = interpret(parse_module(program, "p.mlir"),
+                             [inputs(r, call) for r in range(comm.Get_size())])
+            for r, (g, w) in enumerate(zip(everyone, want)):
+                for i, (a, b) in enumerate(zip(g, w)):
+                    if a.dtype != b.dtype or a.shape != b.shape or not np.array_equal(a, b):
+                        bad.append(f"call {call} rank {r} result {i}: {a!r} != {b!r}")
+    return bad
+
+
 def main() -> int:
     comm = MPI.COMM_WORLD
     rank = comm.Get_rank()
@@ -95,17 +114,7 @@ def main() -> int:
     summary = exe.attach_mpi(comm, mpi_library()["family"], timeout).summary()
     gc.collect()
     grid = MpiGrid(comm, timeout)
-    bad = []
-    for call in range(2):  # the second call reuses the communicators, types and ops
-        got = [np.asarray(o) for o in exe.call_as_process(grid, (0, rank), *inputs(rank, call))]
-        everyone = comm.gather(got, root=0)
-        if rank == 0:
-            want = interpret(parse_module(PROGRAM, "p.mlir"),
-                             [inputs(r, call) for r in range(comm.Get_size())])
-            for r, (g, w) in enumerate(zip(everyone, want)):
-                for i, (a, b) in enumerate(zip(g, w)):
-                    if a.dtype != b.dtype or a.shape != b.shape or not np.array_equal(a, b):
-                        bad.append(f"call {call} rank {r} result {i}: {a!r} != {b!r}")
+    bad = compare_with_interpreter(exe, PROGRAM, inputs, comm, grid)
     if rank == 0:
         print(summary, flush=True)
         print("\n".join(bad) if bad else "native ok", flush=True)

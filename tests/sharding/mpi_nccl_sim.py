@@ -14,11 +14,10 @@ import numpy as np
 from mpi4py import MPI
 
 import oxla
-from oxla.ir import parse_module
 from oxla.sharding.mpi import MpiGrid, mpi_library
 
 sys.path.insert(0, os.path.dirname(__file__))
-from mpi_native_ops import interpret  # noqa: E402
+from mpi_native_ops import compare_with_interpreter  # noqa: E402
 
 
 def _ch(h: int) -> str:
@@ -91,17 +90,7 @@ def main() -> int:
     exe = oxla.compile(PROGRAM, backend="cuda")
     nc = exe.attach_mpi(comm, mpi_library()["family"], timeout)
     grid = MpiGrid(comm, timeout)
-    bad = []
-    for call in range(2):  # the second call reuses the split communicators
-        got = [np.asarray(o) for o in exe.call_as_process(grid, (0, rank), *inputs(rank, call))]
-        everyone = comm.gather(got, root=0)
-        if rank == 0:
-            want = interpret(parse_module(PROGRAM, "p.mlir"),
-                             [inputs(r, call) for r in range(comm.Get_size())])
-            for r, (g, w) in enumerate(zip(everyone, want)):
-                for i, (a, b) in enumerate(zip(g, w)):
-                    if a.dtype != b.dtype or a.shape != b.shape or not np.array_equal(a, b):
-                        bad.append(f"call {call} rank {r} result {i}: {a!r} != {b!r}")
+    bad = compare_with_interpreter(exe, PROGRAM, inputs, comm, grid)
     if rank == 0:
         print(nc.summary(), flush=True)
         print("\n".join(bad) if bad else "nccl ok", flush=True)
