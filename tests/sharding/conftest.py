@@ -43,3 +43,21 @@ def shardy_dir() -> Path:
         if d.is_dir():
             return d
     pytest.skip("../shared/conformance/shardy not found (set OXLA_SHARED)")
+
+
+def small_llama():
+    """``(model, ids, eager logits)``: the sharding tests' transformers Llama (2 layers,
+    hidden 64, 4 heads, vocabulary 128, eager attention; random weights, seed 0) in eval
+    mode and a (1, 8) batch of input ids."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    cfg = transformers.LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                   num_attention_heads=4, num_key_value_heads=4,
+                                   vocab_size=128, max_position_embeddings=64,
+                                   use_cache=False, attn_implementation="eager")
+    model = transformers.LlamaForCausalLM(cfg).eval()
+    ids = torch.randint(0, 128, (1, 8))
+    with torch.no_grad():
+        ref = model(ids).logits.numpy()
+    return model, ids, ref

@@ -11,6 +11,7 @@ import pytest
 
 from oxla.sharding.annotate import annotate, parse_mesh
 from oxla.sharding.run import run_sharded
+from tests.sharding.conftest import small_llama
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -26,15 +27,7 @@ LLAMA_SHARDS = (
 
 @pytest.fixture(scope="module")
 def llama():
-    torch.manual_seed(0)
-    cfg = transformers.LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                                   num_attention_heads=4, num_key_value_heads=4,
-                                   vocab_size=128, max_position_embeddings=64,
-                                   use_cache=False, attn_implementation="eager")
-    model = transformers.LlamaForCausalLM(cfg).eval()
-    ids = torch.randint(0, 128, (1, 8))
-    with torch.no_grad():
-        ref = model(ids).logits.numpy()
+    model, ids, ref = small_llama()
     return importer.export_module(model, (ids,)), ids.numpy(), ref
 
 

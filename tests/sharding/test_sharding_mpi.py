@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.sharding.conftest import small_llama
+
 HERE = Path(__file__).resolve().parent
 OXLA = [sys.executable, "-m", "oxla.cli.main"]
 
@@ -313,16 +315,7 @@ def llama_pt2(tmp_path_factory):
     """A small transformers Llama (random weights) saved by torch.export, its input ids
     and eager logits."""
     torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
-    torch.manual_seed(0)
-    cfg = transformers.LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                                   num_attention_heads=4, num_key_value_heads=4,
-                                   vocab_size=128, max_position_embeddings=64,
-                                   use_cache=False, attn_implementation="eager")
-    model = transformers.LlamaForCausalLM(cfg).eval()
-    ids = torch.randint(0, 128, (1, 8))
-    with torch.no_grad():
-        ref = model(ids).logits.numpy()
+    model, ids, ref = small_llama()
     d = tmp_path_factory.mktemp("llama")
     torch.export.save(torch.export.export(model, (ids,), strict=False), d / "llama.pt2")
     np.save(d / "ids.npy", ids.numpy())
