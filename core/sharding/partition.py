@@ -431,13 +431,17 @@ class _FuncPartitioner(DeviceOps):
         self.report.op_shardings.append((op.name, "replicated"))
 
     def manual(self, op: Operation) -> None:
+        """``sdy.manual_computation``: the body is per-device code along its manual
+        axes (local shapes there, its own collectives over them). Over every mesh axis
+        it is inlined as it is; over a subset, the body is partitioned like the rest of
+        the function along the free axes (its values keep shardings over those only)."""
         manual = {a.name for a in op.attributes["manual_axes"].axes}  # type: ignore[attr-defined]
-        if manual != set(self.mesh.names):
-            raise NotSupportedError("sdy.manual_computation over some of the mesh axes is "
-                                    "not supported yet (all axes must be manual)", op.loc)
         ins = op.attributes["in_shardings"].shardings  # type: ignore[attr-defined]
         outs = op.attributes["out_shardings"].shardings  # type: ignore[attr-defined]
         body = op.regions[0].blocks[0]
+        if manual != set(self.mesh.names):
+            self._partial_manual(op, manual, ins, outs, body)
+            return
         mapping: dict[Value, Value] = {}
         for a, v, s in zip(body.args, op.operands, ins):
             mapping[a] = self.get(v, s, "manual_computation")
@@ -451,6 +455,82 @@ class _FuncPartitioner(DeviceOps):
             for ro, rn in zip(inner.results, c.results):
                 mapping[ro] = rn
         self.report.op_shardings.append(("sdy.manual_computation", "manual"))
+
+    def _partial_manual(self, op: Operation, manual: set[str], ins, outs, body) -> None:
+        """A manual computation over some mesh axes (JAX's ``shard_map(...,
+        axis_names=...)``). Each operand is resharded to its in-sharding (global); the
+        device's local piece of it is then, as a body value, sharded over the free axes
+        of that sharding (manual axes are a major prefix of each dimension, so the free
+        ones split the manual-local block). Body ops are partitioned over the free
+        axes; the body's own collectives (their replica groups are global device ids
+        over the manual axes) run on the local pieces: all_reduce and
+        collective_permute as they are, the others on values whole along the free
+        axes. Returned values are resharded to the out-shardings' free part.
+
+        Raises:
+            NotSupportedError: a boundary sharding whose manual axes are not a prefix of
+                a dimension's axes.
+        """
+        def free(s: TensorShardingAttr, rank: int) -> TensorShardingAttr:
+            dims = []
+            for d in range(rank):
+                ax = _axes(s, d)
+                k = 0
+                while k < len(ax) and ax[k].name in manual:
+                    k += 1
+                if any(a.name in manual for a in ax[k:]):
+                    raise NotSupportedError(
+                        f"manual axes must come first in each dimension of a manual "
+                        f"computation's sharding, got {s.body()}", op.loc)
+                dims.append(DimSharding(ax[k:]))
+            return TensorShardingAttr(self.mesh_name, tuple(dims))
+
+        for a, v, s in zip(body.args, op.operands, ins):
+            rank = len(v.type.shape) if isinstance(v.type, T.TensorType) else 0
+            self.vals[a] = (self.get(v, s, "manual_computation"), free(s, rank))
+        for inner in list(body.ops):
+            if inner.name == "sdy.return":
+                for r, rv, s in zip(op.results, inner.operands, outs):
+                    rank = len(r.type.shape) if isinstance(r.type, T.TensorType) else 0
+                    self.vals[r] = (self.get(rv, free(s, rank), "manual_computation"), s)
+                break
+            if inner.name in _MANUAL_COLLECTIVES:
+                self._manual_collective(inner)
+            else:
+                self.op(inner, [])
+        self.report.op_shardings.append(("sdy.manual_computation",
+                                         "manual " + ",".join(sorted(manual))))
+
+    def _manual_collective(self, op: Operation) -> None:
+        """A collective written in a manual body: all_reduce and collective_permute act
+        element by element between devices with the same free-axis coordinates (their
+        groups vary only manual axes), so they run on any free-axis sharding; the
+        others concatenate or split dimensions and run on values whole along the free
+        axes."""
+        keep = op.name in ("stablehlo.all_reduce", "stablehlo.collective_permute")
+        ins = []
+        shs = []
+        for v in op.operands:
+            rank = len(v.type.shape) if isinstance(v.type, T.TensorType) else 0
+            sh = self.vals[v][1] if keep else None
+            sh = sh if sh is not None else _replicated(self.mesh_name, rank)
+            ins.append(self.get(v, sh, op.name))
+            shs.append(sh)
+        new = Operation.create(op.name, ins, [self.local_type(r.type, s) for r, s in
+                                              zip(op.results, shs)],
+                               {k: v for k, v in op.attributes.items() if k != M.KEY},
+                               [r.clone() for r in op.regions], op.loc)
+        self.b.insert(new)
+        for r, nr, s in zip(op.results, new.results, shs):
+            self.vals[r] = (nr, s)
+            self.complete.add(r)
+        self.report.op_shardings.append((op.name, ", ".join(str(s.body()) for s in shs)))
+
+
+_MANUAL_COLLECTIVES = {"stablehlo.all_reduce", "stablehlo.all_gather",
+                       "stablehlo.reduce_scatter", "stablehlo.all_to_all",
+                       "stablehlo.collective_permute", "stablehlo.collective_broadcast"}
+"""Collectives a manual computation's body may hold (explicit, over its manual axes)."""
 
 
 _PADDING_OK = {"stablehlo.dot_general", "stablehlo.dot", "stablehlo.reduce",
@@ -522,6 +602,17 @@ def _shardings_of(op: Operation):
                             yield x
 
 
+def _strip_nested(module: Module) -> None:
+    """Drops the shardings left in regions copied whole (a collective's or a reduce's
+    body, where JAX writes ``sdy.sharding_constraint`` on scalars)."""
+    for op in list(module.walk()):
+        if op.name in ("sdy.sharding_constraint", "sdy.reshard", "sdy.propagation_barrier"):
+            op.results[0].replace_all_uses_with(op.operands[0])
+            op.erase()
+        else:
+            op.attributes.pop(M.KEY, None)
+
+
 def partition(module: Module, propagate: bool = True, hoist_weights: bool = False
               ) -> PartitionReport:
     """Partitions ``module`` in place into its per-device program.
@@ -538,7 +629,7 @@ def partition(module: Module, propagate: bool = True, hoist_weights: bool = Fals
         The :class:`PartitionReport` (shardings of arguments and results, collectives).
 
     Raises:
-        NotSupportedError: several meshes, partial manual computations.
+        NotSupportedError: several meshes.
     """
     from oxla.passes import make_pass
     from oxla.sharding.propagation import ShardingPropagation
@@ -561,6 +652,7 @@ def partition(module: Module, propagate: bool = True, hoist_weights: bool = Fals
     for op in list(module.body.ops):
         if op.name == "sdy.mesh":
             op.erase()
+    _strip_nested(module)
     module.op.attributes["mhlo.num_partitions"] = A.IntegerAttr(mesh.num_devices,
                                                                 T.IntegerType(32))
     module.op.attributes["mhlo.num_replicas"] = A.IntegerAttr(1, T.IntegerType(32))

@@ -3,7 +3,8 @@ results on forced host devices, for tests/sharding (run in a subprocess: the dev
 count must be set before jax is imported).
 
 Usage: python jax_programs.py OUT_DIR  (writes OUT_DIR/<case>.{sdy,gspmd}.mlir and
-OUT_DIR/<case>.npz with inputs ``in0..`` and jax's outputs ``out0..``)
+OUT_DIR/<case>.npz with inputs ``in0..`` and jax's outputs ``out0..``; for a shard_map
+case, OUT_DIR/<case>.plain.mlir is an unsharded program computing the same)
 """
 
 from __future__ import annotations
@@ -75,10 +76,49 @@ def cases():
 
     yield ("shard_map_2x2", smap, (r(8, 16),), m22, (P(),))
 
+    # shard_map over a subset of the mesh axes: the body is manual along "model" and
+    # still auto-partitioned along "data" (the batch stays sharded inside it)
+    def pmap_dot(x, w):
+        def body(a, b):
+            return jax.lax.psum(jnp.tanh(a @ b), "model")
+        f = jax.shard_map(body, mesh=m22, in_specs=(P(None, "model"), P("model", None)),
+                          out_specs=P(), axis_names={"model"})
+        return f(x, w) * 2.0
+
+    def pmap_dot_plain(x, w):  # the same sum of per-block products, no sharding
+        blocks = jnp.einsum("bik,ikn->ibn", x.reshape(8, 2, 8), w.reshape(2, 8, 8))
+        return jnp.tanh(blocks).sum(axis=0) * 2.0
+
+    yield ("shard_map_partial_2x2", pmap_dot, (r(8, 16), r(16, 8)), m22,
+           (P("data", "model"), P("model", None)), pmap_dot_plain)
+
+    # manual along "data" (axis_index, ppermute, tiled all_gather, a local reduce),
+    # auto along "model" (the operand's columns stay sharded inside the body)
+    def pmap_ops(x):
+        def body(a):
+            b = a * (jax.lax.axis_index("data") + 1).astype(a.dtype)
+            c = jax.lax.ppermute(b, "data", perm=[(0, 1), (1, 0)])
+            return (jax.lax.all_gather(c, "data", axis=0, tiled=True),
+                    jnp.sum(c, axis=0, keepdims=True))
+        f = jax.shard_map(body, mesh=m22, in_specs=P("data", None),
+                          out_specs=(P(), P("data", None)), axis_names={"data"},
+                          check_vma=False)
+        return f(x)
+
+    def pmap_ops_plain(x):
+        c = jnp.concatenate([2.0 * x[4:], x[:4]])
+        return c, jnp.stack([c[:4].sum(axis=0), c[4:].sum(axis=0)])
+
+    yield ("shard_map_partial_ops_2x2", pmap_ops, (r(8, 16),), m22, (P("data", "model"),),
+           pmap_ops_plain)
+
 
 def main(out: str) -> None:
     os.makedirs(out, exist_ok=True)
-    for name, fn, args, m, specs in cases():
+    for name, fn, args, m, specs, *plain in cases():
+        if plain:  # an unsharded program computing the same (for a shard_map's body)
+            with open(os.path.join(out, f"{name}.plain.mlir"), "w") as f:
+                f.write(jax.jit(plain[0]).lower(*args).as_text())
         shardings = tuple(NamedSharding(m, s) for s in specs)
         outs = None
         for shardy in (True, False):

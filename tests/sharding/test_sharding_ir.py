@@ -117,7 +117,8 @@ module @m attributes {mhlo.num_partitions = 4 : i32} {
 
 
 def test_jax_output_round_trips(jax_programs):
-    files = sorted(jax_programs.glob("*.mlir"))
+    # (the .plain.mlir references of shard_map cases carry no sharding)
+    files = sorted(p for p in jax_programs.glob("*.mlir") if ".plain." not in p.name)
     assert len(files) >= 8
     for path in files:
         text = path.read_text()
