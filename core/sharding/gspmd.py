@@ -85,6 +85,26 @@ class GspmdSharding:
             return arr.reshape(self.tile)
         return np.array(self.devices, dtype=np.int64).reshape(self.tile)
 
+    def axis_groups(self, mesh: MeshAttr) -> list[tuple[str, ...]]:
+        """The mesh axes (major to minor) of each tile dimension, subgroups included.
+
+        Raises:
+            NotSupportedError: a device order that is no permutation of the mesh axes.
+        """
+        order = _axis_order(self.device_array().reshape(-1), mesh)
+        sizes = dict(mesh.axes)
+        pos = 0
+        groups = []
+        for t in self.tile:
+            axes = []
+            while t > 1:
+                name = order[pos]
+                axes.append(name)
+                t //= sizes[name]
+                pos += 1
+            groups.append(tuple(axes))
+        return groups
+
     def to_sdy(self, rank: int, mesh: MeshAttr, mesh_name: str = "mesh") -> TensorShardingAttr:
         """This sharding over ``mesh`` (from :func:`mesh_for`) for a tensor of ``rank``.
 
@@ -101,18 +121,8 @@ class GspmdSharding:
         if len(self.tile) - n_sub != rank:
             raise NotSupportedError(f"GSPMD sharding '{self}' has {len(self.tile) - n_sub} "
                                     f"tiled dimensions, expected {rank}")
-        order = _axis_order(self.device_array().reshape(-1), mesh)
-        sizes = dict(mesh.axes)
-        dims, pos = [], 0
-        groups = []
-        for t in self.tile:
-            axes = []
-            while t > 1:
-                name = order[pos]
-                axes.append(name)
-                t //= sizes[name]
-                pos += 1
-            groups.append(tuple(AxisRef(a) for a in axes))
+        groups = [tuple(AxisRef(a) for a in g) for g in self.axis_groups(mesh)]
+        dims = []
         for g in groups[:rank]:
             dims.append(DimSharding(g))
         replicated = tuple(a for g in groups[rank:] for a in g)

@@ -18,7 +18,7 @@ from oxla.errors import NotSupportedError
 from oxla.ir import attributes as A
 from oxla.ir import types as T
 from oxla.ir.operation import Block, Module, Operation, Region
-from oxla.ir.sdy import AxisRef, AxisSetAttr, ShardingPerValueAttr
+from oxla.ir.sdy import AxisRef, AxisSetAttr, ShardingPerValueAttr, TensorShardingAttr
 from oxla.sharding import model as M
 from oxla.sharding.gspmd import GspmdSharding, mesh_for, parse_gspmd
 
@@ -67,7 +67,8 @@ class ImportShardings:
         mesh = mesh_for(ndev)
         M.ensure_mesh(module, mesh)
         for f in list(module.functions):
-            self._func(module, f, mesh)
+            if f.parent is not None:  # (not a shard_map body inlined and erased)
+                self._func(module, f, mesh)
         return module
 
     def _collect(self, module: Module) -> list[str]:
@@ -110,20 +111,33 @@ class ImportShardings:
                     setter(f, i, g.to_sdy(rank, mesh))
         if not f.regions or not f.regions[0].blocks:
             return
-        for op in list(f.regions[0].blocks[0].ops):
+        self._ops(module, f.regions[0].blocks[0], mesh, frozenset())
+
+    def _ops(self, module: Module, block: Block, mesh, manual: frozenset) -> None:
+        """Converts the annotations of ``block``'s ops; ``manual``: the mesh axes that
+        are manual here (inside a shard_map body), whose subgroups are dropped from its
+        shardings (the body's shardings are over the free axes)."""
+        for op in list(block.ops):
             if op.parent is None:
                 continue
             t = _target(op)
             if t == "SPMDFullToShardShape":
-                self._manual(module, op, mesh)
+                self._manual(module, op, mesh, manual)
+            elif op.name == "func.call" and not op.operands and op.results and all(
+                    _shard_to_full(r) is not None for r in op.results):
+                self._manual(module, op, mesh, manual)  # (e.g. axis_index: no operand)
             elif t == "Sharding":
                 s = _str_of(op)
                 g = parse_gspmd(s) if s else GspmdSharding("replicated")
                 if g.kind == "manual":
+                    if manual:  # inside a body: an identity
+                        op.results[0].replace_all_uses_with(op.operands[0])
+                        op.erase()
                     continue
                 c = Operation.create("sdy.sharding_constraint", [op.operands[0]],
                                      [op.results[0].type],
-                                     {"sharding": g.to_sdy(_rank(op.operands[0]), mesh)},
+                                     {"sharding": _sdy(g, _rank(op.operands[0]), mesh,
+                                                       manual, op)},
                                      loc=op.loc)
                 op.parent.insert_before(op, c)
                 op.results[0].replace_all_uses_with(c.results[0])
@@ -135,16 +149,39 @@ class ImportShardings:
                 if all(e.kind in ("tiled", "replicated") for e in elems) and \
                         len(elems) == len(op.results):
                     op.attributes[M.KEY] = ShardingPerValueAttr(tuple(
-                        e.to_sdy(_rank(r), mesh) for e, r in zip(elems, op.results)))
+                        _sdy(e, _rank(r), mesh, manual, op) for e, r in zip(elems, op.results)))
+            if manual:
+                for region in op.regions:  # (a collective's reducer holds @Sharding too)
+                    for blk in region.blocks:
+                        self._ops(module, blk, mesh, manual)
 
-    def _manual(self, module: Module, full_to_shard: Operation, mesh) -> None:
-        """``Sharding(x){S} -> FullToShard -> call @body -> Sharding{manual} ->
-        ShardToFull{S2}`` becomes ``sdy.manual_computation`` over every mesh axis."""
-        users = [u.owner for u in full_to_shard.results[0].uses]
-        if len(users) != 1 or users[0].name != "func.call":
-            raise NotSupportedError("shard_map form not recognized: SPMDFullToShardShape "
-                                    "must feed one call", full_to_shard.loc)
-        call = users[0]
+    def _manual(self, module: Module, start: Operation, mesh, outer: frozenset) -> None:
+        """``Sharding(x){S} -> FullToShard -> call @body -> Sharding{M} ->
+        ShardToFull{S2}`` becomes ``sdy.manual_computation``; ``start`` is the
+        FullToShard (or, for a body without operands, the call). Its manual axes are
+        those of the ``manual`` subgroup of the FullToShard's (or the returned
+        @Sharding's) sharding, all the mesh for ``{manual}``, less the axes already
+        manual around it (``outer``); the body is converted in turn.
+
+        Raises:
+            NotSupportedError: another shape of shard_map, or a manual sharding over
+                axes that are not manual.
+        """
+        if start.name == "func.call":
+            call = start
+        else:
+            users = [u.owner for u in start.results[0].uses]
+            if len(users) != 1 or users[0].name != "func.call":
+                raise NotSupportedError("shard_map form not recognized: SPMDFullToShardShape "
+                                        "must feed one call", start.loc)
+            call = users[0]
+        first = [u.owner for u in call.results[0].uses] if call.results else []
+        head = _str_of(first[0]) if first else None
+        marker = _str_of(start) if start.name != "func.call" else head
+        manual = _manual_axes(parse_gspmd(marker or "{manual}"), mesh) - outer
+        if not manual:
+            raise NotSupportedError("shard_map form not recognized: no manual axis",
+                                    call.loc)
         ins, in_sh = [], []
         for v in call.operands:
             src = v.owner if hasattr(v, "owner") and isinstance(v.owner, Operation) else None
@@ -157,7 +194,8 @@ class ImportShardings:
             if pre is not None and pre.name == "sdy.sharding_constraint":
                 in_sh.append(pre.attributes["sharding"])
             elif pre is not None and _target(pre) == "Sharding":
-                in_sh.append(parse_gspmd(_str_of(pre) or "{replicated}").to_sdy(_rank(x), mesh))
+                in_sh.append(_sdy(parse_gspmd(_str_of(pre) or "{replicated}"), _rank(x),
+                                  mesh, outer, pre))
             else:
                 in_sh.append(GspmdSharding("replicated").to_sdy(_rank(x), mesh))
         outs, out_sh, tails = [], [], []
@@ -172,7 +210,7 @@ class ImportShardings:
                                         "SPMDShardToFullShape", call.loc)
             s2 = _str_of(us2[0])
             outs.append(us2[0].results[0])
-            out_sh.append(parse_gspmd(s2).to_sdy(_rank(outs[-1]), mesh))
+            out_sh.append(_sdy(parse_gspmd(s2), _rank(outs[-1]), mesh, outer, us2[0]))
             tails.append((us[0], us2[0]))
         callee = module.lookup(call.attributes["callee"].root)  # type: ignore[attr-defined]
         body = callee.regions[0].blocks[0]
@@ -192,7 +230,7 @@ class ImportShardings:
         mc = Operation.create("sdy.manual_computation", ins, [o.type for o in outs], {
             "in_shardings": ShardingPerValueAttr(tuple(in_sh)),
             "out_shardings": ShardingPerValueAttr(tuple(out_sh)),
-            "manual_axes": AxisSetAttr(tuple(AxisRef(n) for n in mesh.names))},
+            "manual_axes": AxisSetAttr(tuple(AxisRef(n) for n in mesh.names if n in manual))},
             [region], call.loc)
         call.parent.insert_before(call, mc)
         for o, r in zip(outs, mc.results):
@@ -204,10 +242,53 @@ class ImportShardings:
         call.erase()
         for src in srcs:
             src.erase()
+        if manual | outer != set(mesh.names):
+            self._ops(module, blk, mesh, frozenset(manual | outer))
         if callee is not None and not any(op.name == "func.call" and
                                           op.attributes["callee"].root == callee.attributes[
                                               "sym_name"].value for op in module.walk()):
             callee.erase()
+
+
+def _shard_to_full(r) -> Operation | None:
+    """The ``@SPMDShardToFullShape`` that ``r`` feeds through one ``@Sharding``."""
+    us = [u.owner for u in r.uses]
+    if len(us) != 1 or _target(us[0]) != "Sharding":
+        return None
+    us2 = [u.owner for u in us[0].results[0].uses]
+    return us2[0] if len(us2) == 1 and _target(us2[0]) == "SPMDShardToFullShape" else None
+
+
+def _manual_axes(g: GspmdSharding, mesh) -> frozenset:
+    """The mesh axes a manual sharding is manual over: all for ``{manual}``, those of
+    the ``manual`` subgroup of a tiled one, none otherwise."""
+    if g.kind == "manual":
+        return frozenset(mesh.names)
+    if g.kind != "tiled" or "manual" not in g.last_tile_dims:
+        return frozenset()
+    groups = g.axis_groups(mesh)
+    k = len(g.tile) - len(g.last_tile_dims) + g.last_tile_dims.index("manual")
+    return frozenset(groups[k])
+
+
+def _sdy(g: GspmdSharding, rank: int, mesh, manual: frozenset, op: Operation):
+    """``g`` over ``mesh`` where the axes ``manual`` are manual: those appear only as
+    ``g``'s manual subgroup, and are left out of the result.
+
+    Raises:
+        NotSupportedError: a manual subgroup over other axes, a tensor dimension tiled
+            along a manual axis.
+    """
+    found = _manual_axes(g, mesh) if g.kind == "tiled" else frozenset()
+    if found and found != manual:
+        raise NotSupportedError(f"GSPMD sharding '{g}' is manual over "
+                                f"{sorted(found)}, expected {sorted(manual)}", op.loc)
+    s = g.to_sdy(rank, mesh)
+    if any(a.name in manual for d in s.dims for a in d.axes):
+        raise NotSupportedError(f"GSPMD sharding '{g}' tiles a dimension along a manual "
+                                "axis", op.loc)
+    return TensorShardingAttr(s.mesh, s.dims, tuple(a for a in s.replicated
+                                                    if a.name not in manual), s.unreduced)
 
 
 def _flat(items):

@@ -70,6 +70,7 @@ def _compile_and_launch(tmp_path, jax_programs, case, form, backend, ranks, mpi=
     ("dot_2x4", "sdy", "interpreter", 8),
     ("shard_map_partial_2x2", "sdy", "cpu", 4),
     ("shard_map_partial_ops_2x2", "sdy", "interpreter", 4),
+    ("shard_map_partial_ops_2x2", "gspmd", "cpu", 4),
 ])
 def test_jax_programs_under_mpiexec(tmp_path, jax_programs, case, form, backend, ranks):
     from oxla import plugins

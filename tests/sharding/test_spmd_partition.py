@@ -44,19 +44,24 @@ def test_jax_programs_match_jax_and_unsharded(jax_programs, case, form, backend)
             np.testing.assert_allclose(o, r, rtol=1e-6, atol=1e-6)
 
 
-# shard_map over a subset of the mesh axes: (case, collectives the partitioner inserts)
+# shard_map over a subset of the mesh axes: (case, form) -> collectives the partitioner
+# inserts (the GSPMD form's body shardings are closed, so its body runs replicated
+# along the free axes)
 PARTIAL = {
     # the batch stays sharded on "data" in the body; the result is gathered at the end
-    "shard_map_partial_2x2": {"all_gather": 1},
+    ("shard_map_partial_2x2", "sdy"): {"all_gather": 1},
+    ("shard_map_partial_2x2", "gspmd"): {"all_gather": 1},
     # the body's tiled all_gather needs its operand whole along "model"; the result too
-    "shard_map_partial_ops_2x2": {"all_gather": 2},
+    ("shard_map_partial_ops_2x2", "sdy"): {"all_gather": 2},
+    ("shard_map_partial_ops_2x2", "gspmd"): {"all_gather": 1},
 }
 
 
-@pytest.mark.parametrize("case", sorted(PARTIAL))
-def test_shard_map_over_some_axes_matches_jax_and_unsharded(jax_programs, case, backend):
-    text = (jax_programs / f"{case}.sdy.mlir").read_text()
-    assert 'manual_axes={"model"}' in text or 'manual_axes={"data"}' in text
+@pytest.mark.parametrize("case,form", sorted(PARTIAL))
+def test_shard_map_over_some_axes_matches_jax_and_unsharded(jax_programs, case, form,
+                                                            backend):
+    text = (jax_programs / f"{case}.{form}.mlir").read_text()
+    assert "manual_axes" in text if form == "sdy" else "last_tile_dims={manual" in text
     ins, expected = _load(jax_programs, case)
     outs, report = run_sharded(text, ins, backend)
     ref = run_function(parse_module((jax_programs / f"{case}.plain.mlir").read_text()),
@@ -65,7 +70,23 @@ def test_shard_map_over_some_axes_matches_jax_and_unsharded(jax_programs, case, 
     for o, e, r in zip(outs, expected, ref):
         np.testing.assert_allclose(o, e, rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(o, np.asarray(r), rtol=1e-5, atol=1e-5)
-    assert report.counts() == PARTIAL[case]
+    assert report.counts() == PARTIAL[case, form]
+    kinds = [k for k, _ in report.op_shardings if k == "sdy.manual_computation"]
+    # (axis_index in the ops case is a nested manual computation over the other axis)
+    assert len(kinds) == (2 if "ops" in case else 1)
+
+
+def test_gspmd_partial_manual_imports_the_manual_subgroup(jax_programs):
+    """``last_tile_dims={manual, replicated}`` names the manual axes: the import gives
+    ``manual_axes`` over that subgroup only (GSPMD's "model" is ``_axis_1``)."""
+    from oxla.sharding.importer import ImportShardings
+
+    m = parse_module((jax_programs / "shard_map_partial_2x2.gspmd.mlir").read_text())
+    ImportShardings().run(m)
+    verify(m)
+    text = print_module(m)
+    assert text.count("sdy.manual_computation") == 1 and 'manual_axes={"_axis_1"}' in text
+    assert "SPMD" not in text and "@Sharding" not in text
 
 
 def test_partial_manual_body_stays_sharded_on_free_axes(jax_programs):
