@@ -31,10 +31,14 @@ def seconds(report: PartitionReport, link_gbps: float) -> float:
 
 
 def summary(report: PartitionReport) -> dict:
-    """``exe.stats`` entries: collective counts, bytes per device per call."""
-    return {"collectives": report.counts(),
-            "collective_bytes": int(sum(c.bytes for c in report.collectives)),
-            "num_devices": report.mesh.num_devices if report.mesh is not None else 1}
+    """``exe.stats`` entries: collective counts, bytes per device per call, and (when
+    there are any) the forms taken by batch-sharded scatters (``scatter_forms``)."""
+    out = {"collectives": report.counts(),
+           "collective_bytes": int(sum(c.bytes for c in report.collectives)),
+           "num_devices": report.mesh.num_devices if report.mesh is not None else 1}
+    if report.scatter_forms:
+        out["scatter_forms"] = dict(report.scatter_forms)
+    return out
 
 
 def explain(report: PartitionReport, link_gbps: float = 100.0) -> str:

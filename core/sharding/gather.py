@@ -17,6 +17,17 @@ Each device holds rows ``[off, off + L)`` of the table.
   operand and needs no collective (the indices and updates are replicated over the
   table's axes; full-size window dimensions of the operand may be sharded too, with the
   updates' matching window dimensions).
+* scatter of batch-sharded updates into a table that is not sharded on their axes
+  (a data-parallel gradient into an embedding table): either the indices and updates
+  are gathered and every device runs the whole scatter, or, when the update computation
+  is a commutative, associative reduction (add, multiply, maximum, minimum, and, or),
+  each device scatters its own updates into a table filled with that reduction's
+  identity, one ``all_reduce`` with the same computation combines the devices' tables
+  (updates of one row on several devices included), and the result is the table
+  combined with it. The cheaper by the ring model of :mod:`oxla.sharding.cost` is
+  taken: gathering receives the bytes a device lacks of the indices and updates, the
+  all-reduce moves ``2 (n - 1) / n`` of the table. Floating-point sums are then
+  associated differently from the sequential scatter (as in XLA).
 """
 
 from __future__ import annotations
@@ -171,4 +182,104 @@ def masked_scatter(ops: DeviceOps, op: Operation, x: Value, x_sh: TensorSharding
     return new.results[0]
 
 
-__all__ = ["sharded_index_dim", "masked_gather", "scatter_shardings", "masked_scatter"]
+_COMBINERS = {"stablehlo.add", "stablehlo.multiply", "stablehlo.maximum",
+              "stablehlo.minimum", "stablehlo.and", "stablehlo.or"}
+
+
+def combiner(op: Operation) -> str | None:
+    """The op name of a scatter's update computation when it is one commutative,
+    associative binary op of its two arguments (``return a OP b``), else None."""
+    if len(op.regions) != 1 or len(op.regions[0].blocks) != 1:
+        return None
+    blk = op.regions[0].blocks[0]
+    ops = [o for o in blk.ops if o.name != "sdy.sharding_constraint"]
+    if len(blk.args) != 2 or len(ops) != 2 or ops[0].name not in _COMBINERS:
+        return None
+    ret = ops[1]
+    ret_v = ret.operands[0] if ret.name == "stablehlo.return" and len(ret.operands) == 1 \
+        else None
+    while ret_v is not None and getattr(ret_v, "owner", None) is not None and \
+            getattr(ret_v.owner, "name", "") == "sdy.sharding_constraint":
+        ret_v = ret_v.owner.operands[0]
+    if ret_v is not ops[0].results[0] or set(ops[0].operands) != set(blk.args):
+        return None
+    return ops[0].name
+
+
+def identity(name: str, et) -> np.ndarray | None:
+    """The identity of reduction ``name`` for element type ``et`` (None: none here)."""
+    dt = np.dtype(et.dtype)
+    if dt == np.bool_:
+        table = {"stablehlo.add": False, "stablehlo.or": False, "stablehlo.and": True,
+                 "stablehlo.maximum": False, "stablehlo.minimum": True,
+                 "stablehlo.multiply": True}
+        return np.array(table[name], dtype=dt)
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        table = {"stablehlo.add": 0, "stablehlo.multiply": 1, "stablehlo.or": 0,
+                 "stablehlo.and": -1 if dt.kind == "i" else info.max,
+                 "stablehlo.maximum": info.min, "stablehlo.minimum": info.max}
+        return np.array(table[name], dtype=dt)
+    if dt.kind == "f":
+        table = {"stablehlo.add": 0.0, "stablehlo.multiply": 1.0,
+                 "stablehlo.maximum": -np.inf, "stablehlo.minimum": np.inf}
+        return np.array(table[name], dtype=dt) if name in table else None
+    if dt.kind == "c" and name in ("stablehlo.add", "stablehlo.multiply"):
+        return np.array(0 if name == "stablehlo.add" else 1, dtype=dt)
+    return None
+
+
+def batch_scatter_shardings(op: Operation, i_cur, u_cur, mesh, mesh_name: str):
+    """For a single-input scatter without batching dims whose indices or updates are
+    sharded on their batch (scatter) dimensions: ``(axes, indices' sharding, updates'
+    sharding)`` with each batch dimension sharded alike in both (the index vector and
+    window dimensions whole), else None (nothing sharded, or not evenly)."""
+    dn = op.attributes.get("scatter_dimension_numbers")
+    get = getattr(dn, "get", None)
+    if get is None or len(op.operands) != 3 or tuple(get("input_batching_dims", ()) or ()):
+        return None
+    ivd = int(get("index_vector_dim", 0) or 0)
+    window = set(get("update_window_dims", ()) or ())
+    ishape, ushape = op.operands[1].type.shape, op.operands[2].type.shape
+    batch = [k for k in range(len(ishape)) if k != ivd]
+    scat = [k for k in range(len(ushape)) if k not in window]
+    if len(batch) != len(scat):
+        return None
+    i_dims = [DimSharding(())] * len(ishape)
+    u_dims = [DimSharding(())] * len(ushape)
+    used: list = []
+    for ki, ku in zip(batch, scat):
+        ax = _axes(i_cur, ki) or _axes(u_cur, ku)
+        if not ax or any(a in used for a in ax):
+            continue
+        k = int(np.prod([a.size(mesh) for a in ax]))
+        if ishape[ki] % k:
+            continue
+        used += list(ax)
+        i_dims[ki] = u_dims[ku] = DimSharding(tuple(ax))
+    if not used:
+        return None
+    return (tuple(used), TensorShardingAttr(mesh_name, tuple(i_dims)),
+            TensorShardingAttr(mesh_name, tuple(u_dims)))
+
+
+def combined_scatter(ops: DeviceOps, op: Operation, x: Value, idx: Value, upd: Value,
+                     axes, name: str) -> Value:
+    """Scatter ``op`` (update computation ``name``) of the local indices and updates
+    into an identity-filled copy of the table, combined over ``axes`` by one
+    ``all_reduce``, then with the table ``x`` (replicated over ``axes``)."""
+    b = ops.b
+    et = x.type.element_type
+    fill = b.broadcast_in_dim(b.constant(identity(name, et), et), x.type.shape, ())
+    new = Operation.create("stablehlo.scatter", [fill, idx, upd], [x.type],
+                           {k: v for k, v in op.attributes.items() if k != M.KEY},
+                           [r.clone() for r in op.regions], loc=op.loc)
+    b.insert(new)
+    total = ops.all_reduce(new.results[0], axes, op.regions[0].clone(), "scatter", op.name)
+    out = Operation.create(name, [x, total], [x.type], loc=op.loc)
+    b.insert(out)
+    return out.results[0]
+
+
+__all__ = ["sharded_index_dim", "masked_gather", "scatter_shardings", "masked_scatter",
+           "combiner", "identity", "batch_scatter_shardings", "combined_scatter"]

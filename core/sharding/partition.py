@@ -51,7 +51,16 @@ from oxla.sharding.collectives import (  # noqa: F401  (re-exported)
 )
 from oxla.sharding.factors import compose as _compose
 from oxla.sharding.factors import project as _project
-from oxla.sharding.gather import masked_gather, masked_scatter, scatter_shardings, sharded_index_dim
+from oxla.sharding.gather import (
+    batch_scatter_shardings,
+    combined_scatter,
+    combiner,
+    identity,
+    masked_gather,
+    masked_scatter,
+    scatter_shardings,
+    sharded_index_dim,
+)
 from oxla.sharding.halo import halo_conv, halo_plan, input_sharding
 from oxla.sharding.rules import NEED_REPLICATION, REDUCTION, rule_for
 
@@ -175,7 +184,8 @@ class _FuncPartitioner(DeviceOps):
             raise NotSupportedError(f"the partitioner does not support '{n}' yet", op.loc)
         if n == "stablehlo.gather" and self._index_parallel_gather(op):
             return
-        if n == "stablehlo.scatter" and self._index_parallel_scatter(op):
+        if n == "stablehlo.scatter" and (self._index_parallel_scatter(op)
+                                         or self._batch_scatter(op)):
             return
         if n == "stablehlo.convolution" and self._halo_conv(op):
             return
@@ -370,6 +380,49 @@ class _FuncPartitioner(DeviceOps):
         self.vals[op.results[0]] = (out, x_sh)
         self.complete.add(op.results[0])
         self.report.op_shardings.append((op.name, str(x_sh.body())))
+        return True
+
+    def _batch_scatter(self, op: Operation) -> bool:
+        """A scatter of batch-sharded indices/updates into a table not sharded on their
+        axes: all-reduce form (:func:`~oxla.sharding.gather.combined_scatter`) when its
+        update computation allows it and it moves fewer bytes than gathering the
+        indices and updates (ring model, :mod:`oxla.sharding.cost`); the form taken is
+        counted in ``report.scatter_forms``. False: the op runs replicated (gathered)."""
+        name = combiner(op)
+        x_sh = self.vals[op.operands[0]][1]
+        plan = batch_scatter_shardings(op, self.vals[op.operands[1]][1],
+                                       self.vals[op.operands[2]][1], self.mesh,
+                                       self.mesh_name)
+        if plan is None:
+            return False
+        axes, i_sh, u_sh = plan
+        rank = len(op.operands[0].type.shape)
+        et = op.operands[0].type.element_type
+        if name is None or identity(name, et) is None or any(
+                _axes(x_sh, d) for d in range(rank)):
+            self.report.scatter_forms["gather"] = self.report.scatter_forms.get("gather", 0) + 1
+            return False
+        k = self._count(axes)
+        table = op.operands[0].type.num_elements * np.dtype(et.dtype).itemsize
+        gather = 0
+        for v in op.operands[1:]:
+            whole = v.type.num_elements * np.dtype(v.type.element_type.dtype).itemsize
+            cur = self.local_type(v.type, self.vals[v][1])
+            gather += whole - cur.num_elements * np.dtype(v.type.element_type.dtype).itemsize
+        if 2 * (k - 1) / k * table >= gather:
+            self.report.scatter_forms["gather"] = self.report.scatter_forms.get("gather", 0) + 1
+            return False
+        x = self.get(op.operands[0], _replicated(self.mesh_name, rank), op.name)
+        idx = self.get(op.operands[1], i_sh, op.name)
+        upd = self.get(op.operands[2], u_sh, op.name)
+        out = combined_scatter(self, op, x, idx, upd, axes, name)
+        self.vals[op.results[0]] = (out, _replicated(self.mesh_name, rank))
+        self.complete.add(op.results[0])
+        self.report.scatter_forms["all_reduce"] = \
+            self.report.scatter_forms.get("all_reduce", 0) + 1
+        self.report.op_shardings.append((op.name, "replicated (all-reduce of local "
+                                                  "scatters over " + ",".join(
+                                                      str(a) for a in axes) + ")"))
         return True
 
     def _mask_reductions(self, op: Operation, rule, fa: dict, locals_in: list) -> None:
