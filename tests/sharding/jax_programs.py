@@ -69,6 +69,15 @@ def cases():
     yield ("train_step_4", train_step, (r(8, 16), r(16, 4), r(16, 8), r(16, 4)), m4,
            (P(), P(), P("data", None), P("data", None)))
 
+    def embed_step(table, ids, y):  # data parallel: the table's gradient is a scatter-add
+        def loss(t):
+            return jnp.mean((t[ids].sum(axis=1) - y) ** 2)
+        return table - 0.1 * jax.grad(loss)(table)
+
+    ids = rng.integers(0, 16, (32, 4)).astype(np.int32)
+    yield ("embed_step_4", embed_step, (r(16, 8), ids, r(32, 8)), m4,
+           (P(), P("data", None), P("data", None)))
+
     def smap(x):
         f = jax.shard_map(lambda a: jax.lax.psum(a, "model") * 2.0, mesh=m22,
                           in_specs=P("data", "model"), out_specs=P("data", None))
