@@ -18,7 +18,10 @@ such a dimension whole. A gather from or a scatter into an operand sharded on it
 indexed dimension is done per shard (:mod:`oxla.sharding.gather`), a convolution
 sharded spatially with halo exchange (:mod:`oxla.sharding.halo`).
 ``sdy.manual_computation`` bodies are inlined as they are (they are per-device code
-with explicit collectives).
+with explicit collectives); a body manual over some of the mesh axes is partitioned
+along the others. A scatter of batch-sharded updates into a replicated table is, where
+its update computation allows and it moves fewer bytes, local scatters combined by an
+``all_reduce`` (:mod:`oxla.sharding.gather`).
 
 Device coordinates come from ``stablehlo.partition_id``; collectives use
 ``channel_handle`` with ``use_global_device_ids`` (spec "flattened_ids": partition ids
