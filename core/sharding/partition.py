@@ -558,18 +558,33 @@ class _FuncPartitioner(DeviceOps):
                                          "manual " + ",".join(sorted(manual))))
 
     def _manual_collective(self, op: Operation) -> None:
-        """A collective written in a manual body: all_reduce and collective_permute act
-        element by element between devices with the same free-axis coordinates (their
-        groups vary only manual axes), so they run on any free-axis sharding; the
-        others concatenate or split dimensions and run on values whole along the free
-        axes."""
-        keep = op.name in ("stablehlo.all_reduce", "stablehlo.collective_permute")
+        """A collective written in a manual body. Its groups vary only manual axes, so
+        it pairs devices with the same free-axis coordinates: all_reduce and
+        collective_permute (element by element) run on any free-axis sharding; the
+        dimensions that all_gather, reduce_scatter and all_to_all concatenate or split
+        are made whole along the free axes first (the others keep their sharding);
+        anything else runs on values whole along the free axes."""
+        acting: tuple[int, ...] | None = ()
+        if op.name in ("stablehlo.all_gather", "stablehlo.reduce_scatter"):
+            key = "all_gather_dim" if op.name == "stablehlo.all_gather" \
+                else "scatter_dimension"
+            acting = (int(A.to_python(op.attributes[key])),)
+        elif op.name == "stablehlo.all_to_all":
+            acting = tuple(int(A.to_python(op.attributes[k])) for k in
+                           ("split_dimension", "concat_dimension"))
+        elif op.name not in ("stablehlo.all_reduce", "stablehlo.collective_permute"):
+            acting = None
         ins = []
         shs = []
         for v in op.operands:
             rank = len(v.type.shape) if isinstance(v.type, T.TensorType) else 0
-            sh = self.vals[v][1] if keep else None
-            sh = sh if sh is not None else _replicated(self.mesh_name, rank)
+            cur = self.vals[v][1]
+            if acting is None or cur is None:
+                sh = _replicated(self.mesh_name, rank)
+            else:
+                sh = TensorShardingAttr(self.mesh_name, tuple(
+                    DimSharding(()) if d in acting else DimSharding(_axes(cur, d))
+                    for d in range(rank)))
             ins.append(self.get(v, sh, op.name))
             shs.append(sh)
         new = Operation.create(op.name, ins, [self.local_type(r.type, s) for r, s in

@@ -118,6 +118,23 @@ def cases():
         c = jnp.concatenate([2.0 * x[4:], x[:4]])
         return c, jnp.stack([c[:4].sum(axis=0), c[4:].sum(axis=0)])
 
+    # manual along "model" with psum_scatter and all_to_all (they split or concatenate
+    # dimensions, so their operands are made whole along "data" first)
+    def pmap_split(x):
+        def body(a):
+            return (jax.lax.psum_scatter(a, "model", scatter_dimension=1, tiled=True),
+                    jax.lax.all_to_all(a, "model", 0, 1, tiled=True))
+        f = jax.shard_map(body, mesh=m22, in_specs=P(None, "model"),
+                          out_specs=(P(None, "model"), P("model", None)),
+                          axis_names={"model"})
+        return f(x)
+
+    def pmap_split_plain(x):
+        return x[:, :8] + x[:, 8:], x
+
+    yield ("shard_map_partial_split_2x2", pmap_split, (r(8, 16),), m22,
+           (P("data", "model"),), pmap_split_plain)
+
     yield ("shard_map_partial_ops_2x2", pmap_ops, (r(8, 16),), m22, (P("data", "model"),),
            pmap_ops_plain)
 

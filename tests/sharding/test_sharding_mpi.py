@@ -71,6 +71,7 @@ def _compile_and_launch(tmp_path, jax_programs, case, form, backend, ranks, mpi=
     ("shard_map_partial_2x2", "sdy", "cpu", 4),
     ("shard_map_partial_ops_2x2", "sdy", "interpreter", 4),
     ("shard_map_partial_ops_2x2", "gspmd", "cpu", 4),
+    ("shard_map_partial_split_2x2", "sdy", "cpu", 4),
     ("embed_step_4", "sdy", "cpu", 4),
 ])
 def test_jax_programs_under_mpiexec(tmp_path, jax_programs, case, form, backend, ranks):

@@ -57,6 +57,10 @@ PARTIAL = {
     # the body's tiled all_gather needs its operand whole along "model"; the result too
     ("shard_map_partial_ops_2x2", "sdy"): {"all_gather": 2},
     ("shard_map_partial_ops_2x2", "gspmd"): {"all_gather": 1},
+    # psum_scatter runs on the batch-sharded rows; all_to_all splits the rows, so they
+    # are gathered along "data" first; the (replicated) result is gathered at the end
+    ("shard_map_partial_split_2x2", "sdy"): {"all_gather": 2},
+    ("shard_map_partial_split_2x2", "gspmd"): {"all_gather": 1},
 }
 
 
@@ -104,6 +108,16 @@ def test_partial_manual_body_stays_sharded_on_free_axes(jax_programs):
     ar = [line for line in text.splitlines() if '"stablehlo.all_reduce"' in line]
     assert len(ar) == 1 and "replica_groups = dense<[[0, 1], [2, 3]]>" in ar[0]
     assert ("sdy.manual_computation", "manual model") in report.op_shardings
+
+
+def test_partial_manual_split_collectives_keep_other_dims_sharded(jax_programs):
+    """psum_scatter over "model" along dim 1 keeps the rows sharded on "data" (a local
+    4x8 -> 4x4); all_to_all splits dim 0, so only its operand is gathered along "data"."""
+    m, report, _ = prepare((jax_programs / "shard_map_partial_split_2x2.sdy.mlir").read_text())
+    text = print_module(m)
+    assert "(tensor<4x8xf32>) -> tensor<4x4xf32>" in text
+    assert "(tensor<8x8xf32>) -> tensor<4x16xf32>" in text
+    assert [c.op for c in report.collectives] == ["stablehlo.all_to_all", "manual_computation"]
 
 
 MISPLACED = """\
