@@ -65,8 +65,9 @@ class PartitionReport:
     collectives: list[Collective] = field(default_factory=list)
     op_shardings: list[tuple[str, str]] = field(default_factory=list)
     weights: dict[str, list[Weight]] = field(default_factory=dict)
-    # batch-sharded scatters into an unsharded table, by the form taken:
-    # ``all_reduce`` (local scatters combined) or ``gather`` (indices/updates gathered)
+    # scatters of sharded indices/updates (not into a table sharded on its indexed
+    # dimension), by the form taken: ``all_reduce`` (local scatters combined) or
+    # ``gather`` (indices and updates gathered)
     scatter_forms: dict[str, int] = field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:

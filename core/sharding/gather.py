@@ -18,7 +18,8 @@ Each device holds rows ``[off, off + L)`` of the table.
   table's axes; full-size window dimensions of the operand may be sharded too, with the
   updates' matching window dimensions).
 * scatter of batch-sharded updates into a table that is not sharded on their axes
-  (a data-parallel gradient into an embedding table): either the indices and updates
+  (a data-parallel gradient into an embedding table; the table may be sharded where
+  the update window spans a dimension whole, the updates then alike): either the indices and updates
   are gathered and every device runs the whole scatter, or, when the update computation
   is a commutative, associative reduction (add, multiply, maximum, minimum, and, or),
   each device scatters its own updates into a table filled with that reduction's
@@ -229,21 +230,28 @@ def identity(name: str, et) -> np.ndarray | None:
     return None
 
 
-def batch_scatter_shardings(op: Operation, i_cur, u_cur, mesh, mesh_name: str):
+def batch_scatter_shardings(op: Operation, x_cur, i_cur, u_cur, mesh, mesh_name: str):
     """For a single-input scatter without batching dims whose indices or updates are
-    sharded on their batch (scatter) dimensions: ``(axes, indices' sharding, updates'
-    sharding)`` with each batch dimension sharded alike in both (the index vector and
-    window dimensions whole), else None (nothing sharded, or not evenly)."""
+    sharded on their batch (scatter) dimensions: ``(axes, the table's sharding, the
+    indices', the updates')`` with each batch dimension sharded alike in indices and
+    updates (the index vector dimension whole), the table's sharding kept where its
+    dimension is spanned whole by the update window and its axes are not batch axes
+    (the updates' window dimension then sharded alike), else None (nothing sharded,
+    not evenly, or a table sharded on an indexed dimension or on a batch axis)."""
     dn = op.attributes.get("scatter_dimension_numbers")
     get = getattr(dn, "get", None)
     if get is None or len(op.operands) != 3 or tuple(get("input_batching_dims", ()) or ()):
         return None
     ivd = int(get("index_vector_dim", 0) or 0)
-    window = set(get("update_window_dims", ()) or ())
+    window = list(get("update_window_dims", ()) or ())
+    inserted = set(get("inserted_window_dims", ()) or ())
+    indexed = set(get("scatter_dims_to_operand_dims", ()) or ())
+    xshape = op.operands[0].type.shape
     ishape, ushape = op.operands[1].type.shape, op.operands[2].type.shape
     batch = [k for k in range(len(ishape)) if k != ivd]
     scat = [k for k in range(len(ushape)) if k not in window]
-    if len(batch) != len(scat):
+    kept = [k for k in range(len(xshape)) if k not in inserted]
+    if len(batch) != len(scat) or len(kept) != len(window):
         return None
     i_dims = [DimSharding(())] * len(ishape)
     u_dims = [DimSharding(())] * len(ushape)
@@ -259,7 +267,19 @@ def batch_scatter_shardings(op: Operation, i_cur, u_cur, mesh, mesh_name: str):
         i_dims[ki] = u_dims[ku] = DimSharding(tuple(ax))
     if not used:
         return None
-    return (tuple(used), TensorShardingAttr(mesh_name, tuple(i_dims)),
+    for d in range(len(xshape)):
+        ax = _axes(x_cur, d)
+        if not ax:
+            continue
+        if d in indexed or d in inserted or any(a in used for a in ax):
+            return None
+        w = window[kept.index(d)]
+        if ushape[w] != xshape[d] or xshape[d] % int(np.prod([a.size(mesh) for a in ax])):
+            return None
+        u_dims[w] = DimSharding(ax)
+    x_sh = TensorShardingAttr(mesh_name, tuple(DimSharding(_axes(x_cur, d))
+                                                for d in range(len(xshape))))
+    return (tuple(used), x_sh, TensorShardingAttr(mesh_name, tuple(i_dims)),
             TensorShardingAttr(mesh_name, tuple(u_dims)))
 
 
@@ -267,7 +287,7 @@ def combined_scatter(ops: DeviceOps, op: Operation, x: Value, idx: Value, upd: V
                      axes, name: str) -> Value:
     """Scatter ``op`` (update computation ``name``) of the local indices and updates
     into an identity-filled copy of the table, combined over ``axes`` by one
-    ``all_reduce``, then with the table ``x`` (replicated over ``axes``)."""
+    ``all_reduce``, then with the local table ``x`` (not sharded on ``axes``)."""
     b = ops.b
     et = x.type.element_type
     fill = b.broadcast_in_dim(b.constant(identity(name, et), et), x.type.shape, ())

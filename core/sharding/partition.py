@@ -391,41 +391,41 @@ class _FuncPartitioner(DeviceOps):
         update computation allows it and it moves fewer bytes than gathering the
         indices and updates (ring model, :mod:`oxla.sharding.cost`); the form taken is
         counted in ``report.scatter_forms``. False: the op runs replicated (gathered)."""
-        name = combiner(op)
-        x_sh = self.vals[op.operands[0]][1]
-        plan = batch_scatter_shardings(op, self.vals[op.operands[1]][1],
+        plan = batch_scatter_shardings(op, self.vals[op.operands[0]][1],
+                                       self.vals[op.operands[1]][1],
                                        self.vals[op.operands[2]][1], self.mesh,
                                        self.mesh_name)
-        if plan is None:
-            return False
-        axes, i_sh, u_sh = plan
-        rank = len(op.operands[0].type.shape)
+        if not any(_axes(self.vals[v][1], d) for v in op.operands[1:]
+                   for d in range(len(v.type.shape))):
+            return False  # (nothing batch-sharded: not this op's case)
+        forms = self.report.scatter_forms
+        name = combiner(op)
         et = op.operands[0].type.element_type
-        if name is None or identity(name, et) is None or any(
-                _axes(x_sh, d) for d in range(rank)):
-            self.report.scatter_forms["gather"] = self.report.scatter_forms.get("gather", 0) + 1
+        if plan is None or name is None or identity(name, et) is None:
+            forms["gather"] = forms.get("gather", 0) + 1
             return False
+        axes, x_sh, i_sh, u_sh = plan
         k = self._count(axes)
-        table = op.operands[0].type.num_elements * np.dtype(et.dtype).itemsize
+        local = self.local_type(op.operands[0].type, x_sh)
+        table = local.num_elements * np.dtype(et.dtype).itemsize
         gather = 0
         for v in op.operands[1:]:
-            whole = v.type.num_elements * np.dtype(v.type.element_type.dtype).itemsize
+            size = np.dtype(v.type.element_type.dtype).itemsize
             cur = self.local_type(v.type, self.vals[v][1])
-            gather += whole - cur.num_elements * np.dtype(v.type.element_type.dtype).itemsize
+            gather += (v.type.num_elements - cur.num_elements) * size
         if 2 * (k - 1) / k * table >= gather:
-            self.report.scatter_forms["gather"] = self.report.scatter_forms.get("gather", 0) + 1
+            forms["gather"] = forms.get("gather", 0) + 1
             return False
-        x = self.get(op.operands[0], _replicated(self.mesh_name, rank), op.name)
+        x = self.get(op.operands[0], x_sh, op.name)
         idx = self.get(op.operands[1], i_sh, op.name)
         upd = self.get(op.operands[2], u_sh, op.name)
         out = combined_scatter(self, op, x, idx, upd, axes, name)
-        self.vals[op.results[0]] = (out, _replicated(self.mesh_name, rank))
+        self.vals[op.results[0]] = (out, x_sh)
         self.complete.add(op.results[0])
-        self.report.scatter_forms["all_reduce"] = \
-            self.report.scatter_forms.get("all_reduce", 0) + 1
-        self.report.op_shardings.append((op.name, "replicated (all-reduce of local "
-                                                  "scatters over " + ",".join(
-                                                      str(a) for a in axes) + ")"))
+        forms["all_reduce"] = forms.get("all_reduce", 0) + 1
+        self.report.op_shardings.append((op.name, f"{x_sh.body()} (all-reduce of local "
+                                         "scatters over " + ",".join(str(a) for a in axes)
+                                         + ")"))
         return True
 
     def _mask_reductions(self, op: Operation, rule, fa: dict, locals_in: list) -> None:

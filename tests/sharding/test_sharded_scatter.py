@@ -102,6 +102,24 @@ def test_sharded_on_one_axis_reduces_over_that_axis(backend):
     assert report.collectives[0].axes == ('"data"',) and report.collectives[0].group == 2
 
 
+def test_table_sharded_on_its_window_stays_sharded(backend):
+    """A table column-sharded on "model" and updates batch-sharded on "data": each
+    device scatters its rows of updates into its columns; the all_reduce is over "data"
+    only, of the local 6x2 table, and the result keeps the table's sharding."""
+    text = _program("add", 6, 32, axes='{"data"}').replace(
+        "%t: tensor<6x4xf32>,",
+        '%t: tensor<6x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"model"}]>},')
+    text = text.replace("-> tensor<6x4xf32> {\n",
+                        '-> (tensor<6x4xf32> {sdy.sharding = #sdy.sharding<@mesh, '
+                        '[{}, {"model"}]>}) {\n')
+    assert '[{}, {"model"}]>}) {' in text
+    report = _check(text, _inputs(6, 32, seed=2), backend, exact=False)
+    assert report.counts() == {"all_reduce": 1}
+    c = report.collectives[0]
+    assert c.axes == ('"data"',) and c.bytes == 6 * 2 * 4
+    assert report.out_shardings["main"][0].dims[1].axes[0].name == "model"
+
+
 def test_scatter_forms_reach_exe_stats():
     from oxla.sharding.run import ShardedExecutable
 
