@@ -243,6 +243,29 @@ def test_a_missing_rank_ends_every_rank(mode):
         assert "did not complete within 10s" in r.stderr
 
 
+@pytest.mark.parametrize("mode", ["nccl-hang", "nccl-die"])
+def test_a_missing_rank_ends_every_rank_of_an_nccl_job(mode):
+    """4 ranks of a cuda program on the simulated device, whose all-reduce over {0, 1}
+    and {2, 3} is an NCCL group: rank 2 never arrives (or dies). 0 and 1 complete; the
+    NCCL wait of rank 3, polled against OXLA_COLLECTIVE_TIMEOUT=10 by the deadline policy
+    real NCCL calls use, names the op and itself and aborts every rank."""
+    from oxla.cli.launch_cmd import find_mpiexec
+
+    env = dict(_env(), OXLA_COLLECTIVE_TIMEOUT="10", OXLA_CUDA_DEVICE="sim")
+    t0 = time.monotonic()
+    r = subprocess.run([find_mpiexec(), "-n", "4", sys.executable,
+                        str(HERE / "mpi_victim.py"), mode, "2"],
+                       env=env, capture_output=True, text=True, timeout=120)
+    took = time.monotonic() - t0
+    assert r.returncode != 0, r.stdout + r.stderr
+    assert took < 60, took
+    if mode == "nccl-hang":
+        assert r.stdout.count("completed [3.0, 3.0, 3.0, 3.0]") == 2, r.stdout + r.stderr
+        assert took >= 10, took
+        assert r.stderr.count("error: NCCL 'all_reduce' (channel 1) on rank 3 did not "
+                              "complete within 10s") == 1, r.stderr
+
+
 def _can_make_netns() -> bool:
     if os.geteuid() != 0 or not shutil.which("ip") or not shutil.which("unshare"):
         return False

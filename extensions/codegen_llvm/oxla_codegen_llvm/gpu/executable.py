@@ -181,14 +181,17 @@ class GPUExecutable:
         """Makes this executable's collectives NCCL calls on its stream (one rank per
         GPU; :mod:`oxla_codegen_llvm.gpu.nccl`); on the simulated device the same calls
         run over MPI on its memory. Every rank calls it once, in the same order, before
-        its first call.
+        its first call: it makes the world's communicator and splits one per process
+        group of the program's collectives, each waited for against ``timeout``.
 
         Args:
             comm: ``MPI.COMM_WORLD`` (mpi4py); rank 0 makes the NCCL id, every rank
                 receives it over ``comm``.
             family: the MPI's ABI family (unused: NCCL needs none of MPI's handles).
-            timeout: unused: an NCCL call is not polled (a rank that never arrives
-                hangs the others; the host-staged steps keep ``timeout``).
+            timeout: seconds (``OXLA_COLLECTIVE_TIMEOUT``) that making the
+                communicators or one op's NCCL group may take: each is polled against
+                it, then this rank names the op and itself and every rank is aborted
+                (:meth:`~oxla_codegen_llvm.gpu.nccl.NcclCollectives.wait`).
 
         Returns:
             The :class:`~oxla_codegen_llvm.gpu.nccl.NcclCollectives` (``summary()``
@@ -198,14 +201,18 @@ class GPUExecutable:
         Raises:
             OxlaError: NCCL is not loadable or its communicator failed.
         """
-        del family, timeout
+        del family
         if not any(op.name in NCCL_OPS for op in self.program.host_ops):
             return None
         dev = self._load().rt.device
         if not hasattr(dev, "nccl_world"):
             return None
-        self._nccl = NcclCollectives(dev.nccl_world(comm), comm.Get_rank(), comm.Get_size())
-        return self._nccl
+        nc = NcclCollectives(dev.nccl_world(comm), comm, timeout)
+        for op in self.program.host_ops:  # every group's communicator, now, in op order
+            if op.name in NCCL_OPS:
+                nc.prepare(op)
+        self._nccl = nc
+        return nc
 
     @property
     def probes(self) -> dict[str, list[np.ndarray]]:
@@ -416,8 +423,9 @@ class GPUExecutable:
     @staticmethod
     def _nccl_step(st: dict[str, Any], op: Any, addr, dev: Any, s: Any,
                    nc: NcclCollectives) -> bool:
-        """A collective as one NCCL group on the stream; False (the host-staged step
-        runs) for a form NCCL cannot run, which every rank decides alike."""
+        """A collective as one NCCL group on the stream, waited for against the
+        deadline (:meth:`NcclCollectives.run`); False (the host-staged step runs) for a
+        form NCCL cannot run, which every rank decides alike."""
         kind = op.name.split(".", 1)[1]
         try:
             calls = nccl_calls(op, [addr(r) for r in st["ins"]],
@@ -426,7 +434,7 @@ class GPUExecutable:
             nc.fallback[st["index"]] = f"{kind}: {e}"
             return False
         nc.prepare(op)
-        dev.nccl(calls, nc.comm, s)
+        nc.run(op, dev.nccl(calls, nc.comm, s))
         nc.native[st["index"]] = kind
         return True
 
