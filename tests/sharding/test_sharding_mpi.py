@@ -315,18 +315,27 @@ def test_all_to_all_and_collective_permute_run_in_native_code(mpi):
     assert "native ok" in r.stdout, r.stdout + r.stderr
 
 
-def test_cuda_collectives_as_nccl_calls_on_the_simulated_device():
+@pytest.mark.parametrize("local", ["launcher", "split"])
+def test_cuda_collectives_as_nccl_calls_on_the_simulated_device(local):
     """mpi_nccl_sim.py's cuda program on the simulated device under mpiexec -n 4: its
     all_reduce (sum, max, min; split groups), reduce_scatter (product, a permuted group),
     contiguous all_gather, all_to_all and collective_permute (a rank no pair feeds gets
     zeros) run as NCCL calls over MPI; an ``or`` reduction and a strided all_gather run
-    host-staged; every rank's results equal the interpreter's 1x4 grid, over two calls."""
+    host-staged; every rank's results equal the interpreter's 1x4 grid, over two calls.
+    Each rank runs on simulated device ``local_rank % 2``, the local rank read from the
+    launcher (Hydra's MPI_LOCALRANKID) or, without it, from an MPI_COMM_TYPE_SHARED
+    split."""
     from oxla.cli.launch_cmd import find_mpiexec
 
-    r = subprocess.run([find_mpiexec(), "-n", "4", sys.executable, str(HERE / "mpi_nccl_sim.py")],
-                       env=dict(_env(), OXLA_CUDA_DEVICE="sim", OXLA_COLLECTIVE_TIMEOUT="60"),
+    r = subprocess.run([find_mpiexec(), "-n", "4", sys.executable, str(HERE / "mpi_nccl_sim.py"),
+                        *(["split"] if local == "split" else [])],
+                       env=dict(_env(), OXLA_CUDA_DEVICE="sim", OXLA_COLLECTIVE_TIMEOUT="60",
+                                OXLA_SIM_DEVICE_COUNT="2"),
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
+    found = "['0', '1', '2', '3']" if local == "split" else "[None, None, None, None]"
+    assert (f"device ordinals by local rank: [0, 1, 0, 1] (OXLA_LOCAL_RANK {found}, "
+            "hydra's ['0', '1', '2', '3'])") in r.stdout, r.stdout
     assert ("NCCL collectives: all_gather 1, all_reduce 3, all_to_all 1, collective_permute 1, "
             "reduce_scatter 1; host-staged: 2") in r.stdout, r.stdout
     assert "not a body of [stablehlo.or]" in r.stdout and "is strided" in r.stdout, r.stdout

@@ -110,6 +110,7 @@ class DriverDevice:
         self.arch = f"sm_{major}{minor}"
         name = check(driver.cuDeviceGetName(256, self._dev))
         self.name = name.split(b"\0")[0].decode()
+        self.ordinal = ordinal
         self.dlpack_device = (2, ordinal)  # kDLCUDA
         self._blas = None
         self._fft = None

@@ -55,6 +55,7 @@ from oxla_codegen_llvm.gpu.arrays import (
     dlpack_input,
     is_dlpack_producer,
 )
+from oxla_codegen_llvm.gpu.device import set_local_rank_from
 from oxla_codegen_llvm.gpu.fft import fft_call
 from oxla_codegen_llvm.gpu.gemm import dot_call
 from oxla_codegen_llvm.gpu.hostops import HostCall, member_of, value_spec
@@ -181,8 +182,10 @@ class GPUExecutable:
         """Makes this executable's collectives NCCL calls on its stream (one rank per
         GPU; :mod:`oxla_codegen_llvm.gpu.nccl`); on the simulated device the same calls
         run over MPI on its memory. Every rank calls it once, in the same order, before
-        its first call: it makes the world's communicator and splits one per process
-        group of the program's collectives, each waited for against ``timeout``.
+        its first call: it finds the rank's local rank, which picks the device when none
+        is made yet (:func:`~oxla_codegen_llvm.gpu.device.set_local_rank_from`), makes
+        the world's communicator and splits one per process group of the program's
+        collectives, each waited for against ``timeout``.
 
         Args:
             comm: ``MPI.COMM_WORLD`` (mpi4py); rank 0 makes the NCCL id, every rank
@@ -202,6 +205,7 @@ class GPUExecutable:
             OxlaError: NCCL is not loadable or its communicator failed.
         """
         del family
+        set_local_rank_from(comm)  # (the device, when not made yet: local rank % count)
         if not any(op.name in NCCL_OPS for op in self.program.host_ops):
             return None
         dev = self._load().rt.device

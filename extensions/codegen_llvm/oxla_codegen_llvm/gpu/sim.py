@@ -62,9 +62,10 @@ class SimDevice:
     arch = "sim"
     dlpack_device = (1, 0)  # kDLCPU: its memory is host memory, readable as such
 
-    def __init__(self, vendor: str = "CUDA", warp_size: int = 32):
+    def __init__(self, vendor: str = "CUDA", warp_size: int = 32, ordinal: int = 0):
         self.name = f"simulated {vendor} device (host memory, host-twin kernels)"
         self.warp_size = warp_size
+        self.ordinal = ordinal  # which of the host's OXLA_SIM_DEVICE_COUNT devices
         self._blocks: dict[int, np.ndarray] = {}  # address -> its host block
         self._starts: list[int] = []
         self._ids = itertools.count()
