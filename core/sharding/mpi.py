@@ -412,9 +412,11 @@ def run_rank(path: str, inputs: list[np.ndarray], keep_sharded: bool = False
     if attach is not None and os.environ.get("OXLA_MPI_NATIVE", "1") != "0":
         lib = mpi_library() or {}
         native = attach(comm, str(lib.get("family", "")), grid.timeout)
-        if native is not None and rank == 0:
-            print(native.summary(), flush=True)
+    else:
+        native = None
     outs = _call(exe, local, grid, rank)
+    if native is not None and rank == 0:  # (after the call: what ran where)
+        print(native.summary(), flush=True)
     if keep_sharded:
         from oxla.sharding.array import ShardedArray
 
@@ -459,7 +461,8 @@ def _call(exe, args: list, grid: MpiGrid, rank: int) -> list:
     call_as = getattr(exe, "call_as_process", None)  # a backend that runs collectives
     if call_as is not None:
         return list(call_as(grid, (0, rank), *args))
-    raise OxlaError(f"backend '{exe.backend}' cannot run under MPI yet (interpreter, cpu)")
+    raise OxlaError(f"backend '{exe.backend}' cannot run under MPI yet (interpreter, cpu, "
+                    "cuda, hip)")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -342,6 +342,38 @@ def test_cuda_collectives_as_nccl_calls_on_the_simulated_device(local):
     assert "nccl ok" in r.stdout, r.stdout + r.stderr
 
 
+@pytest.mark.parametrize("mesh,shards,ranks", [
+    ("model=2", ["arg0=_,model", "arg1=model,_"], 2),
+    ("data=2,model=2", ["arg0=data,model", "arg1=model,_"], 4)])
+def test_a_sharded_cuda_artifact_runs_under_oxla_launch(tmp_path, mesh, shards, ranks):
+    """oxla compile --backend cuda --mesh writes an artifact whose collective step is
+    kept (host_ops.mlir); oxla launch runs it on the simulated device, one rank per
+    device, the all-reduce over the contracting dimension as an NCCL call (over the
+    "model" groups {0, 1}, {2, 3} on 4 ranks), and rank 0's result is tanh(x @ w)."""
+    from tests.sharding.test_sharding_cli import PLAIN
+
+    src, art = tmp_path / "p.mlir", tmp_path / "p.oxla"
+    src.write_text(PLAIN)
+    cmd = OXLA + ["compile", str(src), "--backend", "cuda", "-o", str(art), "--mesh", mesh]
+    for s in shards:
+        cmd += ["--shard", s]
+    subprocess.run(cmd, check=True, env=_env(), capture_output=True, timeout=300)
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((8, 16)).astype(np.float32)
+    w = rng.standard_normal((16, 4)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "w.npy", w)
+    r = subprocess.run(OXLA + ["launch", "-n", str(ranks), str(art), "--input",
+                               str(tmp_path / "x.npy"), "--input", str(tmp_path / "w.npy"),
+                               "--output", str(tmp_path / "o.npy")],
+                       env=dict(_env(), OXLA_CUDA_DEVICE="sim", OXLA_COLLECTIVE_TIMEOUT="60"),
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "NCCL collectives: all_reduce 1; host-staged: 0" in r.stdout, r.stdout
+    np.testing.assert_allclose(np.load(tmp_path / "o.npy"), np.tanh(x @ w), rtol=1e-5,
+                               atol=1e-6)
+
+
 @pytest.fixture(scope="module")
 def llama_pt2(tmp_path_factory):
     """A small transformers Llama (random weights) saved by torch.export, its input ids

@@ -61,7 +61,7 @@ from oxla_codegen_llvm.gpu.gemm import dot_call
 from oxla_codegen_llvm.gpu.hostops import HostCall, member_of, value_spec
 from oxla_codegen_llvm.gpu.nccl import OPS as NCCL_OPS
 from oxla_codegen_llvm.gpu.nccl import NcclCollectives, nccl_calls
-from oxla_codegen_llvm.gpu.program import Program
+from oxla_codegen_llvm.gpu.program import HOST_OPS_MEMBER, Program, host_ops_text
 from oxla_codegen_llvm.gpu.runtime import Runtime
 
 GRAPHS = 4
@@ -471,7 +471,8 @@ def _nbytes(spec: tuple | None) -> int:
 def program_json(program: Program) -> bytes:
     """The launch program and kernel table as JSON (the artifact's ``program.json``)."""
     return json.dumps({"steps": program.steps, "temp_bytes": program.temp_bytes,
-                       "constants": len(program.constants)}).encode()
+                       "constants": len(program.constants),
+                       "host_ops": len(program.host_ops)}).encode()
 
 
 def _npy(a: np.ndarray) -> bytes:
@@ -485,23 +486,21 @@ def save_artifact(exe: GPUExecutable, path: str | os.PathLike[str]) -> None:
 
     Raises:
         NotSupportedError: the program launches custom-call kernels (their launch
-            records are not serialized yet) or has host steps (collectives, streaming,
-            probes), whose ops an artifact cannot hold yet.
+            records are not serialized yet), or a host step's op (collectives,
+            streaming, probes; kept in ``host_ops.mlir``) does not read back alone.
     """
     if exe.program.custom:
         raise NotSupportedError(f"a {exe.backend} executable with custom-call kernels "
                                 "cannot be saved yet (their launch records are not "
                                 "serialized); compile the program where it runs")
-    if exe.program.host_ops:
-        names = sorted({op.name for op in exe.program.host_ops})
-        raise NotSupportedError(f"a {exe.backend} artifact cannot hold host-staged ops yet "
-                                f"({', '.join(names)})")
     kernels = [{"name": k.name, "grid": list(k.grid), "block": list(k.block),
                 "shared_bytes": int(k.shared_bytes), "llvm_ir": k.llvm_ir,
                 "params": [[p.kind, int(p.value)] for p in k.params]}
                for k in exe.program.kernels]
     files = {"module.mlir": exe.module_text.encode(), "program.json": program_json(exe.program),
              "kernels.json": json.dumps(kernels).encode()}
+    if exe.program.host_ops:
+        files[HOST_OPS_MEMBER] = host_ops_text(exe.program.host_ops).encode()
     files.update(exe.image.members())
     for i, c in enumerate(exe.program.constants):
         files[f"const{i}.npy"] = _npy(c)
