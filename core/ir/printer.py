@@ -462,5 +462,25 @@ def print_op(op: Operation, generic: bool = False) -> str:
     return p.text()
 
 
+def print_op_as_function(op: Operation, name: str) -> str:
+    """``op`` (and its regions) as the body of ``func.func @name``, whose arguments are
+    its operands' types and whose results are its results, in generic form: a text that
+    :func:`~oxla.ir.parse_module` reads back to an equal op without its context (an
+    artifact keeps the host-staged ops of a GPU program this way)."""
+    p = Printer(generic=True)
+    args = [f"%h{i}: {v.type}" for i, v in enumerate(op.operands)]
+    for i, v in enumerate(op.operands):  # (an operand used twice: its first argument)
+        p._names.setdefault(v, f"%h{i}")
+    p.indent = 1
+    p.print_op(op)
+    body = "  " + p.text().lstrip()
+    results = [p._names[r] for r in op.results]
+    types = ", ".join(str(r.type) for r in op.results)
+    ret = (f"  func.return {', '.join(results)} : {types}\n" if results
+           else "  func.return\n")
+    return (f"func.func @{name}({', '.join(args)}) -> ({types}) {{\n{body.rstrip()}\n"
+            f"{ret}}}\n")
+
+
 def print_type(t: Type) -> str:
     return str(t)

@@ -15,7 +15,8 @@ rendezvous interface as the in-process grids of the interpreter and the cpu
 backend), which exchanges the values with non-blocking ``MPI_Iallgather`` polled
 against a deadline (``OXLA_COLLECTIVE_TIMEOUT`` seconds, default 300): a rank that
 died or never arrives ends every rank with an error naming the op and the rank, then
-``MPI_Abort`` (never a hang). That is the interpreter's path; the cpu backend's code
+``MPI_Abort`` (never a hang): :func:`wait_or_abort`, the one deadline policy the GPU
+backends' NCCL waits also use. That is the interpreter's path; the cpu backend's code
 calls ``libmpi`` itself through the C ABI for its collectives: a backend whose
 executables have ``attach_mpi(comm, family, timeout)`` (the cpu backend's
 ``oxla_backend_cpu.mpi_native``) is asked to, and ``OXLA_MPI_NATIVE=0`` keeps them on
@@ -29,7 +30,8 @@ import os
 import pickle
 import sys
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -265,6 +267,49 @@ def check_library(recorded: dict | None) -> None:
                         "or run it with the matching mpiexec")
 
 
+def abort_every_rank(line: str, comm: Any, cancel: Callable[[], None] | None = None
+                     ) -> NoReturn:
+    """Ends the MPI job: ``line`` on stderr (``error: ...``), ``cancel()`` (a library's
+    own abort, e.g. ``ncclCommAbort``; its failure is ignored), then ``MPI_Abort`` of
+    ``comm`` with code 3."""
+    sys.stderr.flush()
+    os.write(2, (line.rstrip("\n") + "\n").encode())
+    if cancel is not None:
+        try:
+            cancel()
+        except Exception:  # noqa: BLE001 - the job ends either way
+            pass
+    time.sleep(0.5)  # (mpiexec forwards the line before the abort ends the job)
+    comm.Abort(3)
+    os._exit(3)  # (never go on with an unfinished result)
+
+
+def wait_or_abort(test: Callable[[], bool], what: str, rank: int, timeout: float, comm: Any,
+                  cancel: Callable[[], None] | None = None) -> None:
+    """The one deadline policy of a rank's collectives (the MPI path here, the GPU
+    backends' NCCL calls, real or simulated): polls ``test()`` (non-blocking: True once
+    the collective ``what`` completed) every 0.5 ms until it is True.
+
+    Past ``timeout`` seconds (``OXLA_COLLECTIVE_TIMEOUT``), or when ``test()`` raises
+    (a library's asynchronous error), this rank writes one line naming ``what`` and
+    ``rank``, runs ``cancel`` and aborts every rank (:func:`abort_every_rank`); it never
+    returns then and never hangs.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if test():
+                return
+        except OxlaError as e:
+            abort_every_rank(f"error: {what} on rank {rank} failed: {e.message.splitlines()[0]}; "
+                             "aborting every rank", comm, cancel)
+        if time.monotonic() > deadline:
+            abort_every_rank(f"error: {what} on rank {rank} did not complete within "
+                             f"{timeout:g}s (OXLA_COLLECTIVE_TIMEOUT): a rank died or never "
+                             "arrived; aborting every rank", comm, cancel)
+        time.sleep(0.0005)
+
+
 class MpiGrid(Rendezvous):
     """A ``1 x size`` grid whose processes are MPI ranks (process ``(0, rank)``).
 
@@ -281,16 +326,8 @@ class MpiGrid(Rendezvous):
     def _wait_all(self, reqs, what: str) -> None:
         from mpi4py import MPI
 
-        deadline = time.monotonic() + self.timeout
-        while not MPI.Request.Testall(reqs):
-            if time.monotonic() > deadline:
-                sys.stderr.write(f"error: {what} on rank {self.rank} did not complete within "
-                                 f"{self.timeout:g}s (OXLA_COLLECTIVE_TIMEOUT): a rank died or "
-                                 "never arrived; aborting every rank\n")
-                sys.stderr.flush()
-                time.sleep(0.5)  # (mpiexec forwards the line before the abort ends the job)
-                self.comm.Abort(3)
-            time.sleep(0.0005)
+        wait_or_abort(lambda: MPI.Request.Testall(reqs), what, self.rank, self.timeout,
+                      self.comm)
 
     def allgather(self, value: Any, what: str) -> list:
         from mpi4py import MPI
@@ -315,7 +352,12 @@ class MpiGrid(Rendezvous):
         super().abort(exc)
 
 
-def _timeout() -> float:
+def collective_timeout() -> float:
+    """``OXLA_COLLECTIVE_TIMEOUT`` in seconds (default 300).
+
+    Raises:
+        OxlaError: not a number.
+    """
     try:
         return float(os.environ.get("OXLA_COLLECTIVE_TIMEOUT", "300"))
     except ValueError:
@@ -356,7 +398,7 @@ def run_rank(path: str, inputs: list[np.ndarray], keep_sharded: bool = False
             raise OxlaError(f"input of shape {list(x.shape)}, expected {spec['shape']}")
         s = parse_attribute(spec["sharding"]) if spec["sharding"] else None
         local.append(M.shard_array(x, s, mesh)[rank])
-    grid = MpiGrid(comm, _timeout())
+    grid = MpiGrid(comm, collective_timeout())
     try:  # a rank's own files: every rank learns of one that fails (no rank waits)
         local += read_weights(path, side, rank)
         exe = oxla.load(path)
@@ -370,9 +412,11 @@ def run_rank(path: str, inputs: list[np.ndarray], keep_sharded: bool = False
     if attach is not None and os.environ.get("OXLA_MPI_NATIVE", "1") != "0":
         lib = mpi_library() or {}
         native = attach(comm, str(lib.get("family", "")), grid.timeout)
-        if native is not None and rank == 0:
-            print(native.summary(), flush=True)
+    else:
+        native = None
     outs = _call(exe, local, grid, rank)
+    if native is not None and rank == 0:  # (after the call: what ran where)
+        print(native.summary(), flush=True)
     if keep_sharded:
         from oxla.sharding.array import ShardedArray
 
@@ -417,7 +461,8 @@ def _call(exe, args: list, grid: MpiGrid, rank: int) -> list:
     call_as = getattr(exe, "call_as_process", None)  # a backend that runs collectives
     if call_as is not None:
         return list(call_as(grid, (0, rank), *args))
-    raise OxlaError(f"backend '{exe.backend}' cannot run under MPI yet (interpreter, cpu)")
+    raise OxlaError(f"backend '{exe.backend}' cannot run under MPI yet (interpreter, cpu, "
+                    "cuda, hip)")
 
 
 def main(argv: list[str] | None = None) -> int:

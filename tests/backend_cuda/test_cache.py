@@ -1,6 +1,6 @@
 """The cuda compile cache (``oxla_backend_cuda.cache``): miss then hit in one process,
 a hit in a fresh process, a changed option or arch misses, ``cache=False`` is off, and a
-program that cannot be an artifact is compiled but not stored, stats saying why."""
+program with host-staged steps is stored and hit like any other."""
 
 from __future__ import annotations
 
@@ -71,9 +71,17 @@ def test_hit_in_a_fresh_process(cache_dir):
     assert [r.stdout.strip() for r in runs] == ["miss", "hit"], [r.stderr for r in runs]
 
 
-def test_programs_that_cannot_be_artifacts_are_not_stored(cache_dir):
+def test_a_program_with_host_steps_is_stored_and_hit(cache_dir, monkeypatch):
+    """Its host-staged op (replica_id) travels in the artifact (host_ops.mlir); the hit
+    runs it as the first compile does (process (0, 0): x + 0). A program that still
+    cannot be an artifact (custom-call kernels) is tests/custom_calls'."""
+    monkeypatch.setenv("OXLA_CUDA_DEVICE", "sim")
     exe = _compile(HOST, extra={"cuda_arch": "sm_80"})
-    assert exe.stats["cache"] == "miss"
-    assert "not cached" in exe.stats["cache_note"] and "replica_id" in exe.stats["cache_note"]
-    assert not [p for p in os.listdir(cache_dir) if p.startswith("cuda-")]
-    assert _compile(HOST, extra={"cuda_arch": "sm_80"}).stats["cache"] == "miss"
+    assert exe.stats["cache"] == "miss" and "cache_note" not in exe.stats
+    assert [p for p in os.listdir(cache_dir) if p.startswith("cuda-")]
+    hit = _compile(HOST, extra={"cuda_arch": "sm_80"})
+    assert hit.stats["cache"] == "hit"
+    assert [op.name for op in hit.program.host_ops] == ["stablehlo.replica_id"]
+    x = np.array([1.0, -2.0, 3.5, 0.0], np.float32)
+    np.testing.assert_array_equal(hit(x)[0], exe(x)[0])
+    np.testing.assert_array_equal(hit(x)[0], x)

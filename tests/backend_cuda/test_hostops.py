@@ -1,6 +1,6 @@
 """Host-staged ops of the cuda backend on the simulated device: collectives over an
 in-process thread grid (one executable shared by several processes), ``partition_id``
-never folded to 0, ``interpreter.probe`` records, and the artifact refusing them."""
+never folded to 0, ``interpreter.probe`` records, and artifacts keeping them."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from oxla_backend_cuda.backend import CUDABackend
 
-from oxla.errors import NotSupportedError
+import oxla
 from tests.backend_cuda.conftest import compile_cuda
 
 ALL_REDUCE = """
@@ -65,7 +65,7 @@ def test_partitions_permute_and_ids(sim):
     np.testing.assert_array_equal(results[1], [10, 20])
 
 
-def test_probe_records_and_artifact_refuses(sim, tmp_path):
+def test_probe_records_and_the_artifact_keeps_it(sim, tmp_path):
     exe = compile_cuda("""
 func.func @main(%x: tensor<3xi64>) -> tensor<3xi64> {
   %y = stablehlo.add %x, %x : tensor<3xi64>
@@ -78,5 +78,39 @@ func.func @main(%x: tensor<3xi64>) -> tensor<3xi64> {
     np.testing.assert_array_equal(z, -2 * x)
     assert list(exe.probes) == ["twice"]
     np.testing.assert_array_equal(exe.probes["twice"][0], 2 * x)
-    with pytest.raises(NotSupportedError, match="interpreter.probe"):
-        exe.save(tmp_path / "probe.oxla")
+    exe.save(tmp_path / "probe.oxla")
+    back = oxla.load(tmp_path / "probe.oxla")
+    np.testing.assert_array_equal(back(x)[0], -2 * x)
+    np.testing.assert_array_equal(back.probes["twice"][0], 2 * x)
+
+
+@pytest.mark.parametrize("text,grid", [(ALL_REDUCE, (3, 1)), (PERMUTE, (1, 2))])
+def test_an_artifact_keeps_its_collective_steps(sim, tmp_path, text, grid):
+    """Each host op is kept as a function of its own (host_ops.mlir); the loaded
+    executable runs on a grid as the compiled one does."""
+    from oxla_codegen_llvm.gpu.program import HOST_OPS_MEMBER
+
+    from oxla.artifact import read_members
+    from oxla.ir.printer import print_op
+
+    exe = compile_cuda(text)
+    exe.save(tmp_path / "c.oxla")
+    kept = read_members(tmp_path / "c.oxla", [HOST_OPS_MEMBER])[HOST_OPS_MEMBER].decode()
+    assert kept.count("func.func @host") == len(exe.program.host_ops)
+    back = oxla.load(tmp_path / "c.oxla")
+    assert back.program.steps == exe.program.steps
+    # the same ops: attributes, regions, types (operand names differ)
+    assert [print_op(o, generic=True).split("(", 1)[1].split(")", 1)[1]
+            for o in back.program.host_ops] == \
+        [print_op(o, generic=True).split("(", 1)[1].split(")", 1)[1]
+         for o in exe.program.host_ops]
+    rng = np.random.default_rng(3)
+    ins = [rng.integers(-9, 9, tuple(t.shape)).astype(np.dtype(t.element_type.dtype))
+           for t in exe.signature.inputs]
+    replicas, partitions = grid
+    got, _ = CUDABackend().run_parallel([[back] * partitions] * replicas,
+                                        ins * (replicas * partitions))
+    want, _ = CUDABackend().run_parallel([[exe] * partitions] * replicas,
+                                         ins * (replicas * partitions))
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)

@@ -146,7 +146,8 @@ def test_a_group_maps_each_call_to_its_nccl_entry_point():
              NcclCall("recv", i8, 8, 0, 80, (0, 1), peer=0),
              NcclCall("zero", i8, 8, 0, 96, (0, 1))]
     zeroed = []
-    run_group(calls, comms.__getitem__, 7, lambda p, n: zeroed.append((p, n)))
+    group = run_group(calls, comms.__getitem__, 7, lambda p, n: zeroed.append((p, n)),
+                      lambda: True)
     names = [e[0] for e in lib.log]
     assert zeroed == [(96, 8)]
     assert names == ["ncclGroupStart", "ncclAllReduce", "ncclReduceScatter", "ncclAllGather",
@@ -157,6 +158,135 @@ def test_a_group_maps_each_call_to_its_nccl_entry_point():
     assert ag[3:5] == (12, 0)                          # bytes per peer as ncclInt8
     assert sd[2:5] == (8, 0, 1) and rv[2:5] == (8, 0, 0)
     assert all(e[-1].value == 7 for e in lib.log[1:6])  # on the executable's stream
+    assert {c.handle for c in group.comms} == {"world", "solo"}  # the ones polled
+
+
+class _AsyncNccl:
+    """An NCCL whose communicators stay ``ncclInProgress`` for ``busy`` polls of
+    ``ncclCommGetAsyncError``, then report ``final``; ``ncclCommInitRankConfig`` and
+    ``ncclCommSplit`` record their config and return ``ncclInProgress`` (7), as a
+    non-blocking communicator's do."""
+
+    def __init__(self, busy: int, final: int = 0):
+        self.busy, self.final, self.log = busy, final, []
+
+    def ncclCommGetAsyncError(self, handle, out):
+        self.log.append("poll")
+        out._obj.value = 7 if self.busy > 0 else self.final
+        self.busy -= 1
+        return 0
+
+    def ncclCommInitRankConfig(self, handle, size, uid, rank, config):
+        c = config._obj
+        self.log.append(("init", size, rank, c.blocking, c.magic, c.size))
+        handle._obj.value = 1234
+        return 7
+
+    def ncclCommSplit(self, parent, color, key, handle, config):
+        self.log.append(("split", color, key, config._obj.blocking))
+        handle._obj.value = 5678
+        return 7
+
+    def ncclCommAbort(self, handle):
+        self.log.append(("abort", handle.value))
+        return 0
+
+    def ncclGetUniqueId(self, uid):
+        uid._obj.internal = b"\x2a" * 128
+        return 0
+
+    def ncclGetErrorString(self, status):
+        return b"remote process exited or there was a network error"
+
+
+class _Req:
+    def __init__(self, after: int):
+        self.after = after
+
+    def Test(self):
+        self.after -= 1
+        return self.after < 0
+
+
+class _Comm:
+    """An mpi4py communicator's Ibcast, answered after ``after`` tests."""
+
+    def __init__(self, rank: int, after: int = 2):
+        self.rank, self.after = rank, after
+
+    def Get_rank(self):
+        return self.rank
+
+    def Get_size(self):
+        return 4
+
+    def Ibcast(self, buf, root):
+        assert root == 0
+        return _Req(self.after)
+
+
+def test_the_world_communicator_is_made_without_blocking():
+    """ready() is False while the id's broadcast is in flight and while NCCL reports
+    ncclInProgress; the init asks for a non-blocking communicator."""
+    import ctypes
+
+    from oxla_backend_cuda.nccl import API_MAGIC, NcclComm, NcclConfig
+
+    lib = _AsyncNccl(busy=2)
+    world = NcclComm.world(_Comm(rank=0, after=2), lib)
+    states = [world.ready() for _ in range(6)]
+    assert states == [False, False, False, False, True, True]
+    init = [e for e in lib.log if e[0] == "init"]
+    assert init == [("init", 4, 0, 0, API_MAGIC, ctypes.sizeof(NcclConfig))]
+    sub = world.split(1, 0, (1, 3))
+    assert lib.log[-1] == ("split", 1, 0, 0) and sub.handle.value == 5678
+    assert world.split(-1, 0, ()) is None  # NCCL_SPLIT_NOCOLOR: no communicator
+    sub.abort()
+    assert lib.log[-1] == ("abort", 5678) and not sub.handle
+
+
+def test_a_failed_communicator_is_an_error_not_a_wait():
+    from oxla_backend_cuda.nccl import NcclComm, NcclGroup
+
+    from oxla.errors import OxlaError
+
+    lib = _AsyncNccl(busy=1, final=6)  # ncclRemoteError
+    group = NcclGroup([NcclComm(lib, "c")], lambda: True)
+    assert group.done() is False
+    with pytest.raises(OxlaError, match="ncclResult_t 6 .remote process exited"):
+        group.done()
+
+
+def test_a_group_is_done_when_nccl_launched_it_and_the_stream_finished():
+    from oxla_backend_cuda.nccl import NcclComm, NcclGroup
+
+    lib = _AsyncNccl(busy=1)
+    stream = iter([False, False, True])
+    group = NcclGroup([NcclComm(lib, "c")], lambda: next(stream))
+    assert [group.done() for _ in range(4)] == [False, False, False, True]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("nvidia.nccl") is None,
+                    reason="the nccl extra (nvidia-nccl-cu13) is not installed")
+def test_the_config_struct_matches_the_pinned_header():
+    """NcclConfig's fields are ncclConfig_t's, in the order the wheel's nccl.h gives."""
+    import ctypes
+    import re
+    from pathlib import Path
+
+    import nvidia.nccl
+    from oxla_backend_cuda.nccl import VERSION_CODE, NcclConfig
+
+    header = (Path(next(iter(nvidia.nccl.__path__))) / "include" / "nccl.h").read_text()
+    body = re.search(r"typedef struct ncclConfig_v\d+ \{(.*?)\} ncclConfig_t;", header, re.S)
+    fields = re.findall(r"^\s*(?:const\s+)?((?:unsigned\s+)?\w+)\s*(\*?)\s*(\w+);",
+                        body.group(1), re.M)
+    assert [n for _, _, n in fields] == [n for n, _ in NcclConfig._fields_]
+    for (ctype, star, name), (_, ours) in zip(fields, NcclConfig._fields_):
+        want = ctypes.c_char_p if star else {"size_t": ctypes.c_size_t, "int": ctypes.c_int,
+                                             "unsigned int": ctypes.c_uint}[ctype]
+        assert ctypes.sizeof(ours) == ctypes.sizeof(want), name
+    assert f"#define NCCL_VERSION_CODE {VERSION_CODE}" in header
 
 
 @pytest.mark.skipif(importlib.util.find_spec("nvidia.nccl") is None,

@@ -3,7 +3,11 @@ device (``OXLA_CUDA_DEVICE=sim``) whose collectives run as NCCL calls
 (``exe.attach_mpi``; :mod:`oxla_codegen_llvm.gpu.nccl`, executed over MPI on the device's
 memory) where NCCL has the form, and as host-staged steps where it has not (an ``or``
 reduction, a strided ``all_gather``), twice; rank 0 checks every rank's results against
-the interpreter on an in-process 1x4 grid, and prints the summary and ``nccl ok``."""
+the interpreter on an in-process 1x4 grid, and prints the summary and ``nccl ok``.
+
+Each rank's simulated device is device ``local_rank % OXLA_SIM_DEVICE_COUNT``; rank 0
+prints the ordinals. With ``split`` the launcher's local-rank variables are removed
+first, so ``attach_mpi`` finds the local rank by an ``MPI_COMM_TYPE_SHARED`` split."""
 
 from __future__ import annotations
 
@@ -84,11 +88,23 @@ def inputs(rank: int, call: int) -> list[np.ndarray]:
 
 
 def main() -> int:
+    from oxla_codegen_llvm.gpu.device import LOCAL_RANK_VARS
+
     comm = MPI.COMM_WORLD
     rank = comm.Get_rank()
+    launcher = os.environ.get("MPI_LOCALRANKID")
+    if sys.argv[1:] == ["split"]:
+        for name in LOCAL_RANK_VARS:
+            os.environ.pop(name, None)
     timeout = float(os.environ.get("OXLA_COLLECTIVE_TIMEOUT", "60"))
     exe = oxla.compile(PROGRAM, backend="cuda")
     nc = exe.attach_mpi(comm, mpi_library()["family"], timeout)
+    mine = (exe.runtime().device.ordinal, os.environ.get("OXLA_LOCAL_RANK"), launcher)
+    seen = comm.gather(mine, root=0)
+    if rank == 0:
+        print(f"device ordinals by local rank: {[s[0] for s in seen]} "
+              f"(OXLA_LOCAL_RANK {[s[1] for s in seen]}, hydra's {[s[2] for s in seen]})",
+              flush=True)
     grid = MpiGrid(comm, timeout)
     bad = compare_with_interpreter(exe, PROGRAM, inputs, comm, grid)
     if rank == 0:

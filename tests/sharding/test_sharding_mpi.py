@@ -248,6 +248,29 @@ def test_a_missing_rank_ends_every_rank(mode):
         assert "did not complete within 10s" in r.stderr
 
 
+@pytest.mark.parametrize("mode", ["nccl-hang", "nccl-die"])
+def test_a_missing_rank_ends_every_rank_of_an_nccl_job(mode):
+    """4 ranks of a cuda program on the simulated device, whose all-reduce over {0, 1}
+    and {2, 3} is an NCCL group: rank 2 never arrives (or dies). 0 and 1 complete; the
+    NCCL wait of rank 3, polled against OXLA_COLLECTIVE_TIMEOUT=10 by the deadline policy
+    real NCCL calls use, names the op and itself and aborts every rank."""
+    from oxla.cli.launch_cmd import find_mpiexec
+
+    env = dict(_env(), OXLA_COLLECTIVE_TIMEOUT="10", OXLA_CUDA_DEVICE="sim")
+    t0 = time.monotonic()
+    r = subprocess.run([find_mpiexec(), "-n", "4", sys.executable,
+                        str(HERE / "mpi_victim.py"), mode, "2"],
+                       env=env, capture_output=True, text=True, timeout=120)
+    took = time.monotonic() - t0
+    assert r.returncode != 0, r.stdout + r.stderr
+    assert took < 60, took
+    if mode == "nccl-hang":
+        assert r.stdout.count("completed [3.0, 3.0, 3.0, 3.0]") == 2, r.stdout + r.stderr
+        assert took >= 10, took
+        assert r.stderr.count("error: NCCL 'all_reduce' (channel 1) on rank 3 did not "
+                              "complete within 10s") == 1, r.stderr
+
+
 def _can_make_netns() -> bool:
     if os.geteuid() != 0 or not shutil.which("ip") or not shutil.which("unshare"):
         return False
@@ -297,22 +320,63 @@ def test_all_to_all_and_collective_permute_run_in_native_code(mpi):
     assert "native ok" in r.stdout, r.stdout + r.stderr
 
 
-def test_cuda_collectives_as_nccl_calls_on_the_simulated_device():
+@pytest.mark.parametrize("local", ["launcher", "split"])
+def test_cuda_collectives_as_nccl_calls_on_the_simulated_device(local):
     """mpi_nccl_sim.py's cuda program on the simulated device under mpiexec -n 4: its
     all_reduce (sum, max, min; split groups), reduce_scatter (product, a permuted group),
     contiguous all_gather, all_to_all and collective_permute (a rank no pair feeds gets
     zeros) run as NCCL calls over MPI; an ``or`` reduction and a strided all_gather run
-    host-staged; every rank's results equal the interpreter's 1x4 grid, over two calls."""
+    host-staged; every rank's results equal the interpreter's 1x4 grid, over two calls.
+    Each rank runs on simulated device ``local_rank % 2``, the local rank read from the
+    launcher (Hydra's MPI_LOCALRANKID) or, without it, from an MPI_COMM_TYPE_SHARED
+    split."""
     from oxla.cli.launch_cmd import find_mpiexec
 
-    r = subprocess.run([find_mpiexec(), "-n", "4", sys.executable, str(HERE / "mpi_nccl_sim.py")],
-                       env=dict(_env(), OXLA_CUDA_DEVICE="sim", OXLA_COLLECTIVE_TIMEOUT="60"),
+    r = subprocess.run([find_mpiexec(), "-n", "4", sys.executable, str(HERE / "mpi_nccl_sim.py"),
+                        *(["split"] if local == "split" else [])],
+                       env=dict(_env(), OXLA_CUDA_DEVICE="sim", OXLA_COLLECTIVE_TIMEOUT="60",
+                                OXLA_SIM_DEVICE_COUNT="2"),
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
+    found = "['0', '1', '2', '3']" if local == "split" else "[None, None, None, None]"
+    assert (f"device ordinals by local rank: [0, 1, 0, 1] (OXLA_LOCAL_RANK {found}, "
+            "hydra's ['0', '1', '2', '3'])") in r.stdout, r.stdout
     assert ("NCCL collectives: all_gather 1, all_reduce 3, all_to_all 1, collective_permute 1, "
             "reduce_scatter 1; host-staged: 2") in r.stdout, r.stdout
     assert "not a body of [stablehlo.or]" in r.stdout and "is strided" in r.stdout, r.stdout
     assert "nccl ok" in r.stdout, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("mesh,shards,ranks", [
+    ("model=2", ["arg0=_,model", "arg1=model,_"], 2),
+    ("data=2,model=2", ["arg0=data,model", "arg1=model,_"], 4)])
+def test_a_sharded_cuda_artifact_runs_under_oxla_launch(tmp_path, mesh, shards, ranks):
+    """oxla compile --backend cuda --mesh writes an artifact whose collective step is
+    kept (host_ops.mlir); oxla launch runs it on the simulated device, one rank per
+    device, the all-reduce over the contracting dimension as an NCCL call (over the
+    "model" groups {0, 1}, {2, 3} on 4 ranks), and rank 0's result is tanh(x @ w)."""
+    from tests.sharding.test_sharding_cli import PLAIN
+
+    src, art = tmp_path / "p.mlir", tmp_path / "p.oxla"
+    src.write_text(PLAIN)
+    cmd = OXLA + ["compile", str(src), "--backend", "cuda", "-o", str(art), "--mesh", mesh]
+    for s in shards:
+        cmd += ["--shard", s]
+    subprocess.run(cmd, check=True, env=_env(), capture_output=True, timeout=300)
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((8, 16)).astype(np.float32)
+    w = rng.standard_normal((16, 4)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "w.npy", w)
+    r = subprocess.run(OXLA + ["launch", "-n", str(ranks), str(art), "--input",
+                               str(tmp_path / "x.npy"), "--input", str(tmp_path / "w.npy"),
+                               "--output", str(tmp_path / "o.npy")],
+                       env=dict(_env(), OXLA_CUDA_DEVICE="sim", OXLA_COLLECTIVE_TIMEOUT="60"),
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "NCCL collectives: all_reduce 1; host-staged: 0" in r.stdout, r.stdout
+    np.testing.assert_allclose(np.load(tmp_path / "o.npy"), np.tanh(x @ w), rtol=1e-5,
+                               atol=1e-6)
 
 
 @pytest.fixture(scope="module")

@@ -110,6 +110,7 @@ class DriverDevice:
         self.arch = f"sm_{major}{minor}"
         name = check(driver.cuDeviceGetName(256, self._dev))
         self.name = name.split(b"\0")[0].decode()
+        self.ordinal = ordinal
         self.dlpack_device = (2, ordinal)  # kDLCUDA
         self._blas = None
         self._fft = None
@@ -219,10 +220,25 @@ class DriverDevice:
         self._current()
         return NcclComm.world(comm)
 
-    def nccl(self, calls: list, comm: Any, stream: Any) -> None:
-        """One NCCL group on ``stream`` (:func:`oxla_backend_cuda.nccl.run_group`)."""
+    def nccl(self, calls: list, comm: Any, stream: Any) -> Any:
+        """Enqueues one NCCL group on ``stream`` (:func:`oxla_backend_cuda.nccl.run_group`);
+        the caller polls the returned group's ``done()`` (:meth:`stream_done`)."""
         self._current()
-        run_group(calls, comm, int(stream), lambda ptr, n: self.memset_zero(ptr, n, stream))
+        return run_group(calls, comm, int(stream),
+                         lambda ptr, n: self.memset_zero(ptr, n, stream),
+                         lambda: self.stream_done(stream))
+
+    def stream_done(self, stream: Any) -> bool:
+        """``cuStreamQuery``: True once the stream's work completed, False while it runs.
+
+        Raises:
+            OxlaError: the stream's work failed.
+        """
+        err, = self._d.cuStreamQuery(stream)
+        if err == self._d.CUresult.CUDA_ERROR_NOT_READY:
+            return False
+        check((err,))
+        return True
 
     def begin_capture(self, stream: Any) -> None:
         mode = self._d.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL

@@ -4,7 +4,7 @@ device (``OXLA_CUDA_DEVICE=sim``), one per device choice."""
 
 from __future__ import annotations
 
-from oxla_codegen_llvm.gpu.device import Device, DeviceChoice
+from oxla_codegen_llvm.gpu.device import Device, DeviceChoice, sim_device_count
 from oxla_codegen_llvm.gpu.runtime import Runtime, Runtimes
 from oxla_codegen_llvm.gpu.sim import SimDevice
 
@@ -17,12 +17,15 @@ __all__ = ["Runtime", "get_runtime"]
 
 def _make(choice: DeviceChoice) -> Device:
     if choice.kind == "sim":
-        return SimDevice("CUDA", warp_size=32)
+        return SimDevice("CUDA", warp_size=32,
+                         ordinal=choice.device_ordinal(sim_device_count()))
     ok, why = devices.status()
     if not ok:
         raise OxlaError(f"cannot run on cuda: {why} (compile works without one; "
                         f"OXLA_CUDA_DEVICE=sim runs a simulated device)")
-    return DriverDevice(choice.ordinal)
+    ordinal = choice.ordinal if choice.local_rank is None else \
+        choice.device_ordinal(devices.device_count())
+    return DriverDevice(ordinal)
 
 
 RUNTIMES = Runtimes(_make)

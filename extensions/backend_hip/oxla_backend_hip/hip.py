@@ -44,7 +44,7 @@ class HIPDevice:
             self._h = ctypes.CDLL(library)
         except OSError as exc:
             raise OxlaError(f"no AMD GPU runtime: {exc}") from None
-        self._ordinal = ordinal
+        self._ordinal = self.ordinal = ordinal
         self._check(self._h.hipInit(0), "hipInit")
         self._check(self._h.hipSetDevice(ordinal), "hipSetDevice")
         props = ctypes.create_string_buffer(PROPS_BYTES)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from oxla_codegen_llvm.gpu.device import Device, DeviceChoice
+from oxla_codegen_llvm.gpu.device import Device, DeviceChoice, sim_device_count
 from oxla_codegen_llvm.gpu.runtime import Runtime, Runtimes
 from oxla_codegen_llvm.gpu.sim import SimDevice
 from oxla_codegen_llvm.simt.amdgpu import WAVEFRONT
@@ -27,8 +27,8 @@ __all__ = ["HIPSimDevice", "Runtime", "get_runtime"]
 class HIPSimDevice(SimDevice):
     """The shared simulated device, its host twins at the image's arch's wavefront size."""
 
-    def __init__(self):
-        super().__init__("HIP", warp_size=64)
+    def __init__(self, ordinal: int = 0):
+        super().__init__("HIP", warp_size=64, ordinal=ordinal)
 
     def load_module(self, image: Any) -> Any:
         if not image.kernels:
@@ -40,13 +40,13 @@ class HIPSimDevice(SimDevice):
 
 def _make(choice: DeviceChoice) -> Device:
     if choice.kind == "sim":
-        return HIPSimDevice()
+        return HIPSimDevice(choice.device_ordinal(sim_device_count()))
     ok, why = devices.status()
     path = devices.runtime_path()
     if not ok or path is None:
         raise OxlaError(f"cannot run on hip: {why or devices.NO_RUNTIME} (compile works "
                         f"without a GPU; OXLA_HIP_DEVICE=sim runs a simulated device)")
-    return HIPDevice(path, choice.ordinal)
+    return HIPDevice(path, choice.device_ordinal(devices.device_count()))
 
 
 RUNTIMES = Runtimes(_make)

@@ -4,7 +4,9 @@ writing: :func:`oxla_codegen_llvm.gpu.executable.save_artifact`).
 Members: ``module.mlir`` (the optimized StableHLO), ``program.json`` (the launch program,
 :mod:`oxla_codegen_llvm.gpu.program`), ``kernels.json`` (each SIMT kernel's name, launch
 shape, parameters and LLVM IR), the backend's image members (cuda: ``module.ptx`` and
-``<arch>.cubin``; hip: ``<arch>.hsaco``), ``const<i>.npy``. The simulated device builds
+``<arch>.cubin``; hip: ``<arch>.hsaco``), ``const<i>.npy``, and ``host_ops.mlir`` when
+the program has host-staged steps (collectives, streaming, probes: each op a function of
+its own, :func:`~oxla_codegen_llvm.gpu.program.host_ops_text`). The simulated device builds
 host twins from the kernels' IR. Nothing is recompiled from StableHLO.
 """
 
@@ -21,7 +23,7 @@ import numpy as np
 
 from oxla.artifact import read_manifest, read_members
 from oxla.errors import OxlaError
-from oxla_codegen_llvm.gpu.program import Program
+from oxla_codegen_llvm.gpu.program import HOST_OPS_MEMBER, Program, read_host_ops
 from oxla_codegen_llvm.simt.model import Kernel, Param
 
 ImageReader = Callable[[str, list[str], list[Any]], Any]
@@ -56,8 +58,9 @@ def load_gpu_artifact(path: str | os.PathLike[str], backend: str, known_archs: C
         prog = json.loads(head["program.json"])
         kern = json.loads(head["kernels.json"])
         n_const = int(prog["constants"])
+        n_host = int(prog.get("host_ops", 0))
         steps, temp_bytes = prog["steps"], int(prog["temp_bytes"])
-        if not isinstance(steps, list) or temp_bytes < 0 or n_const < 0:
+        if not isinstance(steps, list) or temp_bytes < 0 or n_const < 0 or n_host < 0:
             raise ValueError("bad program")
         kernels = [Kernel(k["name"], k["llvm_ir"],
                           tuple(Param(kind, None, int(v)) for kind, v in k["params"]),
@@ -68,8 +71,16 @@ def load_gpu_artifact(path: str | os.PathLike[str], backend: str, known_archs: C
     rest = read_members(p, [f"const{i}.npy" for i in range(n_const)])
     constants = [np.load(io.BytesIO(rest[f"const{i}.npy"]), allow_pickle=False)
                  for i in range(n_const)]
+    host_ops = []
+    if n_host:
+        text = read_members(p, [HOST_OPS_MEMBER])[HOST_OPS_MEMBER].decode()
+        try:
+            host_ops = read_host_ops(text, n_host)
+        except OxlaError as exc:
+            raise OxlaError(f"'{p}' is corrupt: {exc.message}") from None
     image = read_image(p, archs, kernels)
     stats = dict(manifest.get("stats", {}))
     stats["load_seconds"] = time.perf_counter() - t0
-    return make(head["module.mlir"].decode(), Program(steps, constants, kernels, temp_bytes),
+    return make(head["module.mlir"].decode(),
+                Program(steps, constants, kernels, temp_bytes, host_ops=host_ops),
                 image, stats, list(manifest.get("stages", [])))

@@ -13,6 +13,14 @@ handles. Work is stream-ordered.
 A backend's device variable (``OXLA_CUDA_DEVICE``, ``OXLA_HIP_DEVICE``) reads as:
 unset or ``auto``: device 0 of the vendor runtime when its library loads; ``sim``: the
 simulated device (never chosen unasked); ``N``: device ``N`` (:func:`choice_from_env`).
+
+Under a launcher (one process per GPU: ``mpiexec``, ``oxla launch``, ``srun``), ``auto``
+and ``sim`` take device ``local_rank % device_count`` instead of 0, the process's rank
+among those of its host (:func:`local_rank`: oxla's ``OXLA_LOCAL_RANK``, else the
+launcher's variable; ``exe.attach_mpi`` sets ``OXLA_LOCAL_RANK`` from an
+``MPI_COMM_TYPE_SHARED`` split when no launcher set one). ``N`` overrides it: every
+process takes device ``N``. The simulated device counts ``OXLA_SIM_DEVICE_COUNT``
+devices (default 1), so a simulated job checks the same choice.
 """
 
 from __future__ import annotations
@@ -63,17 +71,101 @@ class Device(Protocol):
     def graph_destroy(self, graph: Any) -> None: ...
 
 
+LOCAL_RANK_VARS = ("OXLA_LOCAL_RANK", "MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK",
+                   "PMI_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID")
+"""Where a process's rank on its host is read, the first one set: oxla's own (a user's
+override, or what ``attach_mpi`` found), MPICH's Hydra (and Intel MPI), Open MPI, PMI
+(Cray), MVAPICH2, Slurm's ``srun``."""
+
+SIM_DEVICE_COUNT = "OXLA_SIM_DEVICE_COUNT"
+
+
+def local_rank(environ: Any = None) -> int | None:
+    """This process's rank among the processes of its host (module doc), or None when no
+    launcher says.
+
+    Raises:
+        OxlaError: the variable is not a non-negative integer (names it).
+    """
+    env = os.environ if environ is None else environ
+    for name in LOCAL_RANK_VARS:
+        value = env.get(name, "").strip()
+        if not value:
+            continue
+        try:
+            n = int(value)
+        except ValueError:
+            n = -1
+        if n < 0:
+            raise OxlaError(f"{name} must be a local rank (an integer >= 0), got '{value}'")
+        return n
+    return None
+
+
+def set_local_rank_from(comm: Any) -> int:
+    """This process's local rank, found from the MPI communicator ``comm`` (mpi4py) when
+    no launcher variable gives it: its rank in ``comm``'s ``MPI_COMM_TYPE_SHARED``
+    split (collective over ``comm``; it blocks, unlike the collectives), kept in
+    ``OXLA_LOCAL_RANK`` for the device choice.
+
+    Raises:
+        OxlaError: a launcher's variable is malformed.
+    """
+    n = local_rank()
+    if n is None:
+        from mpi4py import MPI
+
+        shared = comm.Split_type(MPI.COMM_TYPE_SHARED)
+        n = shared.Get_rank()
+        shared.Free()
+        os.environ[LOCAL_RANK_VARS[0]] = str(n)
+    return n
+
+
+def sim_device_count() -> int:
+    """How many simulated devices a host has (``OXLA_SIM_DEVICE_COUNT``, default 1).
+
+    Raises:
+        OxlaError: not a positive integer.
+    """
+    value = os.environ.get(SIM_DEVICE_COUNT, "").strip() or "1"
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise OxlaError(f"{SIM_DEVICE_COUNT} must be a positive integer, got '{value}'")
+    return n
+
+
 @dataclass(frozen=True)
 class DeviceChoice:
     """The device a runtime is made for.
 
     Attributes:
         kind: ``driver`` (a real GPU through the vendor runtime) or ``sim``.
-        ordinal: the runtime's device number (``driver`` only).
+        ordinal: the device number asked for (``N``; 0 for ``auto``/``sim``).
+        local_rank: the process's rank on its host under a launcher (``auto``/``sim``
+            only; None otherwise): the device is then chosen by it
+            (:meth:`device_ordinal`).
     """
 
     kind: str
     ordinal: int = 0
+    local_rank: int | None = None
+
+    def device_ordinal(self, count: int) -> int:
+        """The device to open on a host with ``count`` devices: ``local_rank % count``
+        under a launcher, else :attr:`ordinal`.
+
+        Raises:
+            OxlaError: no device (``count`` < 1) under a launcher.
+        """
+        if self.local_rank is None:
+            return self.ordinal
+        if count < 1:
+            raise OxlaError("no device to run on: the runtime reports 0 devices")
+        return self.local_rank % count
 
 
 @functools.cache
@@ -87,16 +179,18 @@ def library_loads(name: str) -> bool:
 
 
 def choice_from_env(env: str) -> DeviceChoice:
-    """The device the variable ``env`` asks for (module doc).
+    """The device the variable ``env`` asks for (module doc), with this process's
+    :func:`local_rank` for ``auto``/``sim``.
 
     Raises:
-        OxlaError: the variable is neither ``auto``, ``sim`` nor a device number.
+        OxlaError: the variable is neither ``auto``, ``sim`` nor a device number, or a
+            launcher's local rank variable is malformed.
     """
     value = os.environ.get(env, "").strip().lower()
     if value in ("", "auto"):
-        return DeviceChoice("driver", 0)
+        return DeviceChoice("driver", 0, local_rank())
     if value == "sim":
-        return DeviceChoice("sim")
+        return DeviceChoice("sim", 0, local_rank())
     try:
         ordinal = int(value)
     except ValueError:

@@ -55,12 +55,13 @@ from oxla_codegen_llvm.gpu.arrays import (
     dlpack_input,
     is_dlpack_producer,
 )
+from oxla_codegen_llvm.gpu.device import set_local_rank_from
 from oxla_codegen_llvm.gpu.fft import fft_call
 from oxla_codegen_llvm.gpu.gemm import dot_call
 from oxla_codegen_llvm.gpu.hostops import HostCall, member_of, value_spec
 from oxla_codegen_llvm.gpu.nccl import OPS as NCCL_OPS
 from oxla_codegen_llvm.gpu.nccl import NcclCollectives, nccl_calls
-from oxla_codegen_llvm.gpu.program import Program
+from oxla_codegen_llvm.gpu.program import HOST_OPS_MEMBER, Program, host_ops_text
 from oxla_codegen_llvm.gpu.runtime import Runtime
 
 GRAPHS = 4
@@ -181,14 +182,19 @@ class GPUExecutable:
         """Makes this executable's collectives NCCL calls on its stream (one rank per
         GPU; :mod:`oxla_codegen_llvm.gpu.nccl`); on the simulated device the same calls
         run over MPI on its memory. Every rank calls it once, in the same order, before
-        its first call.
+        its first call: it finds the rank's local rank, which picks the device when none
+        is made yet (:func:`~oxla_codegen_llvm.gpu.device.set_local_rank_from`), makes
+        the world's communicator and splits one per process group of the program's
+        collectives, each waited for against ``timeout``.
 
         Args:
             comm: ``MPI.COMM_WORLD`` (mpi4py); rank 0 makes the NCCL id, every rank
                 receives it over ``comm``.
             family: the MPI's ABI family (unused: NCCL needs none of MPI's handles).
-            timeout: unused: an NCCL call is not polled (a rank that never arrives
-                hangs the others; the host-staged steps keep ``timeout``).
+            timeout: seconds (``OXLA_COLLECTIVE_TIMEOUT``) that making the
+                communicators or one op's NCCL group may take: each is polled against
+                it, then this rank names the op and itself and every rank is aborted
+                (:meth:`~oxla_codegen_llvm.gpu.nccl.NcclCollectives.wait`).
 
         Returns:
             The :class:`~oxla_codegen_llvm.gpu.nccl.NcclCollectives` (``summary()``
@@ -198,14 +204,19 @@ class GPUExecutable:
         Raises:
             OxlaError: NCCL is not loadable or its communicator failed.
         """
-        del family, timeout
+        del family
+        set_local_rank_from(comm)  # (the device, when not made yet: local rank % count)
         if not any(op.name in NCCL_OPS for op in self.program.host_ops):
             return None
         dev = self._load().rt.device
         if not hasattr(dev, "nccl_world"):
             return None
-        self._nccl = NcclCollectives(dev.nccl_world(comm), comm.Get_rank(), comm.Get_size())
-        return self._nccl
+        nc = NcclCollectives(dev.nccl_world(comm), comm, timeout)
+        for op in self.program.host_ops:  # every group's communicator, now, in op order
+            if op.name in NCCL_OPS:
+                nc.prepare(op)
+        self._nccl = nc
+        return nc
 
     @property
     def probes(self) -> dict[str, list[np.ndarray]]:
@@ -416,8 +427,9 @@ class GPUExecutable:
     @staticmethod
     def _nccl_step(st: dict[str, Any], op: Any, addr, dev: Any, s: Any,
                    nc: NcclCollectives) -> bool:
-        """A collective as one NCCL group on the stream; False (the host-staged step
-        runs) for a form NCCL cannot run, which every rank decides alike."""
+        """A collective as one NCCL group on the stream, waited for against the
+        deadline (:meth:`NcclCollectives.run`); False (the host-staged step runs) for a
+        form NCCL cannot run, which every rank decides alike."""
         kind = op.name.split(".", 1)[1]
         try:
             calls = nccl_calls(op, [addr(r) for r in st["ins"]],
@@ -426,7 +438,7 @@ class GPUExecutable:
             nc.fallback[st["index"]] = f"{kind}: {e}"
             return False
         nc.prepare(op)
-        dev.nccl(calls, nc.comm, s)
+        nc.run(op, dev.nccl(calls, nc.comm, s))
         nc.native[st["index"]] = kind
         return True
 
@@ -459,7 +471,8 @@ def _nbytes(spec: tuple | None) -> int:
 def program_json(program: Program) -> bytes:
     """The launch program and kernel table as JSON (the artifact's ``program.json``)."""
     return json.dumps({"steps": program.steps, "temp_bytes": program.temp_bytes,
-                       "constants": len(program.constants)}).encode()
+                       "constants": len(program.constants),
+                       "host_ops": len(program.host_ops)}).encode()
 
 
 def _npy(a: np.ndarray) -> bytes:
@@ -473,23 +486,21 @@ def save_artifact(exe: GPUExecutable, path: str | os.PathLike[str]) -> None:
 
     Raises:
         NotSupportedError: the program launches custom-call kernels (their launch
-            records are not serialized yet) or has host steps (collectives, streaming,
-            probes), whose ops an artifact cannot hold yet.
+            records are not serialized yet), or a host step's op (collectives,
+            streaming, probes; kept in ``host_ops.mlir``) does not read back alone.
     """
     if exe.program.custom:
         raise NotSupportedError(f"a {exe.backend} executable with custom-call kernels "
                                 "cannot be saved yet (their launch records are not "
                                 "serialized); compile the program where it runs")
-    if exe.program.host_ops:
-        names = sorted({op.name for op in exe.program.host_ops})
-        raise NotSupportedError(f"a {exe.backend} artifact cannot hold host-staged ops yet "
-                                f"({', '.join(names)})")
     kernels = [{"name": k.name, "grid": list(k.grid), "block": list(k.block),
                 "shared_bytes": int(k.shared_bytes), "llvm_ir": k.llvm_ir,
                 "params": [[p.kind, int(p.value)] for p in k.params]}
                for k in exe.program.kernels]
     files = {"module.mlir": exe.module_text.encode(), "program.json": program_json(exe.program),
              "kernels.json": json.dumps(kernels).encode()}
+    if exe.program.host_ops:
+        files[HOST_OPS_MEMBER] = host_ops_text(exe.program.host_ops).encode()
     files.update(exe.image.members())
     for i, c in enumerate(exe.program.constants):
         files[f"const{i}.npy"] = _npy(c)

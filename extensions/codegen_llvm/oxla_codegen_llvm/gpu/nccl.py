@@ -28,9 +28,16 @@ runs the op's host-staged step, which is exact (the interpreter's semantics over
 ``oxla.sharding.mpi.MpiGrid``). NCCL does not document its reduction order: a real
 GPU's floating-point sums may differ from the interpreter's in the last bits.
 
-:func:`run_reference` (over :class:`MpiComm`) runs the same calls with mpi4py on the
-host memory of a simulated device, in the group's order, so a simulated run checks the
-pointers, counts, peers and groups a GPU would get.
+:func:`start_reference` (over :class:`MpiComm`) runs the same calls as non-blocking
+mpi4py messages on the host memory of a simulated device, reducing in the group's
+order, so a simulated run checks the pointers, counts, peers and groups a GPU would get.
+
+No wait blocks: the communicators' creation, their splits and each op's group are
+polled (``ready()``, ``done()``) by :meth:`NcclCollectives.wait`, which is
+``oxla.sharding.mpi.wait_or_abort``, the MPI path's deadline policy, for a real GPU
+(``ncclCommGetAsyncError`` and ``cuStreamQuery``) and the simulated device (``MPI_Test``)
+alike: past ``OXLA_COLLECTIVE_TIMEOUT`` the waiting rank names the op and itself,
+``ncclCommAbort`` s its communicators and ``MPI_Abort`` s the job.
 """
 
 from __future__ import annotations
@@ -41,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from oxla.errors import NotSupportedError
+from oxla.errors import NotSupportedError, OxlaError
 from oxla.interpreter.rules import collectives as C
 from oxla.interpreter.rules.util import attr, dense_2d
 
@@ -240,79 +247,155 @@ def _check_overlap(op, calls: list[NcclCall]) -> None:
 
 
 class MpiComm:
-    """A communicator of the reference: an mpi4py communicator (``split`` as
-    ``ncclCommSplit``: ``None`` for a rank outside every group)."""
+    """A communicator of the reference over a duplicate of the MPI job's communicator
+    (``mpi``, made by ``MPI_Comm_idup``: ``request`` until it completes), as the ranks
+    ``group`` of it in order; ``split`` (``ncclCommSplit``) is local: the reference
+    addresses a group's ranks in ``mpi`` itself. ``None`` for a rank outside every
+    group."""
 
-    def __init__(self, comm: Any):
-        self.comm = comm
+    def __init__(self, mpi: Any, group: tuple[int, ...], request: Any = None):
+        self.mpi, self.group, self.request = mpi, group, request
 
-    def split(self, color: int, key: int) -> MpiComm | None:
+    @classmethod
+    def world(cls, comm: Any) -> MpiComm:
+        """Every rank of the mpi4py communicator ``comm`` (its ``Idup``, in progress:
+        :meth:`ready`)."""
+        dup, req = comm.Idup()
+        return cls(dup, tuple(range(comm.Get_size())), req)
+
+    def ready(self) -> bool:
+        """Whether the communicator exists (non-blocking)."""
+        if self.request is not None and not self.request.Test():
+            return False
+        self.request = None
+        return True
+
+    def split(self, color: int, key: int, group: tuple[int, ...]) -> MpiComm | None:
+        """The communicator of ``group`` (ready at once); None for color -1."""
+        return None if color < 0 else MpiComm(self.mpi, group)
+
+    def abort(self) -> None:
+        """Nothing to release (``MPI_Abort`` follows)."""
+
+
+COLLECTIVE_TAG = 100  # + the call's index in its group (p2p calls use P2P_TAG)
+P2P_TAG = 7
+
+
+class ReferenceGroup:
+    """One NCCL group of the reference in flight (:func:`start_reference`): ``done()``
+    is True once its messages completed and its results are written."""
+
+    def __init__(self, reqs: list, finish: Callable[[], None]):
+        self.reqs, self._finish, self.finished = reqs, finish, False
+
+    def done(self) -> bool:
         from mpi4py import MPI
 
-        c = self.comm.Split(MPI.UNDEFINED if color < 0 else color, key)
-        return None if c == MPI.COMM_NULL else MpiComm(c)
+        if not self.finished and MPI.Request.Testall(self.reqs):
+            self._finish()
+            self.finished = True
+        return self.finished
+
+    def abort(self) -> None:
+        """Nothing to release (``MPI_Abort`` follows)."""
 
 
-def run_reference(calls: Sequence[NcclCall], comm: Callable[[tuple[int, ...]], MpiComm],
-                  view: Callable[[int, int], np.ndarray]) -> None:
-    """What NCCL computes for ``calls`` (one group), on memory that ``view(ptr, nbytes)``
-    maps to a writable ``uint8`` array: every send buffer is read before any result is
-    written (a group's calls are concurrent), reductions run in the group's order.
-    ``comm(group)`` is the :class:`MpiComm` of a group."""
-    reqs, later = [], []
-    for c in calls:
-        mc = comm(c.group).comm
+def start_reference(calls: Sequence[NcclCall], comm: Callable[[tuple[int, ...]], MpiComm],
+                    view: Callable[[int, int], np.ndarray]) -> ReferenceGroup:
+    """Starts what NCCL computes for ``calls`` (one group), on memory that
+    ``view(ptr, nbytes)`` maps to a writable ``uint8`` array, as non-blocking MPI
+    messages: every send buffer is read now, before any result is written (a group's
+    calls are concurrent); the results are written when the returned group is
+    ``done()``, reductions in the group's order. ``comm(group)`` is the
+    :class:`MpiComm` of a group; a peer is an index into the call's group."""
+    reqs: list = []
+    later: list = []
+    keep: list = []
+    for i, c in enumerate(calls):
+        mc = comm(c.group)
+        me = mc.mpi.Get_rank()
         if c.kind in ("all_reduce", "all_gather", "reduce_scatter"):
             mine = view(c.send, c.send_bytes).copy()
-            got = mc.allgather(mine)
-            later.append((c, got))
+            got = []
+            for r in c.group:
+                if r == me:
+                    got.append(mine)
+                    continue
+                buf = np.empty_like(mine)
+                reqs.append(mc.mpi.Isend(mine, dest=r, tag=COLLECTIVE_TAG + i))
+                reqs.append(mc.mpi.Irecv(buf, source=r, tag=COLLECTIVE_TAG + i))
+                got.append(buf)
+            keep.append(mine)
+            later.append((c, got, c.group.index(me)))
         elif c.kind == "send":
             buf = view(c.send, c.send_bytes).copy()
-            reqs.append((mc.Isend(buf, dest=c.peer, tag=7), buf))
+            keep.append(buf)
+            reqs.append(mc.mpi.Isend(buf, dest=c.group[c.peer], tag=P2P_TAG))
         elif c.kind == "recv":
             buf = np.empty(c.recv_bytes, np.uint8)
-            later.append((c, (mc.Irecv(buf, source=c.peer, tag=7), buf)))
-    for c, got in later:
-        if c.kind == "recv":
-            got[0].Wait()
-            view(c.recv, c.recv_bytes)[...] = got[1]
-            continue
-        if c.kind == "all_gather":
-            view(c.recv, c.recv_bytes)[...] = np.concatenate(got)
-            continue
-        ufunc = REDOPS[c.op][1]
-        vals = [g.view(c.dtype) for g in got]
-        acc = vals[0].copy()
-        with np.errstate(all="ignore"):
-            for v in vals[1:]:
-                acc = ufunc(acc, v).astype(c.dtype, copy=False)
-        if c.kind == "reduce_scatter":
-            me = mc.Get_rank()  # split with key = the place in the group
-            acc = acc[me * c.count:(me + 1) * c.count]
-        view(c.recv, acc.nbytes)[...] = acc.view(np.uint8)
-    for c in calls:
-        if c.kind == "zero":
-            view(c.recv, c.recv_bytes)[...] = 0
-    for r, _ in reqs:
-        r.Wait()
+            reqs.append(mc.mpi.Irecv(buf, source=c.group[c.peer], tag=P2P_TAG))
+            later.append((c, buf, -1))
+
+    def finish() -> None:
+        del keep[:]
+        for c, got, me in later:
+            if c.kind == "recv":
+                view(c.recv, c.recv_bytes)[...] = got
+            elif c.kind == "all_gather":
+                view(c.recv, c.recv_bytes)[...] = np.concatenate(got)
+            else:
+                ufunc = REDOPS[c.op][1]
+                vals = [g.view(c.dtype) for g in got]
+                acc = vals[0].copy()
+                with np.errstate(all="ignore"):
+                    for v in vals[1:]:
+                        acc = ufunc(acc, v).astype(c.dtype, copy=False)
+                if c.kind == "reduce_scatter":
+                    acc = acc[me * c.count:(me + 1) * c.count]
+                view(c.recv, acc.nbytes)[...] = acc.view(np.uint8)
+        for c in calls:
+            if c.kind == "zero":
+                view(c.recv, c.recv_bytes)[...] = 0
+
+    return ReferenceGroup(reqs, finish)
 
 
 class NcclCollectives:
     """An executable's NCCL state under MPI: the world communicator and one split per
-    distinct process group (made on first use, in op order, on every rank), and what ran
+    distinct process group (:meth:`prepare`, in op order, on every rank), and what ran
     where (:meth:`summary`).
 
-    ``world`` is the device's communicator over the MPI job (a real
-    ``ncclComm_t`` wrapper, or :class:`MpiComm` on the simulated device); it has
-    ``split(color, key)``.
+    ``world`` is the device's communicator over the MPI job (a real ``ncclComm_t``
+    wrapper, or :class:`MpiComm` on the simulated device), possibly still being made:
+    it has ``ready()`` (non-blocking; raises on an asynchronous error), ``abort()``
+    (``ncclCommAbort``) and ``split(color, key, group)``. Every wait (the communicators
+    being made, each group's calls completing) is :meth:`wait`: the deadline policy of
+    ``oxla.sharding.mpi.wait_or_abort``, ``timeout`` seconds, then this rank names the
+    op and itself, aborts its communicators and ``MPI_Abort`` s ``mpi`` (the job's
+    mpi4py communicator).
     """
 
-    def __init__(self, world: Any, rank: int, size: int):
-        self.world, self.rank, self.size = world, rank, size
-        self._comms: dict[tuple[int, ...], Any] = {tuple(range(size)): world}
+    def __init__(self, world: Any, mpi: Any, timeout: float):
+        self.world, self.mpi, self.timeout = world, mpi, float(timeout)
+        self.rank, self.size = mpi.Get_rank(), mpi.Get_size()
+        self._comms: dict[tuple[int, ...], Any] = {tuple(range(self.size)): world}
         self._splits: set[tuple] = set()
         self.native: dict[int, str] = {}  # host op index -> its kind
         self.fallback: dict[int, str] = {}  # host op index -> "kind: why not NCCL"
+        self.wait(world.ready, "creating the NCCL communicator")
+
+    def abort(self) -> None:
+        """Aborts every communicator (``ncclCommAbort``; the world's last)."""
+        for c in list(self._comms.values())[::-1]:
+            if c is not None:
+                c.abort()
+
+    def wait(self, test: Callable[[], bool], what: str) -> None:
+        """Polls ``test`` against the deadline (class doc); returns once it is True."""
+        from oxla.sharding.mpi import wait_or_abort
+
+        wait_or_abort(test, what, self.rank, self.timeout, self.mpi, self.abort)
 
     def comm(self, group: tuple[int, ...]) -> Any:
         """The communicator whose ranks are ``group`` in order (the world's for every
@@ -323,18 +406,31 @@ class NcclCollectives:
         return c
 
     def prepare(self, op: Any) -> None:
-        """Splits the communicators of ``op``'s groups (every rank, the same order)."""
+        """Splits the communicators of ``op``'s groups (every rank, the same order),
+        each split waited for (:meth:`wait`)."""
         if op.name == "stablehlo.collective_permute":
             return
-        groups = tuple(_groups(op, self.size))
+        try:
+            groups = tuple(_groups(op, self.size))
+        except OxlaError:  # groups the host-staged step refuses (it says why)
+            return
         if groups == (tuple(range(self.size)),) or groups in self._splits:
             return
         self._splits.add(groups)
         mine = [i for i, g in enumerate(groups) if self.rank in g]
-        c = self.world.split(mine[0] if mine else -1,
-                             groups[mine[0]].index(self.rank) if mine else 0)
+        group = groups[mine[0]] if mine else ()
+        c = self.world.split(mine[0] if mine else -1, group.index(self.rank) if mine else 0,
+                             group)
+        kind = op.name.split(".", 1)[1]
+        self.wait((c or self.world).ready, f"splitting the NCCL communicator for '{kind}'")
         if mine:
-            self._comms[groups[mine[0]]] = c
+            self._comms[group] = c
+
+    def run(self, op: Any, pending: Any) -> None:
+        """Waits for one op's group of calls (``pending``: ``done()`` True once the
+        calls completed on the device, raising on an asynchronous error)."""
+        kind = op.name.split(".", 1)[1]
+        self.wait(pending.done, f"NCCL '{kind}' (channel {C.channel_id(op)})")
 
     def summary(self) -> str:
         """``NCCL collectives: all_reduce 2; host-staged: 1 (all_to_all: ...)`` over the
@@ -349,4 +445,4 @@ class NcclCollectives:
 
 
 __all__ = ["DTYPES", "OPS", "REDOPS", "MpiComm", "NcclCall", "NcclCollectives",
-           "nccl_calls", "reduction", "run_reference"]
+           "ReferenceGroup", "nccl_calls", "reduction", "start_reference"]

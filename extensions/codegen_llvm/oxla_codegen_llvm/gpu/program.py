@@ -58,8 +58,8 @@ class Program:
         temp_bytes: the arena's size.
         custom: the custom calls' launch records (``oxla_kernels.DeviceKernel``), by a
             ``custom`` step's ``kernel`` index.
-        host_ops: the ops of the ``host`` steps, by step index (not saved: a program
-            with host steps has no artifact yet).
+        host_ops: the ops of the ``host`` steps, by a step's ``index`` (an artifact
+            keeps each as a function of its own: :func:`host_ops_text`).
     """
 
     steps: list[dict[str, Any]]
@@ -233,3 +233,53 @@ def count_steps(steps: list[dict[str, Any]], op: str) -> int:
         for branch in s.get("branches", []):
             n += count_steps(branch, op)
     return n
+
+
+HOST_OPS_MEMBER = "host_ops.mlir"
+
+
+def host_ops_text(ops: list[Any]) -> str:
+    """The host-staged ops as one module: op ``i`` is the body of ``func.func @host<i>``
+    (:func:`oxla.ir.printer.print_op_as_function`), read back by :func:`read_host_ops`.
+
+    Raises:
+        NotSupportedError: an op that does not read back alone (it names the op).
+    """
+    from oxla.errors import NotSupportedError, OxlaError
+    from oxla.ir.printer import print_op_as_function
+
+    text = "".join(print_op_as_function(op, f"host{i}") for i, op in enumerate(ops))
+    try:
+        back = read_host_ops(text, len(ops))
+    except OxlaError as e:
+        raise NotSupportedError(f"a host-staged op does not read back alone: {e.message}") \
+            from None
+    for a, b in zip(ops, back):
+        if a.name != b.name or len(a.operands) != len(b.operands) or \
+                [str(r.type) for r in a.results] != [str(r.type) for r in b.results]:
+            raise NotSupportedError(f"'{a.name}' does not read back alone")
+    return text
+
+
+def read_host_ops(text: str, count: int) -> list[Any]:
+    """The ``count`` host ops of :func:`host_ops_text`'s module, in order.
+
+    Raises:
+        OxlaError: the text does not parse or lacks a ``@host<i>``.
+    """
+    from oxla.errors import OxlaError
+    from oxla.ir import parse_module
+
+    module = parse_module(text, HOST_OPS_MEMBER)
+    funcs = {}
+    for op in module.walk():
+        if op.name == "func.func":
+            funcs[getattr(op.attr("sym_name"), "value", None)] = op
+    out = []
+    for i in range(count):
+        f = funcs.get(f"host{i}")
+        if f is None or not f.regions or not f.regions[0].blocks or \
+                len(list(f.regions[0].blocks[0].ops)) != 2:
+            raise OxlaError(f"{HOST_OPS_MEMBER} has no host op {i}")
+        out.append(list(f.regions[0].blocks[0].ops)[0])
+    return out

@@ -36,7 +36,7 @@ from oxla.errors import NotSupportedError, OxlaError
 from oxla_codegen_llvm.gpu.custom_call import ocelot_ptx
 from oxla_codegen_llvm.gpu.fft import FftCall, fft_reference
 from oxla_codegen_llvm.gpu.gemm import GemmCall, gemm_reference
-from oxla_codegen_llvm.gpu.nccl import MpiComm, NcclCall, run_reference
+from oxla_codegen_llvm.gpu.nccl import MpiComm, NcclCall, ReferenceGroup, start_reference
 from oxla_codegen_llvm.simt import ocelot
 from oxla_codegen_llvm.simt.host import HostTwin
 
@@ -62,9 +62,10 @@ class SimDevice:
     arch = "sim"
     dlpack_device = (1, 0)  # kDLCPU: its memory is host memory, readable as such
 
-    def __init__(self, vendor: str = "CUDA", warp_size: int = 32):
+    def __init__(self, vendor: str = "CUDA", warp_size: int = 32, ordinal: int = 0):
         self.name = f"simulated {vendor} device (host memory, host-twin kernels)"
         self.warp_size = warp_size
+        self.ordinal = ordinal  # which of the host's OXLA_SIM_DEVICE_COUNT devices
         self._blocks: dict[int, np.ndarray] = {}  # address -> its host block
         self._starts: list[int] = []
         self._ids = itertools.count()
@@ -257,22 +258,23 @@ class SimDevice:
 
     def nccl_world(self, comm: Any) -> MpiComm:
         """The communicator NCCL calls use over the MPI job ``comm``: a duplicate of it
-        (the reference's messages never meet the program's other MPI traffic)."""
-        return MpiComm(comm.Dup())
+        (the reference's messages never meet the program's other MPI traffic), made by
+        ``MPI_Comm_idup`` (``ready()`` once it exists, as a non-blocking NCCL
+        communicator's init)."""
+        return MpiComm.world(comm)
 
     def nccl(self, calls: list[NcclCall], comm: Callable[[tuple[int, ...]], Any],
-             stream: Any) -> None:
-        """One NCCL group (:func:`~oxla_codegen_llvm.gpu.nccl.run_reference` over MPI on
-        this device's memory)."""
+             stream: Any) -> ReferenceGroup:
+        """Starts one NCCL group (:func:`~oxla_codegen_llvm.gpu.nccl.start_reference`:
+        non-blocking MPI on this device's memory); the caller polls its ``done()``
+        against the deadline, as it polls a real GPU's stream. (A program with host
+        steps is never captured into a graph.)"""
         for c in calls:  # inside an allocation
             for ptr in (c.send, c.recv):
                 if ptr:
                     self.view(ptr, 1)
-
-        def work():
-            run_reference(calls, comm, self.view)
-            self.stats["nccl_groups"] += 1
-        self._run(stream, work)
+        self.stats["nccl_groups"] += 1
+        return start_reference(calls, comm, self.view)
 
 
 def host_array(device: SimDevice, ptr: int, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
