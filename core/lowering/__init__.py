@@ -40,7 +40,12 @@ from __future__ import annotations
 
 from oxla.lowering import pipeline
 from oxla.lowering.buffers import assign_best, assign_buffers, distinct_locations, location
-from oxla.lowering.control import CONTROL_OPS, captured_values, control_kernel
+from oxla.lowering.control import (
+    CONTROL_OPS,
+    captured_values,
+    control_kernel,
+    invariant_kernels,
+)
 from oxla.lowering.dots import (
     GemmDims,
     blas_operand,
@@ -90,7 +95,7 @@ __all__ = [
     "LoopKernel", "OpKernel", "PackKernel", "Plan", "Policy", "PolicyBase", "Stage",
     "assign_best", "assign_buffers", "captured_values", "check_static", "classify",
     "control_kernel", "dependences", "distinct_locations", "fuse", "fuse_block",
-    "has_effect", "is_same_index_op", "is_splat_constant", "kernel_reads", "kernel_writes",
+    "has_effect", "invariant_kernels", "is_same_index_op", "is_splat_constant", "kernel_reads", "kernel_writes",
     "leaves", "location", "nbytes", "op_has_effect", "pipeline", "same_index_inputs",
     "schedule", "shape_of", "unsupported", "window_update",
 ]

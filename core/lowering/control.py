@@ -16,6 +16,18 @@ backend's entry code runs inside a loop or a branch. Values live in buffers:
 * values the regions capture from enclosing blocks are materialized there and read in
   place.
 
+Loop-invariant kernels (``while`` only, when the policy asks for them,
+:meth:`~oxla.lowering.policy.Policy.hoist_invariants`): a buffer is loop-invariant when
+the body cannot change it while the loop runs: a value captured from an enclosing block,
+a constant, or a body argument returned unchanged at its own position (its carried
+buffer is written only by the initial copy). Anything written in the body, in place or
+through a copy back into a carried buffer, is not. :func:`invariant_kernels` moves the
+body's pure kernels that read only such buffers (or what other moved kernels write) into
+the while's ``pre`` plan, which runs once, after the initial copies and the first true
+condition (so not at all when the trip count is 0); its outputs keep their own region at
+the start of the scratch for the whole loop. A backend may add kernels of its own there
+(the cpu backend packs invariant GEMM weights into panels once).
+
 The sub-plans' temporaries share one scratch buffer of the enclosing plan (branches and
 the condition/body pairs never run at the same time, so the scratch is as large as the
 largest sub-plan's peak), placed first fit by liveness inside each sub-plan.
@@ -27,11 +39,14 @@ from collections.abc import Callable
 from dataclasses import fields, is_dataclass
 
 from oxla.ir import Block, Operation, Value
-from oxla.lowering.plan import Buf, ControlKernel, LoopKernel, PackKernel, Plan
+from oxla.lowering.plan import Buf, ControlKernel, Kernel, LoopKernel, PackKernel, Plan
 from oxla.lowering.shapes import nbytes, window_update
 
 SubFuser = Callable[[Block, dict[Value, Buf], list[Buf], str], Plan]
 """Fuses one region block: ``(block, env, results, prefix) -> Plan``."""
+Hoister = Callable[[Plan, set[int]], list[Kernel]]
+"""The policy's :meth:`~oxla.lowering.policy.Policy.hoist_invariants`: ``(body plan,
+ids of its loop-invariant buffers) -> kernels to run once before the loop``."""
 
 CONTROL_OPS = ("stablehlo.while", "stablehlo.if", "stablehlo.case")
 ALIGN = 64
@@ -50,15 +65,18 @@ def captured_values(op: Operation) -> set[Value]:
 
 
 def control_kernel(op: Operation, vbuf: dict[Value, Buf], name: str, counter,
-                   fuse_block: SubFuser) -> ControlKernel:
+                   fuse_block: SubFuser, hoist: Hoister | None = None) -> ControlKernel:
     """The kernel of one control-flow op; ``vbuf`` holds the buffers of its results and
-    of every value its regions capture; ``fuse_block`` fuses each region's block.
+    of every value its regions capture; ``fuse_block`` fuses each region's block;
+    ``hoist`` (a ``while``'s loop-invariant kernels, module doc) is the policy's, None for
+    no hoisting.
 
     Raises:
         NotSupportedError: an op of a region that the backend cannot compile.
     """
     outs = [vbuf[r] for r in op.results]
     init = []
+    pre: Plan | None = None
     if op.name == "stablehlo.while":
         cond, body = (r.blocks[0] for r in op.regions)
         pred = Buf(f"%{next(counter)}", 1, "temp")
@@ -80,21 +98,65 @@ def control_kernel(op: Operation, vbuf: dict[Value, Buf], name: str, counter,
             init.append(PackKernel(f"{name}.init{j}", v, vbuf[v], tuple(range(v.type.rank)),
                                    outs[j]))
         plans = [cond_plan, body_plan]
+        if hoist is not None:
+            invariant = {id(vbuf[v]) for v in captured_values(op)} | {
+                id(outs[j]) for j, v in enumerate(ret) if v is body.args[j]}
+            hoisted = hoist(body_plan, invariant)
+            if hoisted:
+                pre = Plan(hoisted, body_plan.vbuf, [], [])
     else:
         pred = vbuf[op.operands[0]]
         plans = [fuse_block(r.blocks[0], vbuf, outs, f"{name}.branch{i}.")
                  for i, r in enumerate(op.regions)]
     scratch = Buf(f"{name}.scratch", 0, "temp")
-    size = max([_place(p, scratch, set(map(id, vbuf.values())) | set(map(id, outs)))
-                for p in plans] + [0])
+    outer = set(map(id, vbuf.values())) | set(map(id, outs))
+    start = _place_all(pre, scratch, outer) if pre is not None else 0
+    size = max([_place(p, scratch, outer, start) for p in plans] + [start])
     scratch.nbytes = size
     reads: dict[int, Buf] = {}
     for b in [pred] + [b for k in init for b in k.reads(vbuf)] + \
-            [b for p in plans for k in p.kernels for b in k.reads(p.vbuf)]:
+            [b for p in plans + ([pre] if pre else []) for k in p.kernels
+             for b in k.reads(p.vbuf)]:
         if b.base is None:  # not in the scratch
             reads.setdefault(id(b), b)
     return ControlKernel(name, op, op.name.split(".")[-1], pred, plans, init, outs,
-                         list(reads.values()), scratch if size else None)
+                         list(reads.values()), scratch if size else None, pre)
+
+
+def invariant_kernels(plan: Plan, invariant: set[int]) -> list[Kernel]:
+    """Removes from ``plan`` (a ``while`` body) the kernels that compute the same thing
+    in every iteration and returns them, in order (the module doc's ``pre`` plan).
+
+    A kernel moves when it is pure (no effect, not control flow), every buffer it reads
+    is a constant, one of ``invariant`` (ids of the loop-invariant buffers) or written by
+    a kernel moved before it, and every buffer it writes is a fresh temporary of the
+    body: written by no other kernel, read by none before it, not one of the body's
+    results (so not a loop-carried buffer or what is copied into one).
+    """
+    writers: dict[int, int] = {}
+    for k in plan.kernels:
+        for b in k.writes():
+            writers[id(b)] = writers.get(id(b), 0) + 1
+    results = set(map(id, plan.results))
+    ok = set(invariant)
+    seen_reads: set[int] = set()
+    moved: list[Kernel] = []
+    kept: list[Kernel] = []
+    for k in plan.kernels:
+        reads = k.reads(plan.vbuf)
+        writes = k.writes()
+        if not isinstance(k, ControlKernel) and not k.has_effect and writes and all(
+                b.kind == "const" or id(b) in ok for b in reads) and all(
+                b.kind == "temp" and b.base is None and writers[id(b)] == 1
+                and id(b) not in results and id(b) not in seen_reads
+                and id(b) not in invariant for b in writes):
+            moved.append(k)
+            ok.update(map(id, writes))
+        else:
+            kept.append(k)
+        seen_reads.update(map(id, reads))
+    plan.kernels[:] = kept
+    return moved
 
 
 def _write_in_place(plan: Plan, ret: list[Value], j: int, fresh: Buf, carried: Buf) -> bool:
@@ -154,9 +216,23 @@ def _align(n: int) -> int:
     return (n + ALIGN - 1) // ALIGN * ALIGN
 
 
-def _place(plan: Plan, scratch: Buf, outer: set[int]) -> int:
+def _place_all(plan: Plan, scratch: Buf, outer: set[int]) -> int:
+    """Places every temporary ``plan`` writes (those not in ``outer``) one after the
+    other from the start of ``scratch`` (they live as long as the loop); returns the
+    bytes used."""
+    end = 0
+    for k in plan.kernels:
+        for b in k.writes():
+            if b.kind == "temp" and b.base is None and id(b) not in outer:
+                b.base, b.offset = scratch, end
+                end += _align(max(b.nbytes, 1))
+    return end
+
+
+def _place(plan: Plan, scratch: Buf, outer: set[int], start: int = 0) -> int:
     """Places the temporaries ``plan`` creates (those not in ``outer``) at offsets
-    relative to ``scratch``, first fit by liveness; returns the bytes used."""
+    relative to ``scratch`` from ``start`` on, first fit by liveness; returns the end
+    of the bytes used."""
     n = len(plan.kernels)
     first: dict[int, int] = {}
     last: dict[int, int] = {}
@@ -174,14 +250,14 @@ def _place(plan: Plan, scratch: Buf, outer: set[int]) -> int:
         if id(b) in bufs:
             last[id(b)] = n
     live: list[tuple[int, int, int]] = []  # (offset, size, id)
-    peak = 0
+    peak = start
     for t, k in enumerate(plan.kernels):
         live = [x for x in live if last[x[2]] >= t]
         for b in k.writes():
             if id(b) not in bufs or first[id(b)] != t or b.base is not None:
                 continue
             size = _align(max(b.nbytes, 1))
-            offset = 0
+            offset = start
             for off, sz, _ in live:
                 if off - offset >= size:
                     break

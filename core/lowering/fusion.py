@@ -228,8 +228,9 @@ def fuse_block(block, env: dict[Value, Buf], results: list[Buf], prefix: str,
             continue
         if kinds[op] == "control":
             sub = lambda b, e, r, p: fuse_block(b, e, r, p, counter, policy)  # noqa: E731
+            hoist = lambda p, inv: policy.hoist_invariants(p, inv, counter)  # noqa: E731
             kernels.append(control_kernel(op, vbuf, f"{prefix}{op.name.split('.')[-1]}"
-                                          f"{len(kernels)}", counter, sub))
+                                          f"{len(kernels)}", counter, sub, hoist))
             continue
         kernels.extend(_make_kernels(op, kinds[op], vbuf, materialized, len(kernels), counter,
                                      prefix, policy))

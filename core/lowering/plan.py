@@ -230,6 +230,9 @@ class ControlKernel(KernelBase):
         outs: one buffer per result.
         inputs: every buffer outside the sub-plans' scratch that the kernel reads.
         scratch: the sub-plans' temporaries (None when they have none).
+        pre: ``while`` only: the loop-invariant kernels, run once after ``init`` and the
+            first true condition, before the first body (None when there are none; see
+            :mod:`oxla.lowering.control`).
     """
 
     name: str
@@ -241,6 +244,7 @@ class ControlKernel(KernelBase):
     outs: list[Buf]
     inputs: list[Buf]
     scratch: Buf | None = None
+    pre: Plan | None = None
 
     def reads(self, vbuf: dict[Value, Buf]) -> list[Buf]:
         return list(self.inputs)
@@ -295,6 +299,9 @@ class Plan:
                              + ", ".join(o.name for o in k.outs))
                 for i in k.init:
                     lines.append(f"{indent}  {i.name}: copy {i.src_buf.name} -> {i.out.name}")
+                if k.pre is not None:
+                    lines.append(f"{indent}  before the loop (invariant):")
+                    lines += k.pre._lines(indent + "    ")
                 for j, p in enumerate(k.plans):
                     lines.append(f"{indent}  region {j}:")
                     lines += p._lines(indent + "    ")

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from oxla.errors import NotSupportedError
 from oxla.ir import Operation, Value
-from oxla.lowering.plan import Buf, Kernel
+from oxla.lowering.plan import Buf, Kernel, Plan
 
 
 class Policy(Protocol):
@@ -60,6 +60,14 @@ class Policy(Protocol):
     def after_fusion(self, kernels: list[Kernel], vbuf: dict[Value, Buf]) -> list[Kernel]:
         """The block's kernels after the backend's own merges (epilogues, rows)."""
 
+    def hoist_invariants(self, body: Plan, invariant: set[int], counter: Any) -> list[Kernel]:
+        """The kernels a ``while`` runs once before its loop instead of in every
+        iteration, taken out of (or rewritten in) ``body``, the body's plan;
+        ``invariant``: the ids of its loop-invariant buffers (see
+        :mod:`oxla.lowering.control`, whose :func:`~oxla.lowering.control.invariant_kernels`
+        does the generic part). Only for a backend whose codegen runs
+        :attr:`~oxla.lowering.plan.ControlKernel.pre`."""
+
 
 class PolicyBase:
     """Defaults: every type is fine, nothing fusible, nothing claimed, no merges."""
@@ -89,3 +97,6 @@ class PolicyBase:
 
     def after_fusion(self, kernels: list[Kernel], vbuf: dict[Value, Buf]) -> list[Kernel]:
         return kernels
+
+    def hoist_invariants(self, body: Plan, invariant: set[int], counter: Any) -> list[Kernel]:
+        return []  # a backend opts in (its codegen must run ControlKernel.pre)

@@ -53,6 +53,7 @@ from oxla_backend_cpu.conv_gemm import emit_conv_kernel
 from oxla_backend_cpu.gemm_emit import emit_gemm
 from oxla_backend_cpu.gemv import gemv_parallel
 from oxla_backend_cpu.opkernels import OP_EMITTERS
+from oxla_backend_cpu.packed_gemm import PanelPackKernel, emit_panel_pack
 from oxla_backend_cpu.parallel import call_parallel, grain_for, loop_work, worth_parallel
 from oxla_backend_cpu.profile import Profiler, kernel_label
 from oxla_backend_cpu.reduction import reduce_parallel
@@ -111,7 +112,7 @@ def _leaf_kernels(plan: Plan):
     for k in plan.kernels:
         if isinstance(k, ControlKernel):
             yield from ((i, plan) for i in k.init)
-            for p in k.plans:
+            for p in k.plans + ([k.pre] if k.pre is not None else []):
                 yield from _leaf_kernels(p)
         else:
             yield k, plan
@@ -220,6 +221,8 @@ def _emit_kernel(module: ir.Module, target: Target, k: Kernel, plan: Plan,
         _emit_dot(s, k, fn.args[0], fn.args[1], out)
     elif isinstance(k, ConvKernel):
         emit_conv_kernel(s, k, list(fn.args[:len(reads)]), list(fn.args[len(reads):]))
+    elif isinstance(k, PanelPackKernel):
+        emit_panel_pack(b, k, fn.args[0], out)
     else:
         raise LoweringError(f"kernel {k.name}: no cpu emitter for {type(k).__name__}")
     b.ret_void()
@@ -407,21 +410,39 @@ def _load_scalar(b: ir.IRBuilder, buf: ir.Value, bits: int) -> ir.Value:
 
 def _emit_control(b: ir.IRBuilder, module: ir.Module, k: ControlKernel, fns, address) -> None:
     """``while``: init copies; head: cond plan, branch on its predicate; body: body plan,
-    back to head. ``if``/``case``: a branch (a switch) to one block per sub-plan."""
+    back to head; the loop-invariant kernels (``k.pre``) run between the first true
+    condition and the first body (a flag in the head, a phi: 1 on entry, 0 from the
+    body). ``if``/``case``: a branch (a switch) to one block per sub-plan."""
     done = b.append_basic_block(f"{k.name}.end")
     if k.kind == "while":
         for i in k.init:
             _emit_call(b, module, i, None, fns, address)
         head = b.append_basic_block(f"{k.name}.head")
         body = b.append_basic_block(f"{k.name}.body")
+        entry = b.block
         b.branch(head)
         b.position_at_end(head)
+        first = b.phi(ir.IntType(1), name=f"{k.name}.first") if k.pre is not None else None
         _emit_schedule(b, module, k.plans[0], fns, address)
         pred = _load_scalar(b, address(k.pred), 1)
-        b.cbranch(b.icmp_unsigned("!=", pred, ir.Constant(pred.type, 0)), body, done)
+        go = body
+        if first is not None:
+            go = b.append_basic_block(f"{k.name}.go")
+        b.cbranch(b.icmp_unsigned("!=", pred, ir.Constant(pred.type, 0)), go, done)
+        if first is not None:
+            pre = b.append_basic_block(f"{k.name}.pre")
+            b.position_at_end(go)
+            b.cbranch(first, pre, body)
+            b.position_at_end(pre)
+            _emit_schedule(b, module, k.pre, fns, address)
+            b.branch(body)
         b.position_at_end(body)
         _emit_schedule(b, module, k.plans[1], fns, address)
+        latch = b.block
         b.branch(head)
+        if first is not None:
+            first.add_incoming(ir.Constant(ir.IntType(1), 1), entry)
+            first.add_incoming(ir.Constant(ir.IntType(1), 0), latch)
         b.position_at_end(done)
         return
     blocks = [b.append_basic_block(f"{k.name}.branch{i}") for i in range(len(k.plans))]

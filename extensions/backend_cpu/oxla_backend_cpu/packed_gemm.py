@@ -34,6 +34,11 @@ calls, one thread: GPT-2's 128x768x3072 112 GFLOP/s, 128x3072x768 112, 128x768x2
 threads: 231 on all of these (numpy 180-207, timed apart: OpenBLAS's spinning threads
 slow whatever runs right after it).
 
+Weights computed at run time but loop-invariant (an RNN's weights passed into a
+``while``, e.g. ``lax.scan``'s) are packed the same way once per loop, before its first
+iteration, by a :class:`PanelPackKernel` (:func:`hoist_invariant_packing`): the body's
+GEMMs then read the panels like a constant's.
+
 Rounding: each output element is a sum of ``K`` products accumulated with fused
 multiply-adds in ``k`` order per ``KC`` block, as BLAS does (``dot_general``'s
 accumulation order is implementation-defined, spec section "dot_general").
@@ -42,10 +47,13 @@ accumulation order is implementation-defined, spec section "dot_general").
 from __future__ import annotations
 
 import weakref
+from dataclasses import dataclass
 
 import llvmlite.ir as ir
 import numpy as np
 
+from oxla.ir import Value
+from oxla.lowering import Buf, DotKernel, KernelBase, Plan, invariant_kernels
 from oxla_backend_cpu.parallel import NUM_THREADS, call_parallel_if, runtime
 
 F32, I1, I32, I64 = ir.FloatType(), ir.IntType(1), ir.IntType(32), ir.IntType(64)
@@ -112,8 +120,6 @@ def pack_constant_rhs(rbuf, shape: tuple[int, ...], contracting: tuple[int, ...]
         seen as ``[k, n]``, one per rhs buffer, dimension order and panel width (reused
         by other dots reading it the same way).
     """
-    from oxla.lowering import Buf
-
     lanes = host_lanes()
     if not lanes or rbuf.kind != "const" or rbuf.data is None:
         return None
@@ -136,6 +142,86 @@ def pack_constant_rhs(rbuf, shape: tuple[int, ...], contracting: tuple[int, ...]
         hits[key] = (Buf(f"{rbuf.name}.packed", data.nbytes, "const", data=data,
                          recipe=recipe), nr)
     return hits[key]
+
+
+def _packs(m: int, n: int, k: int, mr: int) -> bool:
+    """Whether a ``[m, k] x [k, n]`` f32 GEMM goes to the packed microkernel when its
+    weight is packed already (the thresholds :func:`pack_constant_rhs` applies)."""
+    min_rows = min(MIN_ROWS, mr) if k * n >= LARGE_WEIGHT else MIN_ROWS
+    return m >= min_rows and n >= 2 and k >= 1
+
+
+@dataclass(eq=False)
+class PanelPackKernel(KernelBase):
+    """Packs a run-time f32 matrix ``src`` (``B`` ``[k, n]``, or stored ``[n, k]`` when
+    ``trans``) into :func:`pack_weights`' panels of width ``nr`` in ``out`` (``ceil(n /
+    nr) * k * nr`` floats, zero-padded)."""
+
+    name: str
+    src: Buf
+    out: Buf
+    k: int
+    n: int
+    nr: int
+    trans: bool
+
+    def reads(self, vbuf: dict[Value, Buf]) -> list[Buf]:
+        return [self.src]
+
+    def writes(self) -> list[Buf]:
+        return [self.out]
+
+    def label(self) -> str:
+        return f"{self.name} panel-pack k{self.k} n{self.n} nr{self.nr}" + \
+            (" T" if self.trans else "")
+
+
+def hoist_invariant_packing(body: Plan, invariant: set[int], counter) -> list:
+    """The cpu backend's loop-invariant kernels of a ``while`` body (see
+    :mod:`oxla.lowering.control`): the generic ones
+    (:func:`~oxla.lowering.invariant_kernels`), then one :class:`PanelPackKernel` per
+    loop-invariant rhs (and layout) of the body's f32 GEMMs that the packed microkernel
+    runs (batch 1, :func:`_packs`); those GEMMs become strategy ``packed`` over the
+    panels. Nothing on a host without the microkernel."""
+    pre = invariant_kernels(body, invariant)
+    lanes = host_lanes()
+    if not lanes:
+        return pre
+    mr, nr = tile_shape(lanes)
+    ok = set(invariant) | {id(b) for k in pre for b in k.writes()}
+    packed: dict[tuple[int, bool], Buf] = {}
+    for k in body.kernels:
+        if not isinstance(k, DotKernel) or k.strategy not in ("library", "batched") or \
+                k.dtype != "f32" or k.batch != 1 or not (
+                id(k.rhs) in ok or k.rhs.kind == "const") or not _packs(k.m, k.n, k.k, mr):
+            continue
+        key = (id(k.rhs), k.trans_rhs)
+        if key not in packed:
+            size = -(-k.n // nr) * k.k * nr * 4
+            buf = Buf(f"%{next(counter)}", size, "temp")
+            pre.append(PanelPackKernel(f"{k.name}.pack", k.rhs, buf, k.k, k.n, nr,
+                                       k.trans_rhs))
+            packed[key] = buf
+        k.rhs, k.trans_rhs, k.strategy, k.tile = packed[key], False, "packed", nr
+    return pre
+
+
+def emit_panel_pack(b: ir.IRBuilder, k: PanelPackKernel, src: ir.Value, out: ir.Value) -> None:
+    """The loops of :class:`PanelPackKernel` ``k``: ``out[p, kk, c] = B[kk, p * nr + c]``
+    where that column exists, else 0 (the column index is clamped for the load)."""
+    panels = -(-k.n // k.nr)
+    with Loop(b, i64c(0), i64c(panels), name="pp") as p:
+        with Loop(b, i64c(0), i64c(k.k), name="pk") as kk:
+            row = b.add(b.mul(p, i64c(k.k)), kk)
+            with Loop(b, i64c(0), i64c(k.nr), name="pc") as c:
+                col = b.add(b.mul(p, i64c(k.nr)), c)
+                live = b.icmp_signed("<", col, i64c(k.n))
+                at = imin(b, col, i64c(k.n - 1))
+                idx = b.add(b.mul(at, i64c(k.k)), kk) if k.trans else \
+                    b.add(b.mul(kk, i64c(k.n)), at)
+                v = b.load(b.gep(src, [idx], source_etype=F32), typ=F32)
+                b.store(b.select(live, v, ir.Constant(F32, 0.0)),
+                        b.gep(out, [b.add(b.mul(row, i64c(k.nr)), c)], source_etype=F32))
 
 
 def rebuild(recipe: dict, source: np.ndarray) -> np.ndarray:

@@ -15,6 +15,9 @@
 * convolutions: im2col + GEMM or a direct kernel (:mod:`oxla_backend_cpu.conv`);
 * every op with an op emitter (:data:`oxla_backend_cpu.opkernels.OP_EMITTERS`) and every
   registered ``custom_call`` target is its own kernel;
+* ``while`` bodies: loop-invariant kernels run once before the loop, and loop-invariant
+  GEMM weights packed there for the packed microkernel
+  (:func:`oxla_backend_cpu.packed_gemm.hoist_invariant_packing`);
 * after fusion: convolution epilogues, then row kernels (softmax, layer norm,
   :mod:`oxla_backend_cpu.rowfusion`);
 * ``prepare``: inline composites, probes to custom calls, the core pipeline, the
@@ -38,6 +41,7 @@ from oxla.lowering import (
     Buf,
     DotKernel,
     Kernel,
+    Plan,
     PolicyBase,
     Stage,
     blas_operand,
@@ -60,7 +64,7 @@ from oxla_backend_cpu.custom_call import check_custom_call
 from oxla_backend_cpu.gemv import is_gemv
 from oxla_backend_cpu.int8_gemm import int8_dot_kernels, int8_gemm_isa
 from oxla_backend_cpu.opkernels import OP_EMITTERS
-from oxla_backend_cpu.packed_gemm import pack_constant_rhs
+from oxla_backend_cpu.packed_gemm import hoist_invariant_packing, pack_constant_rhs
 from oxla_backend_cpu.rowfusion import fuse_rows
 from oxla_backend_cpu.stages import STAGES
 from oxla_backend_cpu.widen_dots import fold_broadcast_batch, widen_dots
@@ -128,6 +132,11 @@ class CPUPolicy(PolicyBase):
 
     def after_fusion(self, kernels: list[Kernel], vbuf: dict[Value, Buf]) -> list[Kernel]:
         return fuse_rows(fuse_conv_epilogues(kernels, vbuf), vbuf)
+
+    def hoist_invariants(self, body: Plan, invariant: set[int], counter: Any) -> list[Kernel]:
+        """A ``while``'s loop-invariant kernels, and its invariant GEMM weights packed
+        once (:func:`oxla_backend_cpu.packed_gemm.hoist_invariant_packing`)."""
+        return hoist_invariant_packing(body, invariant, counter)
 
     def rules(self) -> set[str]:
         """The op names this backend compiles, from its rule tables, plus those its
