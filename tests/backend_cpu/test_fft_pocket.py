@@ -222,16 +222,92 @@ func.func @main(%x: tensor<2x8xcomplex<f32>>) -> tensor<2x8xcomplex<f32>> {
 def test_fixed_radix_passes_are_shared_functions():
     """A length's passes of one radix, and other lengths' in the same module, call one
     function of (ido, l1) per radix and direction: n = 1024 real (five radix-4
-    passes) and 4096 emit one forward radix-4 pass; complex 1024 one pass8, one pass2."""
+    passes) and 4096 call the library's forward radix-4 pass (declared, not defined
+    in the program); complex 1024 (2, 8, 8, 8) the library's pass8 and its one pass2
+    defined in the module (a pass called once is specialized there)."""
     import llvmlite.ir as ir
     import oxla_backend_cpu.fft_pocket as FP
 
     m = ir.Module("m")
     for kind, n in (("r", 1024), ("r", 4096), ("c", 1024)):
         FP._line_fn(m, kind, n, True, 1.0, FP.F32, np.float32)
-    passes = sorted(f.name for f in m.functions if "_pass_" in f.name)
-    assert passes == ["oxla_pocketfft_pass_c2f_s", "oxla_pocketfft_pass_c8f_s",
-                      "oxla_pocketfft_pass_r4f_s"], passes
+    passes = {f.name: f.is_declaration for f in m.functions if "pass_" in f.name}
+    assert passes == {"oxla_pocketfft_pass_c8f_s": True, "oxla_pocketfft_pass_r4f_s": True,
+                      "oxla_pocketfft_ipass_c2f_s": False}, passes
+
+
+def _rfft_text(n: int, rows: int = 2) -> str:
+    return _fft_text("RFFT", "f32", "complex<f32>", [n], (rows, n))
+
+
+def test_library_passes_are_compiled_once_per_process(monkeypatch):
+    """Programs share the library's pass objects: a second program calling the same
+    passes generates no pass code (rfft 1024 and 4096: radix-4 forward only), and the
+    object is loaded next to the program (its results still scipy's bits)."""
+    import oxla_backend_cpu.fft_lib as L
+
+    compile_cpu(_rfft_text(1024))
+    built = []
+    real = L.module_text
+    monkeypatch.setattr(L, "module_text", lambda *a: built.append(a[0]) or real(*a))
+    x = RNG.standard_normal((2, 4096)).astype(np.float32)
+    exe = compile_cpu(_rfft_text(4096))
+    np.testing.assert_array_equal(exe(x)[0], sfft.rfft(x))
+    assert built == []
+    assert len(exe._jit.library_code) == 1
+
+
+def test_library_pass_symbols_are_checked():
+    """Only the library's passes have symbols: a wrong radix or name raises."""
+    from oxla_backend_cpu.fft_lib import declared, parse_symbol, pass_symbol
+
+    from oxla.errors import LoweringError
+
+    assert parse_symbol(pass_symbol("c11b", True)) == (False, 11, False, True)
+    assert parse_symbol(pass_symbol("r5f", False)) == (True, 5, True, False)
+    for bad in ("oxla_pocketfft_pass_r7f_s", "oxla_pocketfft_pass_c6f_d", "sgemm"):
+        with pytest.raises(LoweringError, match="not an FFT pass"):
+            parse_symbol(bad)
+    assert declared('declare void @"oxla_pocketfft_pass_c4b_d"(ptr %".1")\n'
+                    'define void @"oxla_pocketfft_pass_c8b_d"(ptr %".1")\n') == (
+                        "oxla_pocketfft_pass_c4b_d",)
+
+
+def test_artifact_carries_the_library_passes(tmp_path):
+    """A saved program holds the pass objects it calls (``lib/<i>.o``) and loads with
+    them: the same bits after the round trip."""
+    import zipfile
+
+    from oxla_backend_cpu.executable import load_artifact
+
+    x = RNG.standard_normal((3, 1024)).astype(np.float32)
+    exe = compile_cpu(_rfft_text(1024, 3))
+    path = tmp_path / "rfft.oxla"
+    exe.save(path)
+    if zipfile.is_zipfile(path):
+        assert "lib/0.o" in zipfile.ZipFile(path).namelist()
+    back = load_artifact(path)
+    assert len(back._jit.library_code) == 1
+    np.testing.assert_array_equal(back(x)[0], sfft.rfft(x))
+
+
+def test_passes_past_the_library_argument_range_stay_in_the_program():
+    """A real line of 2^18 (nine radix-4 passes): the forward pass with l1 = 65536 is
+    past the library's argument range and is defined in the program, the others call
+    the library; scipy's bits either way."""
+    import llvmlite.ir as ir
+    import oxla_backend_cpu.fft_pocket as FP
+    from oxla_backend_cpu.fft_lib import ARG_LIMIT
+
+    n = 1 << 18
+    m = ir.Module("m")
+    FP._line_fn(m, "r", n, True, 1.0, FP.F32, np.float32)
+    passes = {f.name: f.is_declaration for f in m.functions if "pass_" in f.name}
+    assert n // 4 >= ARG_LIMIT
+    assert passes == {"oxla_pocketfft_pass_r4f_s": True,
+                      "oxla_pocketfft_ipass_r4f_s": False}, passes
+    x = RNG.standard_normal((1, n)).astype(np.float32)
+    np.testing.assert_array_equal(compile_cpu(_rfft_text(n, 1))(x)[0], sfft.rfft(x))
 
 
 @pytest.mark.parametrize("kind,xt,yt,shape,n", [

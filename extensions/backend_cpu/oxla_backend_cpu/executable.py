@@ -229,6 +229,8 @@ class CPUExecutable:
         runtime = getattr(self._jit, "runtime_code", b"")
         if runtime:  # the parallel runtime's object, loaded next to program.o
             files["runtime.o"] = runtime
+        for i, lib in enumerate(getattr(self._jit, "library_code", ())):
+            files[f"lib/{i}.o"] = lib  # the precompiled FFT passes program.o calls
         recipes = _recipes(self.constant_recipes, omit_constants)
         rest = [j for j in range(len(self.constants)) if str(j) not in recipes]
         digests: list[str | None] = [None] * len(self.constants)
@@ -357,8 +359,9 @@ def load_artifact(path: str | os.PathLike[str],
         raise OxlaError(f"'{p}' records constants {missing[:8]} by digest only (a "
                         "compile-cache entry): it loads only when compiling the module it "
                         "was made from")
+    libs = [f"lib/{i}.o" for i in range(len(sums)) if f"lib/{i}.o" in sums]
     data = read_members(p, ["module.mlir", "program.ll", "program.o",
-                            *(["runtime.o"] if "runtime.o" in sums else []),
+                            *(["runtime.o"] if "runtime.o" in sums else []), *libs,
                             *(f"constants/{j}.npy" for j in range(n_const) if j not in reuse)],
                         manifest)
     try:
@@ -370,6 +373,8 @@ def load_artifact(path: str | os.PathLike[str],
     check_object(data["program.o"], host.triple, f"'{p}' member program.o", need=("entry",))
     if "runtime.o" in data:
         check_object(data["runtime.o"], host.triple, f"'{p}' member runtime.o")
+    for m in libs:
+        check_object(data[m], host.triple, f"'{p}' member {m}")
     t0 = time.perf_counter()
     cpu = manifest.get("cpu", "")
     if not isinstance(cpu, str) or not re.fullmatch(r"[A-Za-z0-9_.+-]{0,64}", cpu):
@@ -379,7 +384,7 @@ def load_artifact(path: str | os.PathLike[str],
                          host.features)
     try:
         jit = load_object(data["program.o"], host, blas_symbols(),
-                          llvm_text, data.get("runtime.o", b""))
+                          llvm_text, data.get("runtime.o", b""), tuple(data[m] for m in libs))
     except OxlaError as exc:
         raise OxlaError(f"'{p}' is corrupt: {exc}") from exc
     stats = manifest.get("stats", {})

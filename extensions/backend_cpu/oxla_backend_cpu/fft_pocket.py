@@ -19,6 +19,7 @@ complex intermediate in ``T`` (interleaved re/im), as pocketfft's does between a
 
 from __future__ import annotations
 
+import functools
 import math
 import struct
 
@@ -32,7 +33,10 @@ from oxla_codegen_llvm.scalar import convert
 
 from oxla.ir import types as T
 from oxla_backend_cpu import pocketfft as P
+from oxla_backend_cpu.fft_lib import ARG_LIMIT, parse_symbol, pass_symbol
 from oxla_backend_cpu.misc_ops import libc
+from oxla_backend_cpu.pocketfft_c import CFFT
+from oxla_backend_cpu.pocketfft_r import RFFT
 
 I64, F32, F64, PTR = ir.IntType(64), ir.FloatType(), ir.DoubleType(), ir.PointerType()
 _C128 = T.ComplexType(T.FloatType("f64"))
@@ -77,6 +81,12 @@ class _IROps:
         return self.b.gep(self.ptr, [_c(i)], source_etype=self.ty, inbounds=True)
 
 
+_NW = ("nuw", "nsw")
+"""Flags of the passes' index arithmetic: indices and their partial sums are
+non-negative and far below 2**63, so no operation wraps (lets LLVM's loop analyses
+reason about the addresses without the call sites' argument ranges)."""
+
+
 class _Ix:
     """A symbolic i64 index (a loop variable and arithmetic on it) that mixes with
     Python ints the way the pass code's index expressions do."""
@@ -93,7 +103,7 @@ class _Ix:
     def __add__(self, x):
         if isinstance(x, int) and x == 0:
             return self
-        return _Ix(self.b, self.b.add(self.v, self.val(x)))
+        return _Ix(self.b, self.b.add(self.v, self.val(x), flags=_NW))
 
     __radd__ = __add__
 
@@ -106,15 +116,15 @@ class _Ix:
     def __sub__(self, x):
         if isinstance(x, int) and x == 0:
             return self
-        return _Ix(self.b, self.b.sub(self.v, self.val(x)))
+        return _Ix(self.b, self.b.sub(self.v, self.val(x), flags=_NW))
 
     def __rsub__(self, x):
-        return _Ix(self.b, self.b.sub(self.val(x), self.v))
+        return _Ix(self.b, self.b.sub(self.val(x), self.v, flags=_NW))
 
     def __mul__(self, x):
         if isinstance(x, int) and x == 1:
             return self
-        return _Ix(self.b, self.b.mul(self.v, self.val(x)))
+        return _Ix(self.b, self.b.mul(self.v, self.val(x), flags=_NW))
 
     __rmul__ = __mul__
 
@@ -128,7 +138,8 @@ class _Buf:
 
     def _at(self, i, part: int) -> ir.Value:
         b = self.o.b
-        off = _c(2 * i + part) if isinstance(i, int) else b.add(b.mul(i.v, _c(2)), _c(part))
+        off = (_c(2 * i + part) if isinstance(i, int)
+               else b.add(b.mul(i.v, _c(2), flags=_NW), _c(part), flags=_NW))
         return b.gep(self.ptr, [off], source_etype=self.o.ty, inbounds=True)
 
     def __getitem__(self, i):
@@ -224,30 +235,29 @@ class _LoopOps(_IROps):
 
     def shared_pass(self, plan, key: str, fn, ido: int, l1: int, cc, ch, wa) -> None:
         """One fixed-radix pass as a call of ``void pass(T* cc, T* ch, T* wa, i64 ido,
-        i64 l1)``, emitted once per module and ``key`` (radix, direction, precision):
-        a length's passes of one radix (five radix-4 passes at n = 1024) share code,
-        and so do different lengths. Same operations, so the same bits."""
-        name = f"oxla_pocketfft_pass_{key}_{'d' if self.ty == F64 else 's'}"
-        real = isinstance(cc, _RBuf)
-        f = self.module.globals.get(name)
-        if f is None:
-            f = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR] * 3 + [I64] * 2),
-                            name)
-            f.linkage = "internal"
-            f.attributes.add("noinline")
-            for arg in f.args[:3]:  # cc and ch are the two line buffers, wa a constant
-                arg.add_attribute("noalias")
-            sub = _LoopOps(ir.IRBuilder(f.append_basic_block("entry")), self.ty, self.module)
-            a = f.args
-            buf, tab = (_RBuf, _RTable) if real else (_Buf, _Table)
-            saved, plan.o = plan.o, sub
-            try:
-                fn(_Ix(sub.b, a[3]), _Ix(sub.b, a[4]), buf(sub, a[0]), buf(sub, a[1]),
-                   tab(sub, a[2], None))
-            finally:
-                plan.o = saved
-            sub.free_all()
-            sub.b.ret_void()
+        i64 l1)`` (``key``: radix and direction): a length's passes of one radix (five
+        radix-4 passes at n = 1024) share code, and so do different lengths. Same
+        operations, so the same bits.
+
+        With ``ido`` and ``l1`` below :data:`oxla_backend_cpu.fft_lib.ARG_LIMIT` (every
+        pass of a line up to 65536 long) the pass is declared here and defined by the
+        precompiled pass library (:mod:`oxla_backend_cpu.fft_lib`), compiled once per
+        process, not per program; otherwise it is defined in this module (internal)."""
+        wide = self.ty == F64
+        real, radix, fwd, _ = parse_symbol(pass_symbol(key, wide))
+        calls = sum(f.ip == radix for f in plan.fact)
+        if calls >= 2 and ido < ARG_LIMIT and l1 < ARG_LIMIT:
+            name = pass_symbol(key, wide)
+            f = self.module.globals.get(name)
+            if f is None:  # external: the library's object defines it
+                f = ir.Function(self.module, PASS_TYPE, name)
+        else:
+            name = f"oxla_pocketfft_ipass_{key}_{'d' if wide else 's'}"
+            f = self.module.globals.get(name)
+            if f is None:
+                f = define_pass(self.module, name, real, radix, fwd, wide)
+                f.linkage = "internal"
+                f.attributes.add("noinline")
         wp = wa.ptr if wa.ptr is not None else ir.Constant(PTR, None)
         self.b.call(f, [cc.ptr, ch.ptr, wp, _c(ido), _c(l1)])
 
@@ -286,6 +296,38 @@ class _LoopOps(_IROps):
     def free_all(self) -> None:
         for p in self.allocs:
             self.b.call(self.free, [p])
+
+
+PASS_TYPE = ir.FunctionType(ir.VoidType(), [PTR] * 3 + [I64] * 2)
+"""``void pass(T* cc, T* ch, T* wa, i64 ido, i64 l1)``: one fixed-radix pass."""
+
+
+def define_pass(module: ir.Module, name: str, real: bool, radix: int, fwd: bool,
+                wide: bool) -> ir.Function:
+    """Defines pass ``name`` (:func:`oxla_backend_cpu.fft_lib.pass_symbol`) in
+    ``module`` with external linkage: pocketfft's radix-``radix`` pass (real when
+    ``real``; ``fwd``: forward; ``wide``: f64, else f32) as loops over the symbolic
+    ``ido`` and ``l1``, ``cc`` and ``ch`` the two line buffers, ``wa`` the twiddles."""
+    ty, dtype = (F64, np.float64) if wide else (F32, np.float32)
+    f = ir.Function(module, PASS_TYPE, name)
+    for arg in f.args[:3]:  # cc and ch are the two line buffers, wa a constant
+        arg.add_attribute("noalias")
+    sub = _LoopOps(ir.IRBuilder(f.append_basic_block("entry")), ty, module)
+    plan = RFFT(1, sub, dtype) if real else CFFT(1, sub, dtype)  # its pass methods only
+    if real:
+        body = getattr(plan, f"_rad{'f' if fwd else 'b'}{radix}")
+    elif radix in (2, 4, 8):
+        body = functools.partial(getattr(plan, f"_pass{radix}"), fwd)
+    else:
+        def body(ido, l1, cc, ch, wa):
+            plan._passodd(fwd, ido, l1, cc, ch, wa, radix)
+    a = f.args
+    buf, tab = (_RBuf, _RTable) if real else (_Buf, _Table)
+    body(_Ix(sub.b, a[3]), _Ix(sub.b, a[4]), buf(sub, a[0]), buf(sub, a[1]),
+         tab(sub, a[2], None))
+    sub.free_all()
+    sub.b.ret_void()
+    return f
 
 
 LOOP_WORK = 6000

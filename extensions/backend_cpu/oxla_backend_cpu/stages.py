@@ -3,7 +3,8 @@
 1. ``codegen``: the plan as one LLVM module (:mod:`oxla_backend_cpu.codegen`, kernels
    through the shared emitter of ``oxla_codegen_llvm``);
 2. ``jit``: LLVM -O3 for the host and the shared runtime's symbols
-   (:func:`oxla_codegen_llvm.jit.compile_ir`);
+   (:func:`oxla_codegen_llvm.jit.compile_ir`), with the precompiled FFT passes the
+   program calls (:mod:`oxla_backend_cpu.fft_lib`);
 3. ``executable``: a :class:`~oxla_backend_cpu.executable.CPUExecutable` with its
    stats, notes and signature.
 """
@@ -21,6 +22,7 @@ from oxla_backend_cpu import cache
 from oxla_backend_cpu.blas import blas_symbols
 from oxla_backend_cpu.codegen import INLINE_CONSTANT_BYTES, emit_program
 from oxla_backend_cpu.executable import CPUExecutable
+from oxla_backend_cpu.fft_lib import declared, library_objects
 from oxla_backend_cpu.parallel import HOST_RUNTIME
 from oxla_backend_cpu.profile import enabled
 
@@ -37,8 +39,11 @@ def _codegen(c: Compilation) -> None:
 def _jit(c: Compilation) -> None:
     assert c.plan is not None
     cached = c.options.cache and not c.options.dump_dir  # the compile cache is in use
-    jit = compile_ir(c.artifacts["ir_text"], c.target, blas_symbols(),
-                     store=cache.RUNTIME_OBJECTS if cached else None, runtime=HOST_RUNTIME)
+    store = cache.RUNTIME_OBJECTS if cached else None
+    text = c.artifacts["ir_text"]
+    libs = library_objects(declared(text), c.target, store)  # the FFT passes it calls
+    jit = compile_ir(text, c.target, blas_symbols(), store=store, runtime=HOST_RUNTIME,
+                     libraries=libs)
     c.dump("6-optimized.ll", jit.ir_text)
     c.plan.notes.append(f"codegen: {len(c.plan.kernels)} kernels, llvm -O3 for {c.target.cpu}")
     c.artifacts["jit"] = jit

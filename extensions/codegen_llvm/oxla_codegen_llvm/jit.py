@@ -51,12 +51,15 @@ class JitModule:
         object_code: the object file the engine loaded (ELF on Linux).
         runtime_code: the parallel runtime's object loaded next to it (``b""`` when the
             program does not call it), see :func:`runtime_object`.
+        library_code: other objects loaded next to it that define functions it
+            declares (the cpu backend's precompiled FFT passes), in load order.
     """
 
     engine: llvm.ExecutionEngine
     ir_text: str
     object_code: bytes = b""
     runtime_code: bytes = b""
+    library_code: tuple[bytes, ...] = ()
 
     def address(self, name: str) -> int:
         """The address of function ``name`` (0 when absent)."""
@@ -137,7 +140,8 @@ def _engine(target: Target) -> llvm.ExecutionEngine:
 
 
 def compile_ir(ir_text: str, target: Target, symbols: dict[str, int] | None = None,
-               opt: int = 3, store: Any = None, runtime: Runtime | None = None) -> JitModule:
+               opt: int = 3, store: Any = None, runtime: Runtime | None = None,
+               libraries: tuple[bytes, ...] = ()) -> JitModule:
     """Optimizes ``ir_text``, generates its object code once and loads it.
 
     Args:
@@ -150,6 +154,8 @@ def compile_ir(ir_text: str, target: Target, symbols: dict[str, int] | None = No
         runtime: the backend's runtime; when the program declares some of its
             symbols, the program is loaded with ``runtime.subset(those)``, built once
             per process (:func:`runtime_object`); None: the program uses no runtime.
+        libraries: object code (for ``target``) of functions the program declares and
+            does not define, loaded into its engine (see :func:`load_object`).
 
     Raises:
         LoweringError: the IR does not parse or verify (a bug in the emitters).
@@ -160,7 +166,7 @@ def compile_ir(ir_text: str, target: Target, symbols: dict[str, int] | None = No
     declared = _runtime_calls(mod, runtime) if runtime is not None else frozenset()
     if runtime is not None and declared:
         code = runtime_object(target, store, runtime.subset(declared))
-    return load_object(obj, target, symbols, str(mod), code)
+    return load_object(obj, target, symbols, str(mod), code, libraries)
 
 
 def _runtime_calls(mod: llvm.ModuleRef, runtime: Runtime) -> frozenset[str]:
@@ -215,9 +221,11 @@ def llvm_version() -> str:
 
 
 def load_object(obj: bytes, target: Target, symbols: dict[str, int] | None = None,
-                ir_text: str = "", runtime: bytes = b"") -> JitModule:
+                ir_text: str = "", runtime: bytes = b"",
+                libraries: tuple[bytes, ...] = ()) -> JitModule:
     """Loads object code made by :func:`compile_ir` for this host, with the parallel
-    runtime's object ``runtime`` (its :attr:`JitModule.runtime_code`) when not empty.
+    runtime's object ``runtime`` (its :attr:`JitModule.runtime_code`) when not empty
+    and the ``libraries`` objects (its :attr:`JitModule.library_code`).
 
     Raises:
         LoweringError: the bytes are not an object file for this target.
@@ -227,11 +235,13 @@ def load_object(obj: bytes, target: Target, symbols: dict[str, int] | None = Non
     try:
         if runtime:  # each engine has its own copy: its own pool and thread count
             engine.add_object_file(llvm.ObjectFileRef.from_data(runtime))
+        for lib in libraries:
+            engine.add_object_file(llvm.ObjectFileRef.from_data(lib))
         engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
         engine.finalize_object()
     except RuntimeError as exc:
         raise LoweringError(f"object code does not load: {exc}") from exc
-    return JitModule(engine, ir_text, obj, runtime)
+    return JitModule(engine, ir_text, obj, runtime, tuple(libraries))
 
 
 def emit_object(ir_text: str, target: Target) -> bytes:

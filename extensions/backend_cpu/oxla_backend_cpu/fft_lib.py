@@ -1,0 +1,117 @@
+"""pocketfft's fixed-radix passes as a library compiled once, not into every program.
+
+A loop-form FFT line (:mod:`oxla_backend_cpu.fft_pocket`) calls one function per
+radix pass, ``void pass(T* cc, T* ch, T* wa, i64 ido, i64 l1)``, the same for every
+length: it depends on the radix (complex 2, 3, 4, 5, 7, 8, 11; real 2, 3, 4, 5), the
+direction and the precision only. Optimizing and generating those functions at -O3 was
+most of an FFT program's compile time (rfft of 1024: ~65 of ~90 ms of LLVM work; a
+complex FFT of 16384 with radix 8 and 4 passes: ~110 of ~150 ms), and a lighter
+pipeline makes the large lines 10-40% slower (the passes' loops are vectorized).
+
+So a program only *declares* its passes (symbols named by :func:`pass_symbol`);
+:func:`library_objects` gives the object code that defines them, one object per pass,
+made once per process and target (and kept in the compile cache's runtime object
+store when the cache is on), loaded into the program's engine beside it
+(:func:`oxla_codegen_llvm.jit.load_object`'s ``libraries``; a ``.oxla`` artifact
+carries them as members ``lib/<i>.o``). The code is the one the program used to
+contain (same IR, same -O3 pipeline), so the same bits.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from oxla.errors import LoweringError
+
+PREFIX = "oxla_pocketfft_pass_"
+"""Every pass symbol starts so."""
+
+_SYMBOL = re.compile(r"oxla_pocketfft_pass_(c|r)(\d+)(f|b)_(s|d)")
+_DECLARED = re.compile(r'^declare void @"?(oxla_pocketfft_pass_[a-z0-9]+_[sd])"?\(', re.M)
+COMPLEX_RADICES = (2, 3, 4, 5, 7, 8, 11)
+REAL_RADICES = (2, 3, 4, 5)
+
+ARG_LIMIT = 1 << 16
+"""A library pass takes ``ido`` and ``l1`` in ``[1, ARG_LIMIT)``, stated to LLVM as
+argument ranges: with unbounded ones it cannot rule out that the index products wrap,
+and the radix-8 pass took 4x the -O3 time (0.37 s) and ran ~1.8x slower. A pass with a
+larger argument (lines longer than 65536) is compiled into its program instead."""
+
+_OBJECTS: dict[tuple[str, str, str, str], bytes] = {}
+
+
+def pass_symbol(key: str, wide: bool) -> str:
+    """The symbol of pass ``key`` (``c8f``: complex radix 8 forward; ``r4b``: real
+    radix 4 backward) in f64 (``wide``) or f32."""
+    return f"{PREFIX}{key}_{'d' if wide else 's'}"
+
+
+def parse_symbol(name: str) -> tuple[bool, int, bool, bool]:
+    """``(real, radix, forward, wide)`` of a pass symbol.
+
+    Raises:
+        LoweringError: ``name`` is not the symbol of a pass this library defines.
+    """
+    m = _SYMBOL.fullmatch(name)
+    radix = int(m.group(2)) if m else 0
+    if m is None or radix not in (REAL_RADICES if m.group(1) == "r" else COMPLEX_RADICES):
+        raise LoweringError(f"'{name}' is not an FFT pass of the cpu library")
+    return m.group(1) == "r", radix, m.group(3) == "f", m.group(4) == "d"
+
+
+def declared(ir_text: str) -> tuple[str, ...]:
+    """The pass symbols a program's LLVM IR (llvmlite's text) declares, sorted."""
+    return tuple(sorted(set(_DECLARED.findall(ir_text))))
+
+
+def module_text(name: str, triple: str = "") -> str:
+    """The LLVM IR of a module that defines pass ``name`` (external linkage)."""
+    import llvmlite.ir as ir
+
+    from oxla_backend_cpu.fft_pocket import define_pass
+
+    module = ir.Module(f"oxla_fft_{name}")
+    module.triple = triple
+    fn = define_pass(module, name, *parse_symbol(name))
+    ido, l1 = (f'i64 %"{a.name}"' for a in fn.args[3:])
+    text = str(module)
+    head = f'{ido}, {l1})'  # llvmlite has no range attribute: added to the text
+    assert text.count(head) == 1, "unexpected pass signature"
+    rng = f"i64 range(i64 1, {ARG_LIMIT})"
+    return text.replace(head, f'{rng} {ido[4:]}, {rng} {l1[4:]})')
+
+
+def library_objects(names: Sequence[str], target, store: Any = None) -> tuple[bytes, ...]:
+    """The object code defining each pass of ``names`` for ``target``, in order: made
+    (optimized at -O3 and generated) once per process, target and pass, or read from
+    ``store`` (``load(key)``/``save(key, bytes)``, the cpu compile cache's runtime
+    object store; None: no persistence). A stored object's key is the SHA-256 of the
+    pass's IR text with the target and the LLVM version.
+
+    Raises:
+        LoweringError: a name is not a pass of this library.
+    """
+    from oxla_codegen_llvm.jit import llvm_version, optimize
+
+    out = []
+    for name in names:
+        key = (target.triple, target.cpu, target.features, name)
+        obj = _OBJECTS.get(key)
+        if obj is None:
+            text = module_text(name, target.triple)
+            disk_key = ""
+            if store is not None:
+                disk_key = "fft-" + hashlib.sha256("\0".join(
+                    (target.triple, target.cpu, target.features, llvm_version(), text))
+                    .encode()).hexdigest()
+                obj = store.load(disk_key)
+            if obj is None:
+                obj = target.target_machine().emit_object(optimize(text, target))
+                if store is not None:
+                    store.save(disk_key, obj)
+            _OBJECTS[key] = obj
+        out.append(obj)
+    return tuple(out)
