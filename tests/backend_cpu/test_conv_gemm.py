@@ -565,5 +565,12 @@ def test_control_code_skips_the_optimizer(kw, tmp_path):
     runtime = conv_runtime.supported(k.geom)
     assert runtime == (kw.get("out", "NCHW") == "NHWC")
     assert ("optnone" in defs[f"{k.name}.im2col"]) == runtime
+    # nothing left to optimize (runtime im2col, no epilogue): level-0 code generation
+    import llvmlite.binding as llvm
+    from oxla_codegen_llvm.jit import control_only
+
+    (opt,) = (tmp_path / "dump").glob("*6-optimized.ll")
+    assert control_only(llvm.parse_assembly(opt.read_text())) == (
+        runtime and k.epilogue is None)
     assert ("optnone" in defs[f"{k.name}.gemm"]) == (k.epilogue is None)
     check(**kw)
