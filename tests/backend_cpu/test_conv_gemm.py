@@ -131,6 +131,61 @@ def test_layouts_and_windows(layout, window):
     check(lhs=lhs, rhs=rhs, out=out, **window)
 
 
+RUNTIME_LAYOUTS = [("NHWC", "OIHW", "NHWC"), ("NCHW", "IOHW", "NHWC"), ("NHWC", "HWIO", "NHWC")]
+
+
+@pytest.mark.parametrize("layout", RUNTIME_LAYOUTS, ids=lambda x: "-".join(x))
+@pytest.mark.parametrize("window", [
+    dict(),
+    dict(rev=(1, 1)),
+    dict(rev=(0, 1), rd=(1, 2), pad=((2, 2), (3, 1))),
+    dict(stride=(2, 3), pad=((1, 0), (4, 4)), rd=(2, 3)),
+    dict(rev=(1, 1), rd=(2, 2), pad=((-1, 2), (2, -1))),
+    dict(pad=((9, 9), (0, 8))),
+    dict(t="f64", rev=(1, 0), rd=(1, 3), pad=((1, 1), (5, 0))),
+], ids=["plain", "rev", "rev-rdil", "stride-rdil", "rev-neg-pad", "all-pad-rows", "f64"])
+def test_runtime_im2col_windows(layout, window):
+    """Feature-innermost outputs pack through the runtime's descriptor-driven im2col
+    (:mod:`oxla_backend_cpu.conv_runtime`); the first two layouts' rows run along the
+    kernel's W (unit, dilated and reversed steps, rows partly or wholly in the padding),
+    the last along its input features."""
+    from oxla_backend_cpu import conv_runtime
+
+    lhs, rhs, out = layout
+    text, _ = conv_case(lhs, rhs, out, **window)
+    (k,) = conv_kernels_of(text)
+    assert k.mode == "gemm" and k.col is not None and conv_runtime.supported(k.geom)
+    check(lhs=lhs, rhs=rhs, out=out, **window)
+
+
+@pytest.mark.parametrize("case", [
+    dict(lhs="NDHWC", rhs="OIDHW", out="NDHWC", sp=(4, 5, 6), k=(2, 3, 2), rev=(1, 0, 1),
+         rd=(1, 2, 1), stride=(1, 2, 1), pad=((1, 0), (2, 1), (0, 1))),
+    dict(lhs="NWC", rhs="OIW", out="NWC", sp=(9,), k=(4,), rev=(1,), rd=(2,), pad=((3, 2),)),
+    dict(lhs="NHWC", rhs="HWIO", out="NHWC", bgc=2, rev=(1, 0), stride=(2, 1)),
+    dict(lhs="NHWC", rhs="OIHW", out="NHWC", fgc=2, rev=(0, 1), pad=((1, 1), (2, 2))),
+], ids=["3d", "1d", "batch-groups", "groups"])
+def test_runtime_im2col_ranks_and_groups(case):
+    """The runtime im2col on 1-D and 3-D windows and with feature and batch groups."""
+    from oxla_backend_cpu import conv_runtime
+
+    text, _ = conv_case(**case)
+    (k,) = conv_kernels_of(text)
+    assert k.mode == "gemm" and conv_runtime.supported(k.geom)
+    check(**case)
+
+
+def test_runtime_im2col_descriptor_rejects_input_dilation():
+    """Input dilation is not a linear map of the indices: the emitted im2col keeps it."""
+    from oxla_backend_cpu import conv_runtime
+
+    text, _ = conv_case("NHWC", "HWIO", "NHWC", ld=(1, 2))
+    (k,) = conv_kernels_of(text)
+    assert not conv_runtime.supported(k.geom)
+    with pytest.raises(ValueError, match="not supported"):
+        conv_runtime.descriptor(k.geom)
+
+
 @pytest.mark.parametrize("layout", LAYOUTS[:2], ids=lambda x: "-".join(x))
 @pytest.mark.parametrize("groups", [dict(fgc=2), dict(bgc=2), dict(fgc=3, c=6, o=9),
                                     dict(bgc=3, n=6, o=6)])
@@ -497,13 +552,25 @@ def _defines(tmp_path, text: str) -> dict[str, str]:
     dict(t="f64", fgc=2), dict(bias=True, relu=True)], ids=["nchw", "nhwc", "f64-groups",
                                                             "epilogue"])
 def test_control_code_skips_the_optimizer(kw, tmp_path):
-    """The chunk loop and an epilogue-free GEMM task are ``optnone`` (compile time); the
-    im2col task and a GEMM task with a fused epilogue stay optimized; results still
-    match the interpreter."""
+    """The chunk loop and an epilogue-free GEMM task are ``optnone`` (compile time); a
+    GEMM task with a fused epilogue stays optimized, and so does an emitted im2col task
+    (one that only calls the runtime's im2col, for feature-innermost outputs, is
+    ``optnone``); results still match the interpreter."""
+    from oxla_backend_cpu import conv_runtime
+
     text, _ = conv_case(**kw)
     defs = _defines(tmp_path, text)
     (k,) = conv_kernels_of(text)
     assert "optnone" in defs[k.name] and "noinline" in defs[k.name]
-    assert "optnone" not in defs[f"{k.name}.im2col"]
+    runtime = conv_runtime.supported(k.geom)
+    assert runtime == (kw.get("out", "NCHW") == "NHWC")
+    assert ("optnone" in defs[f"{k.name}.im2col"]) == runtime
+    # nothing left to optimize (runtime im2col, no epilogue): level-0 code generation
+    import llvmlite.binding as llvm
+    from oxla_codegen_llvm.jit import control_only
+
+    (opt,) = (tmp_path / "dump").glob("*6-optimized.ll")
+    assert control_only(llvm.parse_assembly(opt.read_text())) == (
+        runtime and k.epilogue is None)
     assert ("optnone" in defs[f"{k.name}.gemm"]) == (k.epilogue is None)
     check(**kw)

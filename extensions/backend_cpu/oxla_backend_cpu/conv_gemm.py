@@ -10,7 +10,10 @@ buffer holds one chunk (:func:`~oxla_backend_cpu.conv.chunk_budget`: what the th
 work on at once, at most :data:`~oxla_backend_cpu.conv.CHUNK_BYTES`), so the temporary
 stays small and the packed block is still in cache when BLAS reads it. A row whose
 input step is 2-4 (a strided NCHW convolution) is copied by masked wide loads and a lane
-shuffle (:func:`_strided_blocks`), not LLVM's gathers.
+shuffle (:func:`_strided_blocks`), not LLVM's gathers. A feature-innermost output
+without input dilation packs through the runtime's precompiled im2col instead
+(:mod:`oxla_backend_cpu.conv_runtime`): its im2col task is one call with a constant
+descriptor, so the program has no packing loop of its own to optimize.
 
 On several threads, a chunking with :attr:`~oxla_backend_cpu.conv.Chunks.slots`
 (:func:`~oxla_backend_cpu.conv.plan_chunks`) replaces the two parallel loops per chunk
@@ -35,6 +38,7 @@ from oxla_codegen_llvm import Scalar, for_range, linearize, loop_nest
 from oxla_codegen_llvm.loops import delinearize
 
 from oxla_backend_cpu import batched_gemm as bg
+from oxla_backend_cpu import conv_runtime as cr
 from oxla_backend_cpu import packed_gemm as pg
 from oxla_backend_cpu.blas import restore_threads, set_gemm_threads, set_one_thread
 from oxla_backend_cpu.conv import BLOCKS_PER_THREAD, ITEM_FLOPS, chunks
@@ -173,6 +177,8 @@ def _im2col_task(s: Scalar, k, ch) -> ir.Function:
     """``task(lhs, col, params, start, end)``: im2col items ``[start, end)`` of one
     chunk (output pixels, or rows of ``K``), each a nest of rows without divisions."""
     g = k.geom
+    if cr.supported(g):
+        return _runtime_im2col_task(s, k)
     ty = float_type(g)
     kroles = g.k_roles
     kext = [g.extent(r) for r in kroles]
@@ -205,6 +211,30 @@ def _im2col_task(s: Scalar, k, ch) -> ir.Function:
                                delinearize(b, b.add(r0, rr), g.os[g.of + 1:-1])))
                 row0 = b.mul(b.add(b.mul(t, i64c(ch.rows)), rr), i64c(n))
                 _pack_row(b, g, ty, src, dst, idx, g.out_role(len(g.os) - 1), n, row0)
+    b.ret_void()
+    return fn
+
+
+def _runtime_im2col_task(s: Scalar, k) -> ir.Function:
+    """The :func:`_im2col_task` of a feature-innermost convolution as one call of the
+    runtime's precompiled im2col (:mod:`oxla_backend_cpu.conv_runtime`) with a constant
+    descriptor: the program keeps no packing loop for LLVM to optimize."""
+    g = k.geom
+    module = s.module
+    words = cr.descriptor(g)
+    dty = ir.ArrayType(I64, len(words))
+    desc = ir.GlobalVariable(module, dty, f"{k.name}.im2col.desc")
+    desc.linkage, desc.global_constant = "internal", True
+    desc.initializer = ir.Constant(dty, [i64c(x) for x in words])
+    name = cr.driver_name(g.dtype)
+    drv = module.globals.get(name) or ir.Function(module, cr.DRIVER_TYPE, name)
+    fn, b = task_function(module, f"{k.name}.im2col", 3, (0, 1))
+    control_only(fn)
+    src, dst, prm = fn.args[:3]
+    start, end = fn.args[3], fn.args[4]
+    p0 = b.load(b.gep(prm, [i64c(0)], source_etype=I64), typ=I64)
+    first = elem_gep(b, float_type(g), dst, b.mul(start, i64c(cr.row_elems(words))))
+    b.call(drv, [desc, src, first, b.add(p0, start), b.sub(end, start)])
     b.ret_void()
     return fn
 

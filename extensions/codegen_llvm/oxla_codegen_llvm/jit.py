@@ -161,12 +161,33 @@ def compile_ir(ir_text: str, target: Target, symbols: dict[str, int] | None = No
         LoweringError: the IR does not parse or verify (a bug in the emitters).
     """
     mod = optimize(ir_text, target, opt)
-    obj = target.target_machine(opt).emit_object(mod)
+    tm = target.fast_codegen_machine() if control_only(mod) else target.target_machine(opt)
+    obj = tm.emit_object(mod)
     code = b""
     declared = _runtime_calls(mod, runtime) if runtime is not None else frozenset()
     if runtime is not None and declared:
         code = runtime_object(target, store, runtime.subset(declared))
     return load_object(obj, target, symbols, str(mod), code, libraries)
+
+
+def control_only(mod: llvm.ModuleRef) -> bool:
+    """True when the module has no code worth optimizing: at least one defined
+    function is ``optnone`` (scalar control code, such as a GEMM-mode convolution's chunk
+    loop calling BLAS and the runtime) and every other defined function is one basic
+    block (no loop: task wrappers, the entry calling kernels). Such a module is
+    generated at code generation level 0 (:meth:`Target.fast_codegen_machine`): the
+    -O3 code generator took about 8 ms on a small convolution's control code against
+    2.5 ms, for code that runs a few times per chunk of work."""
+    some = False
+    for fn in mod.functions:
+        if fn.is_declaration:
+            continue
+        attrs = {a.decode() if isinstance(a, bytes) else str(a) for a in fn.attributes}
+        if any("optnone" in a for a in attrs):
+            some = True
+        elif sum(1 for _ in fn.blocks) > 1:
+            return False
+    return some
 
 
 def _runtime_calls(mod: llvm.ModuleRef, runtime: Runtime) -> frozenset[str]:

@@ -58,6 +58,7 @@ class Target:
     cpu: str = ""
     features: str = ""
     _tm: object = field(default=None, repr=False, compare=False)
+    _tm_fast: object = field(default=None, repr=False, compare=False)
 
     name = "generic"
     buffer_address_space = 0
@@ -98,6 +99,14 @@ class Target:
         if self._tm is None:
             self._tm = self.new_target_machine(opt)
         return self._tm  # type: ignore[return-value]
+
+    def fast_codegen_machine(self) -> llvm.TargetMachine:
+        """The cached target machine at code generation level 0 (fast instruction
+        selection and register allocation), for modules with nothing to optimize
+        (:func:`oxla_codegen_llvm.jit.control_only`); same CPU and features."""
+        if self._tm_fast is None:
+            self._tm_fast = self.new_target_machine(0)
+        return self._tm_fast  # type: ignore[return-value]
 
     def new_target_machine(self, opt: int = 3) -> llvm.TargetMachine:
         """A fresh LLVM target machine for this target (for an execution engine)."""
