@@ -72,9 +72,12 @@ def _check(text: str, args: list, tol: float = 1e-4):
 
 def test_small_cnn_arena_below_xla(monkeypatch):
     """bench/cpu_vs_xla.py's cnn: the second conv's output overlaps the first conv's
-    (dead) output, so the arena is the first output, one output image past it and the
-    im2col chunk: under XLA's 664,576 temp bytes (the two conv outputs and a 9 KiB
-    weight transpose), and the result stays right."""
+    (dead) output, so the arena is the first output, ``S`` output images past it and
+    the im2col chunks. One thread (``S = 1``, one chunk): under XLA's 664,576 temp
+    bytes (the two conv outputs and a 9 KiB weight transpose). Two threads: the second
+    conv keeps its per-thread slots (``S = 2`` images at once, one chunk each,
+    :func:`oxla_backend_cpu.conv.slot_groups`), 40 KB over XLA's figure, 92 KB under
+    the two outputs and slots side by side. The result stays right."""
     rng = np.random.default_rng(5)
     args = [rng.standard_normal((8, 3, 32, 32)).astype(np.float32),
             (rng.standard_normal((16, 3, 3, 3)) * 0.2).astype(np.float32),
@@ -86,10 +89,15 @@ def test_small_cnn_arena_below_xla(monkeypatch):
         k1, k2 = _convs(plan)
         assert (k1.reverse, k2.reverse) == (False, True)
         in1, out2 = k2.lhs, k2.out
-        assert out2.offset == in1.offset + in1.nbytes + out2.nbytes // 8 - out2.nbytes
-        assert plan.temp_bytes <= in1.nbytes + out2.nbytes // 8 + k2.col.nbytes + 64
+        slots = k2.chunking.slots
+        assert slots == int(threads)  # over the input, the slots stay
+        past = slots * out2.nbytes // 8  # output images written while their input is read
+        assert out2.offset == in1.offset + in1.nbytes + past - out2.nbytes
+        assert plan.temp_bytes <= in1.nbytes + past + k2.col.nbytes + 64
         exe = _check(CNN, args)
-        assert exe.stats["temp_bytes"] == plan.temp_bytes < 664_576
+        assert exe.stats["temp_bytes"] == plan.temp_bytes
+        assert plan.temp_bytes < (664_576 if threads == "1" else in1.nbytes + out2.nbytes
+                                  + k2.col.nbytes)
 
 
 LAYOUTS = [("NCHW", "OIHW", "NCHW"), ("NHWC", "HWIO", "NHWC"), ("NHWC", "OHWI", "NHWC"),
@@ -163,3 +171,51 @@ def test_distinct_locations_sees_overlaps():
     assert distinct_locations([a, c])
     assert not distinct_locations([b, c])
     assert distinct_locations([Buf("r", 64, "result", 0), Buf("t", 64, "temp", offset=0)])
+
+
+@pytest.mark.parametrize("case", [
+    dict(n=5, chunk=600),
+    dict(n=7, chunk=600, stride=(2, 1), pad=((1, 1), (2, 0)), relu=True, bias=True),
+    dict(n=5, chunk=400, c=6, o=4, fgc=2, sp=(7, 9)),
+    dict(n=13, chunk=2 * 4 * 9 * 6 * 7 * 4, sp=(9, 8)),  # blocks of 2 whole images
+], ids=["rows", "stride-pad-epilogue", "groups-odd", "images-per-chunk"])
+@pytest.mark.parametrize("threads", ["2", "3"])
+def test_slots_over_dead_input_match_interpreter(monkeypatch, case, threads):
+    """An NCHW conv(tanh(x)) on 2 and 3 threads whose output overlaps tanh's buffer
+    keeps its per-thread slots (:func:`oxla_backend_cpu.conv.slot_groups`: groups of
+    whole images, last first, the first group short when the images do not divide);
+    the output starts where no group overwrites input it still reads, and the result
+    matches the interpreter."""
+    import oxla_backend_cpu.conv as conv
+
+    monkeypatch.setenv("OXLA_NUM_THREADS", threads)
+    case = dict(case)
+    monkeypatch.setattr(conv, "CHUNK_BYTES", case.pop("chunk"))
+    text, args = conv_case(**{"c": 4, "o": 6, "sp": (9, 8), **case})
+    text = _through_tanh(text)
+    (k,) = _convs(_placed_plan(text))
+    assert k.mode == "gemm" and k.reverse and k.chunking.slots == int(threads)
+    groups = conv.slot_groups(k.geom, k.chunking)
+    assert groups and groups[0][1] == k.chunking.n and groups[-1][0] == 0
+    assert all(a[0] == b[1] for a, b in zip(groups, groups[1:]))  # contiguous, last first
+    n = k.geom.nb
+    ib, ob = k.lhs.nbytes // n, k.out.nbytes // n
+    dist = k.out.offset - k.lhs.offset
+    for _, _, b0, b1 in groups:  # a group's output starts past its input
+        assert dist + b0 * ob >= b1 * ib
+    assert k.lhs.offset < k.out.offset < k.lhs.offset + k.lhs.nbytes
+    _check(text, args)
+
+
+def test_slot_groups_only_for_batch_outer_layouts():
+    """Feature-innermost outputs and one-slot chunkings have no slot groups (their
+    overlap runs chunk by chunk on the split chunking)."""
+    import oxla_backend_cpu.conv as conv
+
+    for lhs, rhs, out in (("NHWC", "HWIO", "NHWC"), ("NCHW", "OIHW", "NCHW")):
+        text, _ = conv_case(lhs=lhs, rhs=rhs, out=out, n=4)
+        (k,) = _convs(_placed_plan(text))
+        g = k.geom
+        assert conv.slot_groups(g, conv.plan_chunks(g, 1)) is None
+        if out == "NHWC":
+            assert conv.slot_groups(g, conv.Chunks(8, 1, 1, 64, 2)) is None

@@ -261,13 +261,18 @@ class ConvKernel(KernelBase):
     def place_over_input(self, flag: bool) -> None:
         """Runs the chunks last to first when the output was placed over the input.
 
-        Chunks that run in order cannot run on slots at once (a slot would write over
-        input another still reads), so a :attr:`Chunks.slots` chunking then becomes the
-        split chunking for as many threads (:func:`chunks`), and ``col`` its size (buffer
-        assignment places ``col`` after ``out``); ``flag`` False restores it."""
+        A :attr:`Chunks.slots` chunking with :func:`slot_groups` keeps its slots: they
+        run group by group of batches, last group first (the distance of
+        :func:`output_over_input` leaves each group's input alone). Otherwise chunks that
+        run in order cannot run on slots at once (a slot would write over input another
+        still reads), so the chunking becomes the split chunking for as many threads
+        (:func:`chunks`), and ``col`` its size (buffer assignment places ``col`` after
+        ``out``); ``flag`` False restores it."""
         self.reverse = flag
         if self.col is None or self.chunking is None:
             return
+        if flag and self.chunking.slots > 1 and slot_groups(self.geom, self.chunking):
+            return  # the slots run in groups of batches, last group first
         if flag and self.chunking.slots > 1:
             self.slot_chunking = self.chunking
             self.chunking = chunks(self.geom, self.chunking.slots)
@@ -401,6 +406,33 @@ def plan_chunks(g: ConvGeom, threads: int | None = None) -> Chunks:
     return Chunks(one.n, one.rows, one.outer, t * one.col_elems, t)
 
 
+def slot_groups(g: ConvGeom, ch: Chunks) -> list[tuple[int, int, int, int]] | None:
+    """For a :attr:`Chunks.slots` chunking of an output whose batch is the only
+    dimension before the feature (NCHW-like, batch outermost in input and output, one
+    batch group), the groups of chunks its slots run at once when the output overlaps
+    the dead input: ``(chunk_lo, chunk_hi, batch_lo, batch_hi)``, last group first,
+    each ``slots`` blocks of whole batches (:attr:`Chunks.outer` batches per block), so
+    the slots of one group share no chunk and stop at the group's end (one parallel
+    loop per group). None for other layouts and chunkings."""
+    if ch.slots < 2 or not ch.col_elems or g.feature_last or g.of != 1 or g.ob != 0 \
+            or g.ib != 0 or g.bgc != 1:
+        return None
+    n_batch = g.nb
+    r_all = math.prod(g.os[g.of + 1:-1])
+    per_outer = -(-r_all // ch.rows)
+    blocks = -(-n_batch // ch.outer)
+    if blocks * per_outer != ch.n or (ch.outer > 1 and per_outer != 1):
+        return None
+    out = []
+    hi = blocks
+    while hi > 0:
+        lo = max(0, hi - ch.slots)
+        out.append((lo * per_outer, hi * per_outer, lo * ch.outer,
+                    min(n_batch, hi * ch.outer)))
+        hi = lo
+    return out
+
+
 def direct_ok(g: ConvGeom) -> bool:
     """True when the direct kernel handles ``g``: one batch group, and the output's
     innermost dimension is the batch, a spatial dimension without input dilation, or
@@ -472,8 +504,12 @@ def output_over_input(k: Kernel, vbuf: dict[Value, Buf]) -> int | None:
     past every input slab a later chunk reads (chunks of output batch ``b`` read input
     slab ``b`` only, and pack it before their GEMM writes). The output then takes
     ``N*OB - OB`` bytes of the input instead of new arena bytes (any later start is
-    safe too). None when the kernel reads ``lhs`` otherwise (as its weights or in its
-    epilogue).
+    safe too). When the slots of a :attr:`Chunks.slots` chunking run in
+    :func:`slot_groups` (batches ``[b0, b1)`` at once, groups last to first), output
+    batch ``b >= b0`` must start past input slab ``b1 - 1``: the distance is the largest
+    ``b1 * IB - b0 * OB`` over the groups (``N*IB - (N-S)*OB`` for ``S`` one-batch
+    blocks per group), ``(S-1)*OB`` bytes more than one batch at a time. None when the
+    kernel reads ``lhs`` otherwise (as its weights or in its epilogue).
     """
     if not isinstance(k, ConvKernel) or k.mode != "gemm" or k.col is None:
         return None
@@ -486,6 +522,9 @@ def output_over_input(k: Kernel, vbuf: dict[Value, Buf]) -> int | None:
     ib, ob = k.lhs.nbytes // n, k.out.nbytes // n
     if ob > ib or ib * n != k.lhs.nbytes or ob * n != k.out.nbytes:
         return None
+    groups = slot_groups(g, k.chunking) if k.chunking is not None else None
+    if groups:  # a group's slots write output batches [b0, b1) while reading input [b0, b1)
+        return max(b1 * ib - b0 * ob for _, _, b0, b1 in groups)
     return k.lhs.nbytes - (n - 1) * ob
 
 

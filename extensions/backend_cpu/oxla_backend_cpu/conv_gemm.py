@@ -18,7 +18,10 @@ descriptor, so the program has no packing loop of its own to optimize.
 On several threads, a chunking with :attr:`~oxla_backend_cpu.conv.Chunks.slots`
 (:func:`~oxla_backend_cpu.conv.plan_chunks`) replaces the two parallel loops per chunk
 by one parallel loop over slots: each slot packs and multiplies its own run of small
-chunks on its thread, in its own slice of ``col`` (:func:`_slot_task`).
+chunks on its thread, in its own slice of ``col`` (:func:`_slot_task`). When the output
+overlaps the dead input (chunks last to first), the slots run one
+:func:`~oxla_backend_cpu.conv.slot_groups` group of whole batches at a time instead, last
+group first: one parallel loop per group.
 
 Chunk parameters travel to the tasks through a 5-word array: feature-innermost output
 (layout A) ``[p0, cp, 0, 0, bs]`` (rows ``[p0, p0 + cp)`` of ``P``); otherwise (layout B)
@@ -41,7 +44,7 @@ from oxla_backend_cpu import batched_gemm as bg
 from oxla_backend_cpu import conv_runtime as cr
 from oxla_backend_cpu import packed_gemm as pg
 from oxla_backend_cpu.blas import restore_threads, set_gemm_threads, set_one_thread
-from oxla_backend_cpu.conv import BLOCKS_PER_THREAD, ITEM_FLOPS, chunks
+from oxla_backend_cpu.conv import BLOCKS_PER_THREAD, ITEM_FLOPS, chunks, slot_groups
 from oxla_backend_cpu.conv_emit import (
     I1,
     I8,
@@ -466,25 +469,30 @@ def _chunk(b: ir.IRBuilder, g, ch, c: ir.Value, prm: ir.Value, want: ir.Value,
 
 def _slot_task(s: Scalar, k, ch, pack: ir.Function, gemm: ir.Function,
                n_extra: int) -> ir.Function:
-    """``task(lhs, w, out, col, extras..., start, end)``: slots ``[start, end)`` of a
-    :attr:`~oxla_backend_cpu.conv.Chunks.slots` chunking; slot ``i`` packs and
-    multiplies chunks ``[i*n/S, (i+1)*n/S)`` one by one on the calling thread, in slice
-    ``i`` of ``col``. Slots never share a slice, so any thread count is right."""
+    """``task(lhs, w, out, col, span, extras..., start, end)``: slots ``[start, end)``
+    of a :attr:`~oxla_backend_cpu.conv.Chunks.slots` chunking over the chunks
+    ``[lo, hi)`` of ``span`` (two i64: all chunks, or one
+    :func:`~oxla_backend_cpu.conv.slot_groups` group); slot ``i`` packs and multiplies
+    chunks ``[lo + i*n/S, lo + (i+1)*n/S)`` (``n = hi - lo``) one by one on the calling
+    thread, in slice ``i`` of ``col``. Slots never share a slice, so any thread count
+    is right."""
     g = k.geom
     ty = float_type(g)
-    fn, b = task_function(s.module, f"{k.name}.slots", 4 + n_extra, (2, 3))
+    fn, b = task_function(s.module, f"{k.name}.slots", 5 + n_extra, (2, 3))
     control_only(fn)
-    lhs, w, out, col = fn.args[:4]
-    extras = list(fn.args[4:4 + n_extra])
-    start, end = fn.args[4 + n_extra], fn.args[5 + n_extra]
+    lhs, w, out, col, span = fn.args[:5]
+    extras = list(fn.args[5:5 + n_extra])
+    start, end = fn.args[5 + n_extra], fn.args[6 + n_extra]
     with b.goto_entry_block():
         prm = b.alloca(I64, N_PARAMS, name=f"{k.name}.slot")
     per_slot, S = ch.col_elems // ch.slots, ch.slots
     min_bs = _block(g, ch)
+    lo = b.load(span, typ=I64)
+    cnt = b.sub(b.load(b.gep(span, [i64c(1)], source_etype=I64), typ=I64), lo)
     with for_range(b, end, "slot", start) as i:
         col_i = elem_gep(b, ty, col, b.mul(i, i64c(per_slot)))
-        c0 = b.sdiv(b.mul(i, i64c(ch.n)), i64c(S))
-        c1 = b.sdiv(b.mul(b.add(i, i64c(1)), i64c(ch.n)), i64c(S))
+        c0 = b.add(lo, b.sdiv(b.mul(i, cnt), i64c(S)))
+        c1 = b.add(lo, b.sdiv(b.mul(b.add(i, i64c(1)), cnt), i64c(S)))
         with for_range(b, c1, "chunk", c0) as c:
             rows, _, items = _chunk(b, g, ch, c, prm, i64c(1), min_bs)
             b.call(pack, [lhs, col_i, prm, i64c(0), rows])
@@ -509,9 +517,17 @@ def emit_gemm_mode(s: Scalar, k, lhs: ir.Value, w: ir.Value, out: ir.Value,
     min_bs = _block(g, ch)
     runtime(module)
     old = set_gemm_threads(b, module, 1.0)  # the calling thread's items: one BLAS thread
-    if ch.slots > 1 and pack is not None and not k.reverse:
+    groups = slot_groups(g, ch) if k.reverse else [(0, ch.n, 0, 0)]
+    if ch.slots > 1 and pack is not None and groups:
         slot = _slot_task(s, k, ch, pack, gemm, len(extras))
-        _pfor(b, module, slot, [lhs, w, out, col] + extras, i64c(ch.slots), 1)
+        with b.goto_entry_block():
+            span = b.alloca(I64, 2, name=f"{k.name}.span")
+        step = groups[0][1] - groups[0][0]  # chunks per group (the first may be short)
+        with for_range(b, len(groups), "group") as j:  # last to first: one join each
+            hi = b.sub(i64c(ch.n), b.mul(j, i64c(step)))
+            b.store(smax(b, i64c(0), b.sub(hi, i64c(step))), span)
+            b.store(hi, b.gep(span, [i64c(1)], source_etype=I64))
+            _pfor(b, module, slot, [lhs, w, out, col, span] + extras, i64c(ch.slots), 1)
         restore_threads(b, module, old)
         return
     flops = 2.0 * g.o_tot * g.k_size * math.prod(g.os) / ch.n  # per chunk
