@@ -12,13 +12,20 @@ own import does.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from oxla.errors import NotSupportedError
 from oxla.ir import attributes as A
 from oxla.ir import types as T
 from oxla.ir.operation import Block, Module, Operation, Region
-from oxla.ir.sdy import AxisRef, AxisSetAttr, ShardingPerValueAttr, TensorShardingAttr
+from oxla.ir.sdy import (
+    AxisRef,
+    AxisSetAttr,
+    DimSharding,
+    ShardingPerValueAttr,
+    TensorShardingAttr,
+)
 from oxla.sharding import model as M
 from oxla.sharding.gspmd import GspmdSharding, mesh_for, parse_gspmd
 
@@ -273,7 +280,8 @@ def _manual_axes(g: GspmdSharding, mesh) -> frozenset:
 
 def _sdy(g: GspmdSharding, rank: int, mesh, manual: frozenset, op: Operation):
     """``g`` over ``mesh`` where the axes ``manual`` are manual: those appear only as
-    ``g``'s manual subgroup, and are left out of the result.
+    ``g``'s manual subgroup, and are left out of the result; the dimensions ``op``
+    leaves unspecified are open.
 
     Raises:
         NotSupportedError: a manual subgroup over other axes, a tensor dimension tiled
@@ -287,8 +295,20 @@ def _sdy(g: GspmdSharding, rank: int, mesh, manual: frozenset, op: Operation):
     if any(a.name in manual for d in s.dims for a in d.axes):
         raise NotSupportedError(f"GSPMD sharding '{g}' tiles a dimension along a manual "
                                 "axis", op.loc)
-    return TensorShardingAttr(s.mesh, s.dims, tuple(a for a in s.replicated
-                                                    if a.name not in manual), s.unreduced)
+    free = _unspecified_dims(op)
+    dims = tuple(DimSharding(d.axes, False, d.priority) if k in free else d
+                 for k, d in enumerate(s.dims))
+    return TensorShardingAttr(s.mesh, dims, tuple(a for a in s.replicated
+                                                  if a.name not in manual), s.unreduced)
+
+
+def _unspecified_dims(op: Operation) -> set[int]:
+    """The dimensions a ``@Sharding`` leaves to propagation (``backend_config =
+    "unspecified_dims=[0,1]"``, JAX's unconstrained dims): open in sdy."""
+    cfg = op.attributes.get("backend_config")
+    text = cfg.value if isinstance(cfg, A.StringAttr) else ""
+    m = re.search(r"unspecified_dims=\[([\d,\s]*)\]", text)
+    return {int(x) for x in m.group(1).split(",") if x.strip()} if m else set()
 
 
 def _flat(items):
