@@ -311,3 +311,46 @@ def test_a_gather_moves_bytes_of_any_element_type(t, item):
              f"{G4}, {CH}, use_global_device_ids}} : ({ty}) -> {oty}", ty, oty)
     (c,) = nccl_calls(op, [1000], [5000], rank=0, size=4)
     assert (c.dtype, c.count, c.recv_bytes) == (np.dtype(np.int8), 3 * item, 12 * item)
+
+
+class _Aborted(Exception):
+    pass
+
+
+class _Mpi:
+    """An mpi4py COMM_WORLD whose Abort raises (the real one never returns)."""
+
+    def __init__(self):
+        self.codes = []
+
+    def Get_rank(self):
+        return 2
+
+    def Get_size(self):
+        return 4
+
+    def Ibcast(self, buf, root):
+        return _Req(0)
+
+    def Abort(self, code):
+        self.codes.append(code)
+        raise _Aborted
+
+
+def test_a_communicator_that_never_completes_is_aborted_on_the_deadline(capfd, monkeypatch):
+    """The real binding under the shared policy: NCCL stays ncclInProgress; past the
+    timeout the rank names what it waited for and itself, ncclCommAbort s the
+    communicator, then MPI_Abort s the job."""
+    from oxla_backend_cuda.nccl import NcclComm
+    from oxla_codegen_llvm.gpu.nccl import NcclCollectives
+
+    from oxla.sharding import mpi as M
+
+    monkeypatch.setattr(M.time, "sleep", lambda s: None)
+    lib, mpi = _AsyncNccl(busy=10**9), _Mpi()
+    with pytest.raises(_Aborted):
+        NcclCollectives(NcclComm.world(mpi, lib), mpi, 0.05)
+    assert ("abort", 1234) in lib.log and mpi.codes == [3]
+    err = capfd.readouterr().err
+    assert "error: creating the NCCL communicator on rank 2 did not complete within 0.05s" \
+        in err, err

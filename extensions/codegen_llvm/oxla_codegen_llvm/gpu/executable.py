@@ -202,7 +202,9 @@ class GPUExecutable:
             NCCL could run or the device has no NCCL binding.
 
         Raises:
-            OxlaError: NCCL is not loadable or its communicator failed.
+            OxlaError: NCCL is not loadable, or a launcher's local rank is malformed (a
+                communicator that fails or never completes ends the job instead, as
+                ``timeout`` says).
         """
         del family
         set_local_rank_from(comm)  # (the device, when not made yet: local rank % count)
