@@ -101,9 +101,13 @@ def control_kernel(op: Operation, vbuf: dict[Value, Buf], name: str, counter,
         if hoist is not None:
             invariant = {id(vbuf[v]) for v in captured_values(op)} | {
                 id(outs[j]) for j, v in enumerate(ret) if v is body.args[j]}
+            pre_vbuf = dict(body_plan.vbuf)  # (what promoted inner kernels read, too)
+            for k in body_plan.kernels:
+                if isinstance(k, ControlKernel) and k.pre is not None:
+                    pre_vbuf.update(k.pre.vbuf)
             hoisted = hoist(body_plan, invariant)
             if hoisted:
-                pre = Plan(hoisted, body_plan.vbuf, [], [])
+                pre = Plan(hoisted, pre_vbuf, [], [])
     else:
         pred = vbuf[op.operands[0]]
         plans = [fuse_block(r.blocks[0], vbuf, outs, f"{name}.branch{i}.")
@@ -132,6 +136,11 @@ def invariant_kernels(plan: Plan, invariant: set[int]) -> list[Kernel]:
     a kernel moved before it, and every buffer it writes is a fresh temporary of the
     body: written by no other kernel, read by none before it, not one of the body's
     results (so not a loop-carried buffer or what is copied into one).
+
+    The ``pre`` kernels of a ``while`` nested in the body move out too when what they
+    read is invariant here (a weight invariant in both loops is then packed once, not
+    once per outer iteration): their outputs leave the inner loop's scratch (placed
+    again with the outer ``pre``) and become inputs of the inner while.
     """
     writers: dict[int, int] = {}
     for k in plan.kernels:
@@ -143,6 +152,8 @@ def invariant_kernels(plan: Plan, invariant: set[int]) -> list[Kernel]:
     moved: list[Kernel] = []
     kept: list[Kernel] = []
     for k in plan.kernels:
+        if isinstance(k, ControlKernel) and k.kind == "while" and k.pre is not None:
+            moved += _promote(k, ok)
         reads = k.reads(plan.vbuf)
         writes = k.writes()
         if not isinstance(k, ControlKernel) and not k.has_effect and writes and all(
@@ -157,6 +168,29 @@ def invariant_kernels(plan: Plan, invariant: set[int]) -> list[Kernel]:
         seen_reads.update(map(id, reads))
     plan.kernels[:] = kept
     return moved
+
+
+def _promote(inner: ControlKernel, ok: set[int]) -> list[Kernel]:
+    """Takes out of nested while ``inner``'s ``pre`` plan the kernels whose reads are in
+    ``ok`` (adding their outputs to ``ok``) or written by one taken before; returns them
+    (see :func:`invariant_kernels`)."""
+    assert inner.pre is not None
+    out: list[Kernel] = []
+    kept: list[Kernel] = []
+    for k in inner.pre.kernels:
+        if all(b.kind == "const" or id(b) in ok for b in k.reads(inner.pre.vbuf)):
+            for b in k.writes():
+                if b.base is inner.scratch:
+                    b.base, b.offset = None, -1
+                    inner.inputs.append(b)
+            ok.update(map(id, k.writes()))
+            out.append(k)
+        else:
+            kept.append(k)
+    inner.pre.kernels[:] = kept
+    if not kept:
+        inner.pre = None
+    return out
 
 
 def _write_in_place(plan: Plan, ret: list[Value], j: int, fresh: Buf, carried: Buf) -> bool:

@@ -170,12 +170,14 @@ def test_changing_weight_is_not_hoisted(update):
     run_both(_carried_weight(update), args, rtol=1e-5, atol=1e-5)
 
 
-def _nested(outer: int, inner: int) -> str:
+def _nested(outer: int, inner: int, varying: bool) -> str:
     """An outer loop over ``outer`` steps whose body runs an inner loop of ``inner``
-    steps, ``h = tanh(h @ W + c)``: ``W`` is invariant in both (carried unchanged by the
-    outer, captured by the inner), the inner lhs ``h`` changes every inner step and
-    ``c`` (the outer's counter as a float) every outer step."""
+    steps, ``h = tanh(h @ W + c)``: ``W`` is captured by the inner loop and carried by
+    the outer one, unchanged (invariant in both) or, when ``varying``, halved after
+    each inner loop; the inner lhs ``h`` changes every inner step and ``c`` (the
+    outer's counter as a float) every outer step."""
     hb, t = f"tensor<{B}x{H}xf32>", f"tensor<{H}x{H}xf32>"
+    nxt = "%wh" if varying else "%w"
     return f"""func.func @main(%h0: {hb}, %w0: {t}) -> {hb} {{
   %c0 = stablehlo.constant dense<0> : tensor<i32>
   %r:3 = stablehlo.while(%i = %c0, %h = %h0, %w = %w0) : tensor<i32>, {hb}, {t}
@@ -203,7 +205,9 @@ def _nested(outer: int, inner: int) -> str:
           %gn = stablehlo.tanh %e : {hb}
           stablehlo.return %j1, %gn : tensor<i32>, {hb}
         }}
-      stablehlo.return %i1, %q#1, %w : tensor<i32>, {hb}, {t}
+      %half = stablehlo.constant dense<0.5> : {t}
+      %wh = stablehlo.multiply %w, %half : {t}
+      stablehlo.return %i1, %q#1, {nxt} : tensor<i32>, {hb}, {t}
     }}
   return %r#1 : {hb}
 }}"""
@@ -211,12 +215,26 @@ def _nested(outer: int, inner: int) -> str:
 
 @pytest.mark.parametrize("outer,inner", [(3, 4), (2, 0), (0, 3), (1, 1)])
 def test_nested_loops_pack_the_outer_invariant_weight(outer, inner):
-    text = _nested(outer, inner)
+    text = _nested(outer, inner, varying=False)
     (ck,) = _whiles(text)
     (inner_ck,) = [k for k in ck.plans[1].kernels if isinstance(k, ControlKernel)]
     if _microkernel():
-        assert len(_packs(inner_ck)) == 1
+        # packed once per call, before the outer loop, not once per outer iteration
+        assert len(_packs(ck)) == 1 and _packs(inner_ck) == []
         assert [d.strategy for d in _body_dots(inner_ck)] == ["packed"]
+        assert _body_dots(inner_ck)[0].rhs is _packs(ck)[0].out
     args = [RNG.standard_normal((B, H)).astype(np.float32),
             (0.2 * RNG.standard_normal((H, H))).astype(np.float32)]
+    run_both(text, args, rtol=1e-5, atol=1e-5)
+
+
+def test_nested_weight_changed_by_the_outer_loop_is_packed_per_inner_loop():
+    text = _nested(3, 4, varying=True)
+    (ck,) = _whiles(text)
+    (inner_ck,) = [k for k in ck.plans[1].kernels if isinstance(k, ControlKernel)]
+    assert _packs(ck) == []
+    if _microkernel():
+        assert len(_packs(inner_ck)) == 1
+    args = [RNG.standard_normal((B, H)).astype(np.float32),
+            (0.5 * RNG.standard_normal((H, H))).astype(np.float32)]
     run_both(text, args, rtol=1e-5, atol=1e-5)
