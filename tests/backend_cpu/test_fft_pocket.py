@@ -257,6 +257,30 @@ def test_library_passes_are_compiled_once_per_process(monkeypatch):
     assert len(exe._jit.library_code) == 1
 
 
+def test_library_objects_persist_in_the_store(monkeypatch):
+    """With a store (the compile cache's runtime object store), a pass object is saved
+    once and a fresh process (an empty in-memory table) reads it back without
+    generating the pass's IR again; without one nothing is stored."""
+    import oxla_backend_cpu.fft_lib as L
+    from oxla_codegen_llvm import CPUTarget
+
+    class Store(dict):
+        def load(self, key):
+            return self.get(key)
+
+        def save(self, key, obj):
+            self[key] = obj
+
+    host, name = CPUTarget.host(), L.pass_symbol("c3b", True)
+    monkeypatch.setattr(L, "_OBJECTS", {})
+    store = Store()
+    (obj,) = L.library_objects([name], host, store)
+    assert list(store.values()) == [obj] and next(iter(store)).startswith("fft-")
+    monkeypatch.setattr(L, "_OBJECTS", {})
+    monkeypatch.setattr(L, "module_text", lambda *a: pytest.fail("IR generated again"))
+    assert L.library_objects([name], host, store) == (obj,)
+
+
 def test_library_pass_symbols_are_checked():
     """Only the library's passes have symbols: a wrong radix or name raises."""
     from oxla_backend_cpu.fft_lib import declared, parse_symbol, pass_symbol

@@ -103,6 +103,14 @@ def module_key(module: Any, options: Any, target: Any) -> tuple[str, dict[str, A
     return cache_key(text, options, target, sums), dict(zip(sums, arrays))
 
 
+def code_stamp() -> str:
+    """The versions (oxla's distributions, llvmlite, LLVM) and the source stamp that
+    every cache key covers, as one string: what a stored object made by this code
+    (the FFT pass library's, :mod:`oxla_backend_cpu.fft_lib`) is keyed by instead of
+    its generated IR text."""
+    return json.dumps({"versions": _versions(), "source": _source_stamp()}, sort_keys=True)
+
+
 def cache_key(module_text: str, options: Any, target: Any, constants: Any = ()) -> str:
     """The hex SHA-256 naming the entry of ``module_text`` compiled with ``options`` for
     ``target`` (see the module doc for what it covers); ``constants``: the digests of

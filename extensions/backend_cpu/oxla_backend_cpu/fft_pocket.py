@@ -1,8 +1,11 @@
 """``stablehlo.fft`` as XLA's CPU FFT computes it: pocketfft's plans replayed in the
 operand's precision (:mod:`oxla_backend_cpu.pocketfft`). Each line length and
-direction becomes one straight-line function ``void f(T* line)`` (shared by the
-module's kernels, compiled ``optnone``), called in a loop over the lines; a line is
-gathered into a small buffer first unless it is contiguous.
+direction becomes one function ``void f(T* line)`` (shared by the module's kernels),
+called in a loop over the lines; a line is gathered into a small buffer first unless it
+is contiguous. Short lines are straight-line code compiled ``optnone``; longer ones are
+loops calling one function per radix pass, which comes from the precompiled pass
+library (:mod:`oxla_backend_cpu.fft_lib`, built once per process or read from the
+compile cache's store) when the line calls it more than once, else is defined here.
 
 Working precision ``T``: f64 for f64/complex128 operands, else f32 (f16/bf16 operands
 are widened to f32 exactly, as the interpreter does). The scratch buffer holds the
