@@ -175,6 +175,34 @@ def test_runtime_im2col_ranks_and_groups(case):
     check(**case)
 
 
+@pytest.mark.parametrize("case", [
+    dict(c=5, o=3, pad=((1, 1), (1, 1))),  # merged rows of 15: the generic copy loops
+    dict(c=7, o=2, t="f64", stride=(2, 1), pad=((2, 0), (1, 2)), rd=(1, 2)),
+    dict(lhs="NCHW", rhs="HWIO", c=5, pad=((1, 1), (0, 2))),  # input step != 1
+], ids=["generic-width", "f64-generic", "strided-input"])
+def test_runtime_im2col_row_widths(case):
+    """Rows whose length is not one of the fixed vector widths take the loop copies."""
+    from oxla_backend_cpu import conv_runtime
+
+    case = {"lhs": "NHWC", "rhs": "HWIO", "out": "NHWC", **case}
+    text, _ = conv_case(**case)
+    (k,) = conv_kernels_of(text)
+    words = conv_runtime.descriptor(k.geom)
+    assert conv_runtime.row_elems(words) == k.geom.G * k.geom.k_size
+    check(**case)
+
+
+def test_runtime_im2col_merges_window_and_channels():
+    """NHWC input with an HWIO kernel: one row per (group, kernel row), the window's
+    columns and the channels copied as one contiguous run."""
+    from oxla_backend_cpu import conv_runtime as cr
+
+    text, _ = conv_case("NHWC", "HWIO", "NHWC", c=16, o=8, pad=((1, 1), (1, 1)))
+    (k,) = conv_kernels_of(text)
+    words = cr.descriptor(k.geom)
+    assert (words[cr._R], words[cr._NB], words[cr._NIN], words[cr._CO]) == (3, 3, 16, 1)
+
+
 def test_runtime_im2col_descriptor_rejects_input_dilation():
     """Input dilation is not a linear map of the indices: the emitted im2col keeps it."""
     from oxla_backend_cpu import conv_runtime

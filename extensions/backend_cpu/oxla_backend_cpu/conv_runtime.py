@@ -6,32 +6,35 @@ A feature-innermost GEMM-mode :class:`~oxla_backend_cpu.conv.ConvKernel` (layout
 :mod:`oxla_backend_cpu.conv`: ``col[P][G][K]``) without input dilation packs its
 columns with ``oxla_conv_im2col_<dtype>(desc, src, dst, p_first, count)``: output
 pixels ``[p_first, p_first + count)`` (rows of ``P``) into ``dst`` (``count`` rows of
-``G*K`` elements). ``desc`` is a constant ``i64[DESC_WORDS]`` (:func:`descriptor`) that
-describes the convolution's input addressing as a linear map: every index of the
-output pixel (up to 4 dimensions: batch and spatial) and of the contraction (group and
-up to 3 kernel roles, then the row role, the kernel's innermost non-output dimension)
-adds ``index * co`` to the input element offset and ``index * cq[i]`` to the position
-``q[i]`` in spatial dimension ``i`` of the padded input; an element is the input at
-that offset when every ``0 <= q[i] < lim[i]``, else zero (padding). That is the
-StableHLO ``convolution`` window (spec section "convolution") with unit
-``lhs_dilation``: ``q = o * stride + k * rhs_dilation - low_padding`` (reversed window
-dimensions count ``k`` from the end).
+``G*K`` elements). ``desc`` is a constant ``i64`` array (:func:`descriptor`,
+:data:`FIXED_WORDS`) describing the input addressing as a linear map (StableHLO
+``convolution``, spec section "convolution", with unit ``lhs_dilation``:
+``q = o * stride + k * rhs_dilation - low_padding`` in each spatial dimension, reversed
+window dimensions counting ``k`` from the end; an element outside ``0 <= q < size`` is
+padding, zero): each pixel index adds ``index * co`` to the input offset and
+``index * cq[i]`` to ``q[i]``; each of the pixel's ``R`` rows (group and kernel roles
+but the innermost) has its offsets in two tables (``T_off``, ``T_q``); a row is ``nb``
+blocks of ``n_in`` elements (the kernel's innermost non-output role, merged with the
+one before it when they are one contiguous run of the input: an NHWC input with an
+HWIO kernel copies a window row's columns and channels as one run).
 
-Per row of the row role (``n`` elements along one index), the in-bounds part is one
-interval ``[ja, jb)`` computed once (no division unless the row moves along a spatial
-dimension by more than one); the row is then zeros, a copy (32-byte vectors when its
-input step is 1, else element by element) and zeros. Rows hold whole kernel windows
-or channel runs, so this is the same work as the emitted im2col of
-:func:`oxla_backend_cpu.conv_gemm._im2col_task`, with run-time loop bounds.
+Per pixel, the window's q span decides whether every row is in the input (interior:
+plain copies) or not (border: each row's in-bounds blocks are one interval, computed
+without division unless the row moves by more than one position per block). Rows of
+one of :data:`FIXED_WIDTHS` elements are one vector each (a masked load on the border);
+others are loops of 32-byte vectors and a tail.
 
-Measured (load ~6 on 2 cores, the 1x32x32x16 3x3 NHWC convolution of
-``bench/suite.py``, best of 5, CPU time): the program's LLVM ``-O3`` + code generation
-went from 26.7 ms to 11.1 ms; the routine itself is built once per process with the
-runtime (:meth:`oxla_backend_cpu.parallel.HostRuntime.subset`).
+Measured (load 6-10 on 2 cores, so rough; the suite's small 1x32x32x16 3x3 NHWC
+convolution, CPU time, runtime already built): the program's LLVM ``-O3`` + code
+generation went from 26.7 ms to 11.1 ms. The routine is built once per process with the
+runtime (:meth:`oxla_backend_cpu.parallel.HostRuntime.subset`). Its run time is within
+about 10% of the emitted, constant-folded im2col on most shapes, up to 1.3-1.4x on a
+small 3-D convolution (8x8x8x8, most pixels on the border).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import llvmlite.ir as ir
@@ -45,25 +48,28 @@ VOID = ir.VoidType()
 
 PIX_DIMS = 4
 """Output pixel dimensions the routine walks (batch and up to 3 spatial)."""
-K_DIMS = 4
-"""Contraction dimensions before the row (group and up to 3 kernel roles)."""
 SPATIAL = 3
 """Most spatial dimensions."""
+MAX_ROWS = 4096
+"""Most rows per output pixel (the descriptor holds a table of them)."""
 
-# descriptor layout (i64 words)
-_PE, _PCO, _PCQ = 0, PIX_DIMS, 2 * PIX_DIMS  # extents, offset coefficients, q coefficients
-_KE = _PCQ + PIX_DIMS * SPATIAL
-_KCO = _KE + K_DIMS
-_KCQ = _KCO + K_DIMS
-_RN = _KCQ + K_DIMS * SPATIAL  # row: extent, step, q coefficients
-_RCO = _RN + 1
-_RCQ = _RCO + 1
+# descriptor layout (i64 words): fixed part, then the row tables
+_PE, _PCO, _PCQ = 0, PIX_DIMS, 2 * PIX_DIMS  # pixel extents, offset and q coefficients
+_R = _PCQ + PIX_DIMS * SPATIAL  # rows per pixel
+_NB = _R + 1  # blocks per row
+_NIN = _NB + 1  # elements per block
+_CO = _NIN + 1  # input step per element
+_RCQ = _CO + 1  # q step per block, per spatial dimension
 _OFF0 = _RCQ + SPATIAL
 _Q0 = _OFF0 + 1
 _LIM = _Q0 + SPATIAL
-DESC_WORDS = _LIM + SPATIAL
-"""Words of the descriptor: per pixel dimension (extent, co, cq[3]), per contraction
-dimension the same, the row's (n, co, cq[3]), then off0, q0[3], lim[3]."""
+_SLO = _LIM + SPATIAL  # least and greatest q offset over a pixel's window
+_SHI = _SLO + SPATIAL
+FIXED_WORDS = _SHI + SPATIAL
+"""Words before the tables: per pixel dimension (extent, co, cq[3]); rows per pixel
+``R``; the row as ``nb`` blocks of ``n_in`` elements (input step ``co`` per element,
+``rcq[3]`` per block); off0, q0[3], lim[3]; the window's q span lo[3], hi[3]. Then
+``T_off[R]`` (input offset of each row) and ``T_q[R][3]`` (its q offsets)."""
 
 VEC_BYTES = 32
 """Bytes per vector of the row copy and zero fill (AVX2 width; split by the code
@@ -78,19 +84,59 @@ def driver_name(dtype: str) -> str:
 DRIVER_TYPE = ir.FunctionType(VOID, [PTR, PTR, PTR, I64, I64])  # desc, src, dst, p, count
 
 
+def _coeffs(g: ConvGeom, role: str) -> tuple[int, list[int]]:
+    """(input offset, q[i] offsets) per unit of index ``role``."""
+    lst = g.lst
+    cq = [0] * SPATIAL
+    if role == "b":
+        return lst[g.ib], cq
+    if role == "g":
+        return ((g.cg * lst[g.if_] if g.fgc > 1 else 0)
+                + (g.nb * lst[g.ib] if g.bgc > 1 else 0)), cq
+    if role == "ci":
+        return lst[g.if_], cq
+    i = int(role[1:])
+    if role[0] == "o":
+        cq[i] = g.strides[i]
+    else:
+        cq[i] = -g.rdil[i] if g.rev[i] else g.rdil[i]
+    return cq[i] * lst[g.isd[i]], cq
+
+
+def _row_plan(g: ConvGeom):
+    """(outer roles, block role or None, nb, n_in, co, rcq) of ``g``'s rows: the
+    kernel's innermost non-output role, merged with the role before it when the two
+    are contiguous in the input and the innermost one stays in one input position."""
+    kroles = ["g"] + g.k_roles
+    row = kroles[-1]
+    n = g.extent(row)
+    co, cq = _coeffs(g, row)
+    if not any(cq) and len(kroles) >= 2 and co != 0:
+        co_b, cq_b = _coeffs(g, kroles[-2])
+        if co_b == n * co:
+            return kroles[:-2], kroles[-2], g.extent(kroles[-2]), n, co, cq_b
+    if any(cq):
+        return kroles[:-1], row, n, 1, co, cq
+    return kroles[:-1], None, 1, n, co, cq
+
+
 def supported(g: ConvGeom) -> bool:
     """True when :func:`descriptor` describes ``g``'s im2col: f32/f64, feature-innermost
-    output, no input dilation, at most :data:`SPATIAL` spatial dimensions."""
-    return (g.dtype in ("f32", "f64") and g.feature_last and g.ns <= SPATIAL
-            and all(d == 1 for d in g.ldil) and len(g.k_roles) >= 1)
+    output, no input dilation, at most :data:`SPATIAL` spatial dimensions and
+    :data:`MAX_ROWS` rows per output pixel."""
+    if not (g.dtype in ("f32", "f64") and g.feature_last and g.ns <= SPATIAL
+            and all(d == 1 for d in g.ldil) and len(g.os) - 1 <= PIX_DIMS):
+        return False
+    outer = _row_plan(g)[0]
+    return math.prod(g.extent(r) for r in outer) <= MAX_ROWS
 
 
 def descriptor(g: ConvGeom) -> list[int]:
-    """The ``i64[DESC_WORDS]`` descriptor of ``g``'s layout-A im2col (module doc).
+    """The descriptor of ``g``'s layout-A im2col (module doc, :data:`FIXED_WORDS`).
 
     Rows of ``col`` follow :func:`oxla_backend_cpu.conv_gemm._im2col_task`: per output
     pixel (output dimensions but the feature, in memory order), the group, then the
-    kernel's non-output roles in its memory order, the last of them the row.
+    kernel's non-output roles in its memory order.
 
     Raises:
         ValueError: ``g`` is not :func:`supported`.
@@ -98,44 +144,29 @@ def descriptor(g: ConvGeom) -> list[int]:
     if not supported(g):
         raise ValueError("im2col descriptor: convolution layout not supported")
     lst = g.lst
-
-    def coeffs(role: str) -> tuple[int, list[int]]:
-        cq = [0] * SPATIAL
-        if role == "b":
-            return lst[g.ib], cq
-        if role == "g":
-            return ((g.cg * lst[g.if_] if g.fgc > 1 else 0)
-                    + (g.nb * lst[g.ib] if g.bgc > 1 else 0)), cq
-        if role == "ci":
-            return lst[g.if_], cq
-        i = int(role[1:])
-        if role[0] == "o":
-            cq[i] = g.strides[i]
-        else:
-            cq[i] = -g.rdil[i] if g.rev[i] else g.rdil[i]
-        return cq[i] * lst[g.isd[i]], cq
-
-    words = [0] * DESC_WORDS
+    words = [0] * FIXED_WORDS
     pix = [g.out_role(d) for d in range(len(g.os)) if d != g.of]
-    kroles = ["g"] + g.k_roles
-    outer, row = kroles[:-1], kroles[-1]
-    for base_e, base_co, base_cq, roles, cap in ((_PE, _PCO, _PCQ, pix, PIX_DIMS),
-                                               (_KE, _KCO, _KCQ, outer, K_DIMS)):
-        if len(roles) > cap:
-            raise ValueError("im2col descriptor: too many dimensions")
-        for j in range(cap):
-            if j >= len(roles):
-                words[base_e + j] = 1
-                continue
-            co, cq = coeffs(roles[j])
-            words[base_e + j] = g.extent(roles[j])
-            words[base_co + j] = co
-            words[base_cq + j * SPATIAL:base_cq + (j + 1) * SPATIAL] = cq
-    co, cq = coeffs(row)
-    words[_RN], words[_RCO] = g.extent(row), co
-    words[_RCQ:_RCQ + SPATIAL] = cq
+    for j in range(PIX_DIMS):
+        if j >= len(pix):
+            words[_PE + j] = 1
+            continue
+        co, cq = _coeffs(g, pix[j])
+        words[_PE + j], words[_PCO + j] = g.extent(pix[j]), co
+        words[_PCQ + j * SPATIAL:_PCQ + (j + 1) * SPATIAL] = cq
+    outer, _, nb, n_in, co, rcq = _row_plan(g)
+    ext = [g.extent(r) for r in outer]
+    cos = [_coeffs(g, r) for r in outer]
+    t_off, t_q = [], []
+    for idx in itertools.product(*(range(e) for e in ext)):
+        t_off.append(sum(i * c[0] for i, c in zip(idx, cos)))
+        t_q.append([sum(i * c[1][s] for i, c in zip(idx, cos)) for s in range(SPATIAL)])
+    words[_R], words[_NB], words[_NIN], words[_CO] = len(t_off), nb, n_in, co
+    words[_RCQ:_RCQ + SPATIAL] = rcq
     off0 = 0
     for i in range(SPATIAL):
+        span = [q[i] for q in t_q]
+        words[_SLO + i] = min(span) + min(0, rcq[i] * (nb - 1))
+        words[_SHI + i] = max(span) + max(0, rcq[i] * (nb - 1))
         if i >= g.ns:
             words[_LIM + i] = 1  # q stays 0: always in bounds
             continue
@@ -146,12 +177,12 @@ def descriptor(g: ConvGeom) -> list[int]:
         words[_LIM + i] = g.ls[g.isd[i]]
         off0 += q0 * lst[g.isd[i]]
     words[_OFF0] = off0
-    return words
+    return words + t_off + [x for q in t_q for x in q]
 
 
 def row_elems(words: list[int]) -> int:
     """Elements of ``col`` per output pixel for descriptor ``words``."""
-    return math.prod(words[_KE:_KE + K_DIMS]) * words[_RN]
+    return words[_R] * words[_NB] * words[_NIN]
 
 
 def define_conv_runtime(module: ir.Module) -> None:
@@ -186,79 +217,206 @@ def _define(module: ir.Module, ty: ir.Type, dt: str) -> None:
     src.add_attribute("noalias")
     dst.add_attribute("noalias")
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    w = [b.load(b.gep(desc, [_c(i)], source_etype=I64), typ=I64) for i in range(DESC_WORDS)]
+    w = [b.load(b.gep(desc, [_c(i)], source_etype=I64), typ=I64) for i in range(FIXED_WORDS)]
+    t_off = b.gep(desc, [_c(FIXED_WORDS)], source_etype=I64)
+    t_q = b.gep(t_off, [w[_R]], source_etype=I64)
     ja_p, jb_p = b.alloca(I64, name="ja"), b.alloca(I64, name="jb")
-    n, step = w[_RN], w[_RCO]
-    per_pixel = b.mul(b.mul(b.mul(b.mul(w[_KE], w[_KE + 1]), w[_KE + 2]), w[_KE + 3]), n)
+    nb, n_in, co = w[_NB], w[_NIN], w[_CO]
+    row_len = b.mul(nb, n_in)
+    per_pixel = b.mul(w[_R], row_len)
     size = 4 if isinstance(ty, ir.FloatType) else 8
     vl = VEC_BYTES // size
-    vec = ir.VectorType(ty, vl)
-    zero_v = ir.Constant(vec, [0.0] * vl)
+    unit = b.icmp_signed("==", co, _c(1))
 
     def elem(p, off):
         return b.gep(p, [off], source_etype=ty, inbounds=True)
 
-    def fill(row, lo, hi):
-        nv = b.sdiv(b.sub(hi, lo), _c(vl))
-        with for_range(b, nv, "zv") as v:
-            b.store(zero_v, elem(row, b.add(lo, b.mul(v, _c(vl)))), align=size)
-        with for_range(b, hi, "zs", b.add(lo, b.mul(nv, _c(vl)))) as j:
-            b.store(ir.Constant(ty, 0.0), elem(row, j))
+    def blocks(lo, hi, body, name):
+        """``body(j, width)`` over ``[lo, hi)`` in vectors of ``vl`` then 4 lanes, then
+        one element at a time."""
+        x = lo
+        for width in (vl, 4):
+            nv = b.sdiv(b.sub(hi, x), _c(width))
+            with for_range(b, nv, f"{name}{width}") as v:
+                body(b.add(x, b.mul(v, _c(width))), width)
+            x = b.add(x, b.mul(nv, _c(width)))
+        with for_range(b, hi, f"{name}1", x) as j:
+            body(j, 1)
 
+    def fill(row, lo, hi):
+        def body(j, width):
+            zero = ir.Constant(ty, 0.0) if width == 1 else \
+                ir.Constant(ir.VectorType(ty, width), [0.0] * width)
+            b.store(zero, elem(row, j), align=size)
+        blocks(lo, hi, body, "z")
+
+    def contiguous_copy(row, o, lo, hi):
+        def body(j, width):
+            t = ty if width == 1 else ir.VectorType(ty, width)
+            b.store(b.load(elem(src, b.add(o, j)), typ=t, align=size), elem(row, j),
+                    align=size)
+        blocks(lo, hi, body, "c")
+
+    def strided_copy(row, o, lo, hi):
+        with for_range(b, hi, "cg", lo) as j:
+            b.store(b.load(elem(src, b.add(o, b.mul(j, co))), typ=ty), elem(row, j))
+
+    def copy(row, o, lo, hi):
+        with b.if_else(unit) as (contiguous, strided):
+            with contiguous:
+                contiguous_copy(row, o, lo, hi)
+            with strided:
+                strided_copy(row, o, lo, hi)
+
+    # the pixel's indices: divided out once, then counted up (no division per pixel)
+    idx_p = b.alloca(I64, PIX_DIMS, name="pix")
+    p = p_first
+    for d in reversed(range(PIX_DIMS)):
+        b.store(b.urem(p, w[_PE + d]), b.gep(idx_p, [_c(d)], source_etype=I64))
+        p = b.udiv(p, w[_PE + d])
     with for_range(b, count, "t") as t:
-        p = b.add(p_first, t)
+        ids = [b.load(b.gep(idx_p, [_c(d)], source_etype=I64), typ=I64) for d in range(PIX_DIMS)]
         off, q = w[_OFF0], [w[_Q0 + i] for i in range(SPATIAL)]
-        for d in reversed(range(PIX_DIMS)):  # innermost pixel dimension first
-            e = w[_PE + d]
-            idx = b.urem(p, e)
-            p = b.udiv(p, e)
-            off = b.add(off, b.mul(idx, w[_PCO + d]))
-            q = [b.add(q[i], b.mul(idx, w[_PCQ + d * SPATIAL + i])) for i in range(SPATIAL)]
+        for d in range(PIX_DIMS):
+            off = b.add(off, b.mul(ids[d], w[_PCO + d]))
+            q = [b.add(q[i], b.mul(ids[d], w[_PCQ + d * SPATIAL + i])) for i in range(SPATIAL)]
+        carry = ir.Constant(I1, 1)
+        for d in reversed(range(PIX_DIMS)):
+            nxt = b.add(ids[d], b.zext(carry, I64))
+            carry = b.icmp_signed("==", nxt, w[_PE + d])
+            b.store(b.select(carry, _c(0), nxt), b.gep(idx_p, [_c(d)], source_etype=I64))
         base = elem(dst, b.mul(t, per_pixel))
-        with for_range(b, w[_KE], "k0") as k0, for_range(b, w[_KE + 1], "k1") as k1, \
-                for_range(b, w[_KE + 2], "k2") as k2, for_range(b, w[_KE + 3], "k3") as k3:
-            ks = [k0, k1, k2, k3]
-            o, qq = off, list(q)
-            for d, kd in enumerate(ks):
-                o = b.add(o, b.mul(kd, w[_KCO + d]))
-                qq = [b.add(qq[i], b.mul(kd, w[_KCQ + d * SPATIAL + i])) for i in range(SPATIAL)]
-            lin = b.add(b.mul(b.add(b.mul(b.add(b.mul(k0, w[_KE + 1]), k1), w[_KE + 2]), k2),
-                              w[_KE + 3]), k3)
-            row = elem(base, b.mul(lin, n))
-            b.store(_c(0), ja_p)
-            b.store(n, jb_p)
-            for i in range(SPATIAL):
-                _bound(b, qq[i], w[_RCQ + i], w[_LIM + i], ja_p, jb_p)
-            ja = _min(b, _max(b, b.load(ja_p), _c(0)), n)
-            jb = _max(b, _min(b, b.load(jb_p), n), ja)
-            fill(row, _c(0), ja)
-            with b.if_else(b.icmp_signed("==", step, _c(1))) as (unit, strided):
-                with unit:
-                    nv = b.sdiv(b.sub(jb, ja), _c(vl))
-                    with for_range(b, nv, "cv") as v:
-                        j = b.add(ja, b.mul(v, _c(vl)))
-                        x = b.load(elem(src, b.add(o, j)), typ=vec, align=size)
-                        b.store(x, elem(row, j), align=size)
-                    with for_range(b, jb, "cs", b.add(ja, b.mul(nv, _c(vl)))) as j:
-                        b.store(b.load(elem(src, b.add(o, j)), typ=ty), elem(row, j))
-                with strided:
-                    with for_range(b, jb, "cg", ja) as j:
-                        x = b.load(elem(src, b.add(o, b.mul(j, step))), typ=ty)
-                        b.store(x, elem(row, j))
-            fill(row, jb, n)
+        inside = ir.Constant(I1, 1)
+        for i in range(SPATIAL):
+            inside = b.and_(inside, b.and_(
+                b.icmp_signed(">=", b.add(q[i], w[_SLO + i]), _c(0)),
+                b.icmp_signed("<", b.add(q[i], w[_SHI + i]), w[_LIM + i])))
+        with b.if_else(inside) as (interior, border):
+            with interior:  # every row wholly in the input: copies only
+                with b.if_else(unit) as (contiguous, strided):
+                    with contiguous:
+                        _fixed_width_rows(b, ty, w[_R], row_len, t_off, src, off, base,
+                                          contiguous_copy)
+                    with strided, for_range(b, w[_R], "ri") as r:
+                        o = b.add(off, b.load(b.gep(t_off, [r], source_etype=I64), typ=I64))
+                        strided_copy(elem(base, b.mul(r, row_len)), o, _c(0), row_len)
+            with border:
+                with for_range(b, w[_R], "rb") as r:
+                    o = b.add(off, b.load(b.gep(t_off, [r], source_etype=I64), typ=I64))
+                    b.store(_c(0), ja_p)
+                    b.store(nb, jb_p)
+                    for i in range(SPATIAL):
+                        tq = b.load(b.gep(t_q, [b.add(b.mul(r, _c(SPATIAL)), _c(i))],
+                                          source_etype=I64), typ=I64)
+                        _bound(b, b.add(q[i], tq), w[_RCQ + i], w[_LIM + i], ja_p, jb_p)
+                    ja = _min(b, _max(b, b.load(ja_p), _c(0)), nb)
+                    jb = _max(b, _min(b, b.load(jb_p), nb), ja)
+                    ea, eb = b.mul(ja, n_in), b.mul(jb, n_in)
+                    row = elem(base, b.mul(r, row_len))
+                    fixed = _masked_row(b, ty, row_len, unit, src, o, row, ea, eb)
+                    with b.if_then(b.not_(fixed)):
+                        fill(row, _c(0), ea)
+                        copy(row, o, ea, eb)
+                        fill(row, eb, row_len)
     b.ret_void()
 
 
+FIXED_WIDTHS = (2, 3, 4, 8, 12, 16, 24, 32, 48, 64)
+"""Row lengths (elements) whose interior rows are copied as one vector of that length,
+picked once per pixel: a row of a grouped convolution holds only its group's input
+features (4 in the suite's grouped conv), where a loop of vectors and a tail cost
+more than the copy."""
+
+
+def _fixed_width_rows(b: ir.IRBuilder, ty: ir.Type, rows, row_len, t_off, src, off, base,
+                      generic) -> None:
+    """Copies ``rows`` contiguous rows of ``row_len`` elements (input offsets
+    ``off + t_off[r]``) to ``base``: one vector per row for the
+    :data:`FIXED_WIDTHS`, else ``generic(row, o, 0, row_len)``."""
+    size = 4 if isinstance(ty, ir.FloatType) else 8
+    fn = b.function
+    done = fn.append_basic_block("fw.done")
+    other = fn.append_basic_block("fw.other")
+    sw = b.switch(row_len, other)
+    for width in FIXED_WIDTHS:
+        blk = fn.append_basic_block(f"fw.{width}")
+        sw.add_case(_c(width), blk)
+        b.position_at_end(blk)
+        vt = ir.VectorType(ty, width)
+        with for_range(b, rows, f"fw{width}") as r:
+            o = b.add(off, b.load(b.gep(t_off, [r], source_etype=I64), typ=I64))
+            x = b.load(b.gep(src, [o], source_etype=ty, inbounds=True), typ=vt, align=size)
+            b.store(x, b.gep(base, [b.mul(r, _c(width))], source_etype=ty, inbounds=True),
+                    align=size)
+        b.branch(done)
+    b.position_at_end(other)
+    with for_range(b, rows, "ri") as r:
+        o = b.add(off, b.load(b.gep(t_off, [r], source_etype=I64), typ=I64))
+        generic(b.gep(base, [b.mul(r, row_len)], source_etype=ty, inbounds=True), o, _c(0),
+                row_len)
+    b.branch(done)
+    b.position_at_end(done)
+
+
+def _masked_row(b: ir.IRBuilder, ty: ir.Type, row_len, unit, src, o, row, ea, eb):
+    """A contiguous border row of one of the :data:`FIXED_WIDTHS`: one masked load of
+    lanes ``[ea, eb)`` (the others read nothing and load zero) and one store of the
+    whole row. Returns the i1 "done here" (False: the caller writes the row)."""
+    size = 4 if isinstance(ty, ir.FloatType) else 8
+    fn, module = b.function, b.module
+    done = fn.append_basic_block("mr.done")
+    other = fn.append_basic_block("mr.other")
+    pre = b.block
+    b.cbranch(unit, fn.append_basic_block("mr.unit"), other)
+    b.position_at_end(fn.blocks[-1])
+    sw = b.switch(row_len, other)
+    ends = []
+    i32 = ir.IntType(32)
+    for width in FIXED_WIDTHS:
+        blk = fn.append_basic_block(f"mr.{width}")
+        sw.add_case(_c(width), blk)
+        b.position_at_end(blk)
+        vt = ir.VectorType(ty, width)
+        mt = ir.VectorType(I1, width)
+        elt = "f32" if size == 4 else "f64"
+        name = f"llvm.masked.load.v{width}{elt}.p0"
+        load = module.globals.get(name) or ir.Function(
+            module, ir.FunctionType(vt, [PTR, i32, mt, vt]), name)
+        it = ir.VectorType(I64, width)
+        lanes = ir.Constant(it, list(range(width)))
+
+        def splat(x, it=it, width=width):
+            v = b.insert_element(ir.Constant(it, ir.Undefined), x, ir.Constant(i32, 0))
+            return b.shuffle_vector(v, ir.Constant(it, ir.Undefined),
+                                    ir.Constant(ir.VectorType(i32, width), [0] * width))
+
+        mask = b.and_(b.icmp_signed(">=", lanes, splat(ea)), b.icmp_signed("<", lanes, splat(eb)))
+        x = b.call(load, [b.gep(src, [o], source_etype=ty), ir.Constant(i32, size), mask,
+                          ir.Constant(vt, [0.0] * width)])
+        b.store(x, row, align=size)
+        ends.append(b.block)
+        b.branch(done)
+    b.position_at_end(other)
+    b.branch(done)
+    b.position_at_end(done)
+    phi = b.phi(I1)
+    for e in ends:
+        phi.add_incoming(ir.Constant(I1, 1), e)
+    phi.add_incoming(ir.Constant(I1, 0), other)
+    del pre
+    return phi
+
+
 def _bound(b: ir.IRBuilder, q, c, lim, ja_p, jb_p) -> None:
-    """Narrows ``[*ja_p, *jb_p)`` to the ``j`` with ``0 <= q + c*j < lim``."""
+    """Narrows ``[*ja_p, *jb_p)`` to the blocks ``j`` with ``0 <= q + c*j < lim``."""
     with b.if_else(b.icmp_signed("==", c, _c(0))) as (fixed, moving):
         with fixed:  # the whole row is in or out
             ok = b.and_(b.icmp_signed(">=", q, _c(0)), b.icmp_signed("<", q, lim))
             with b.if_then(b.not_(ok)):
                 b.store(_c(0), jb_p)
         with moving:
-            with b.if_else(b.icmp_signed("==", c, _c(1))) as (unit, other):
-                with unit:  # 0 <= q + j < lim
+            with b.if_else(b.icmp_signed("==", c, _c(1))) as (one, other):
+                with one:  # 0 <= q + j < lim
                     b.store(_max(b, b.load(ja_p), b.sub(_c(0), q)), ja_p)
                     b.store(_min(b, b.load(jb_p), b.sub(lim, q)), jb_p)
                 with other:
