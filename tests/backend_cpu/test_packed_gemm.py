@@ -96,6 +96,37 @@ def test_threads_split_rows_and_panels(monkeypatch) -> None:
     _check(x, w, (1, 0))
 
 
+def _parallel_flags(llvm_ir: str) -> list[int]:
+    """The ``parallel`` word of each packed GEMM descriptor in ``llvm_ir``."""
+    import re
+
+    words = len(pg.DESC_FIELDS)
+    rows = re.findall(rf"\.desc = internal constant \[{words} x i64\] \[([^\]]*)\]",
+                      llvm_ir)
+    return [int(r.split(",")[pg.DESC_FIELDS.index("parallel")].split()[-1]) for r in rows]
+
+
+@needs_simd
+@pytest.mark.parametrize("threads", ["2", "3"])
+@pytest.mark.parametrize("m,k,n,split", [(64, 256, 256, True), (67, 320, 203, True),
+                                         (16, 64, 64, False)])
+def test_small_transformer_gemms_split_over_threads(monkeypatch, threads, m, k, n,
+                                                    split) -> None:
+    """A 64-token layer's GEMMs (64x256 . 256x256: 8 MFLOP, two threads' worth of
+    :data:`~oxla_backend_cpu.packed_gemm.PACKED_FLOPS_PER_THREAD`) run on the pool's
+    threads, odd sizes included; a tiny one stays on the calling thread. Results
+    against float64."""
+    monkeypatch.setenv("OXLA_NUM_THREADS", threads)
+    rng = np.random.default_rng(m * n)
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    w = rng.standard_normal((k, n)).astype(np.float32)
+    assert (2.0 * m * n * k >= 2 * pg.PACKED_FLOPS_PER_THREAD) == split
+    _check(x, w, (1, 0))
+    ref = np.zeros((m, n))
+    exe = oxla.compile(_program(x.shape, w, (1, 0), ref.shape), backend="cpu")
+    assert _parallel_flags(exe.llvm_ir) == [int(split)]
+
+
 def test_pack_weights_layout() -> None:
     w = np.arange(3 * 7, dtype=np.float32).reshape(3, 7)
     p = pg.pack_weights(w, 4)

@@ -98,7 +98,7 @@ def _emit_packed(s, k, lhs: ir.Value, rhs: ir.Value, out: ir.Value) -> None:
     flops = 2.0 * k.m * k.n * k.k
     sa_m, sa_k = (1, k.m) if k.trans_lhs else (k.k, 1)
     values = dict(m=k.m, n=k.n, k=k.k, sa_m=sa_m, sa_k=sa_k,
-                  parallel=int(flops >= 2 * FLOPS_PER_THREAD))
+                  parallel=int(flops >= 2 * pg.PACKED_FLOPS_PER_THREAD))
     _call_driver(s, k, pg.DRIVER, pg.DRIVER_TYPE, pg.DESC_FIELDS, values, [lhs, rhs, out])
 
 

@@ -65,6 +65,15 @@ DESC_FIELDS = ("m", "n", "k", "sa_m", "sa_k", "parallel")
 """The descriptor's i64 words: the GEMM's shape, ``A``'s element strides along ``M``
 and ``K`` (``(K, 1)`` row-major, ``(1, M)`` stored ``[K, M]``), and 1 when the work is
 worth oxla's parallel-for."""
+PACKED_FLOPS_PER_THREAD = 1 << 22
+"""Work (flops) per thread from which a packed GEMM is split among threads (it is when
+it has at least two threads' worth), as for batched GEMMs
+(:data:`oxla_backend_cpu.batched_gemm.BATCHED_FLOPS_PER_THREAD`): the pool's workers
+poll for the next loop and take items dynamically, so a split costs microseconds. With
+BLAS's 8x larger threshold (:data:`oxla_backend_cpu.blas.FLOPS_PER_THREAD`) every GEMM
+of a 64-token transformer (at most 64x1024x256, 34 MFLOP) ran on one thread of two;
+bench/onnx_vs_ort.py at 2 threads, this threshold against that one compiled in the
+same interleaved run: llama 0.74-0.92x, bert 0.72x, gpt2 0.90x the time."""
 KC = 1024  # columns of A (rows of a panel) per block
 MC_TILES = 16  # row tiles per block of A: MC = MC_TILES * MR rows
 SMALL_KC = 256  # the stack fallback's block (MR x SMALL_KC) when malloc fails
