@@ -135,6 +135,19 @@ def cases():
     yield ("shard_map_partial_split_2x2", pmap_split, (r(8, 16),), m22,
            (P("data", "model"),), pmap_split_plain)
 
+    # 2x4, manual along "data" where the operand's rows are on ("data", "model"): in
+    # the body the manual-local rows stay split along "model" (the minor axis)
+    def pmap_minor(x):
+        f = jax.shard_map(lambda a: jax.lax.psum(jnp.sin(a) * 3.0, "data"), mesh=m8,
+                          in_specs=P("data", None), out_specs=P(), axis_names={"data"})
+        return f(x) + 1.0
+
+    def pmap_minor_plain(x):
+        return (jnp.sin(x[:8]) * 3.0 + jnp.sin(x[8:]) * 3.0) + 1.0
+
+    yield ("shard_map_partial_2x4", pmap_minor, (r(16, 8),), m8,
+           (P(("data", "model"), None),), pmap_minor_plain)
+
     yield ("shard_map_partial_ops_2x2", pmap_ops, (r(8, 16),), m22, (P("data", "model"),),
            pmap_ops_plain)
 

@@ -57,6 +57,9 @@ PARTIAL = {
     # psum_scatter runs on the batch-sharded rows; all_to_all splits the rows, so they
     # are gathered along "data" first; the (replicated) result is gathered at the end
     "shard_map_partial_split_2x2": {"all_gather": 2},
+    # rows on ("data", "model"), manual "data": the body's rows stay on "model"; the
+    # replicated result is gathered along "model"
+    "shard_map_partial_2x4": {"all_gather": 1},
 }
 
 
