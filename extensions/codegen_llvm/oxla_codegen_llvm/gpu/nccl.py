@@ -1,5 +1,7 @@
 """A GPU program's collectives under MPI (one process per GPU) as NCCL calls, and those
-calls' semantics over MPI on host memory (what a simulated device runs).
+calls' semantics over MPI on host memory (what a simulated device runs). The calls are
+the NCCL C API's, which AMD's RCCL shares: the cuda backend runs them on NCCL, the hip
+backend on RCCL, both through :mod:`oxla_codegen_llvm.gpu.nccl_api`.
 
 Without MPI, a GPU program's collectives are host-staged steps over an in-process grid
 (:mod:`oxla_codegen_llvm.gpu.hostops`). Once ``exe.attach_mpi(comm, ...)`` has run on
