@@ -282,7 +282,8 @@ def test_a_missing_rank_ends_every_rank_of_an_nccl_job(mode, backend):
     if mode == "nccl-hang":
         assert r.stdout.count("completed [3.0, 3.0, 3.0, 3.0]") == 2, r.stdout + r.stderr
         assert took >= 10, took
-        assert r.stderr.count("error: NCCL 'all_reduce' (channel 1) on rank 3 did not "
+        lib = "RCCL" if backend == "hip" else "NCCL"
+        assert r.stderr.count(f"error: {lib} 'all_reduce' (channel 1) on rank 3 did not "
                               "complete within 10s") == 1, r.stderr
 
 
@@ -358,7 +359,8 @@ def test_cuda_collectives_as_nccl_calls_on_the_simulated_device(local, backend):
     found = "['0', '1', '2', '3']" if local == "split" else "[None, None, None, None]"
     assert (f"device ordinals by local rank: [0, 1, 0, 1] (OXLA_LOCAL_RANK {found}, "
             "hydra's ['0', '1', '2', '3'])") in r.stdout, r.stdout
-    assert ("NCCL collectives: all_gather 1, all_reduce 3, all_to_all 1, collective_permute 1, "
+    lib = "RCCL" if backend == "hip" else "NCCL"
+    assert (f"{lib} collectives: all_gather 1, all_reduce 3, all_to_all 1, collective_permute 1, "
             "reduce_scatter 1; host-staged: 2") in r.stdout, r.stdout
     assert "not a body of [stablehlo.or]" in r.stdout and "is strided" in r.stdout, r.stdout
     assert "nccl ok" in r.stdout, r.stdout + r.stderr
@@ -394,7 +396,8 @@ def test_a_sharded_cuda_artifact_runs_under_oxla_launch(tmp_path, mesh, shards, 
                        env=env,
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "NCCL collectives: all_reduce 1; host-staged: 0" in r.stdout, r.stdout
+    lib = "RCCL" if backend == "hip" else "NCCL"
+    assert f"{lib} collectives: all_reduce 1; host-staged: 0" in r.stdout, r.stdout
     np.testing.assert_allclose(np.load(tmp_path / "o.npy"), np.tanh(x @ w), rtol=1e-5,
                                atol=1e-6)
 

@@ -38,11 +38,14 @@ PROPS_BYTES = 4096  # hipDeviceProp_t is smaller; its gcnArchName is found by co
 
 
 class HIPDevice:
-    """A real AMD GPU through the HIP runtime (module doc).
+    """A real AMD GPU through the HIP runtime (module doc); its collectives under MPI
+    are RCCL's (``collective_library``, the name in their summary and errors).
 
     Raises:
         OxlaError: the runtime does not load, or ``hipInit``/the device query failed.
     """
+
+    collective_library = "RCCL"
 
     def __init__(self, library: str, ordinal: int = 0):
         try:

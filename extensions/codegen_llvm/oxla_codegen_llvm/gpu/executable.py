@@ -213,7 +213,8 @@ class GPUExecutable:
         dev = self._load().rt.device
         if not hasattr(dev, "nccl_world"):
             return None
-        nc = NcclCollectives(dev.nccl_world(comm), comm, timeout)
+        nc = NcclCollectives(dev.nccl_world(comm), comm, timeout,
+                             getattr(dev, "collective_library", "NCCL"))
         for op in self.program.host_ops:  # every group's communicator, now, in op order
             if op.name in NCCL_OPS:
                 nc.prepare(op)
