@@ -229,3 +229,37 @@ def test_the_config_rccl_reads_is_a_prefix_of_the_shared_struct():
             fields = re.findall(r"^\s*(?:const\s+)?(?:unsigned\s+)?\w+\s*\*?\s*(\w+);", body,
                                 re.M)
             assert names[:len(fields)] == fields
+
+
+class _Aborted(Exception):
+    pass
+
+
+class _Job(_Comm):
+    """The MPI job: 4 ranks, MPI_Abort recorded (the real one never returns)."""
+
+    def __init__(self, rank: int):
+        super().__init__(rank, after=0)
+        self.codes: list[int] = []
+
+    def Abort(self, code):  # noqa: N802 - mpi4py's name
+        self.codes.append(code)
+        raise _Aborted
+
+
+def test_a_group_that_never_completes_aborts_rccl_then_the_job(fake_rccl, capfd):
+    """The deadline policy over the real binding: the communicator is made, then a group
+    stays ncclInProgress; past the timeout the rank names RCCL's op and itself, calls
+    ncclCommAbort of its communicators, then MPI_Abort."""
+    from oxla_codegen_llvm.gpu.nccl import NcclCollectives
+
+    job = _Job(rank=2)
+    nc = NcclCollectives(rccl.world(job), job, timeout=0.3, library="RCCL")
+    fake_rccl.fake_set_async(10**9, 0)  # every later poll: in progress
+    group = NcclGroup([nc.world], lambda: True)
+    with pytest.raises(_Aborted):
+        nc.wait(group.done, "RCCL 'all_reduce' (channel 1)")
+    err = capfd.readouterr().err
+    assert ("error: RCCL 'all_reduce' (channel 1) on rank 2 did not complete within 0.3s "
+            "(OXLA_COLLECTIVE_TIMEOUT)") in err, err
+    assert _log(fake_rccl)[-1] == "abort 0x1000" and len(job.codes) == 1
