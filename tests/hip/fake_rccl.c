@@ -2,7 +2,8 @@
  * its header declares them, each call appended to a text log (fake_log) instead of
  * communicating. Communicators are non-blocking: ncclCommGetAsyncError reports
  * ncclInProgress (7) for fake_set_async's `busy` polls, then its `final` status. The
- * config is read as RCCL's ncclConfig_t of ROCm 6.x (fields up to trafficClass). */
+ * config is read as RCCL's ncclConfig_t of ROCm 6.x (fields up to trafficClass). Built
+ * with -DFAKE_OLD it lacks ncclCommSplit, as an RCCL older than ROCm 6.0 does. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -50,12 +51,14 @@ int ncclCommInitRankConfig(void **comm, int n, ncclUniqueId id, int rank, ncclCo
   return 7;
 }
 
+#ifndef FAKE_OLD
 int ncclCommSplit(void *comm, int color, int key, void **out, ncclConfig_t *c) {
   add("split parent=%p color=%d key=%d", comm, color, key);
   config("split", c);
   *out = color < 0 ? NULL : (void *)(0x2000 + (size_t)color);
   return 7;
 }
+#endif
 
 int ncclCommGetAsyncError(void *comm, int *st) {
   (void)comm;

@@ -52,17 +52,22 @@ class _Comm:
         return _Req(self.after)
 
 
+def _build(root: Path, *flags: str) -> None:
+    """fake_rccl.c as ``root/lib/librccl.so.1`` (skips without a C compiler)."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler to build the stand-in RCCL")
+    lib = root / "lib"
+    lib.mkdir(parents=True)
+    subprocess.run([cc, "-shared", "-fPIC", "-O1", *flags, "-o", str(lib / "librccl.so.1"),
+                    str(HERE / "fake_rccl.c")], check=True, capture_output=True)
+
+
 @pytest.fixture
 def fake_rccl(tmp_path, monkeypatch):
     """The stand-in built as ``$ROCM_PATH/lib/librccl.so.1``; yields it (a CDLL) with its
     log cleared."""
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        pytest.skip("no C compiler to build the stand-in RCCL")
-    lib = tmp_path / "rocm" / "lib"
-    lib.mkdir(parents=True)
-    subprocess.run([cc, "-shared", "-fPIC", "-O1", "-o", str(lib / "librccl.so.1"),
-                    str(HERE / "fake_rccl.c")], check=True, capture_output=True)
+    _build(tmp_path / "rocm")
     monkeypatch.setenv("ROCM_PATH", str(tmp_path / "rocm"))
     rccl.load_library.cache_clear()
     try:
@@ -206,6 +211,17 @@ def test_missing_rccl_is_one_clear_error(monkeypatch):
         assert e.value.message.startswith("RCCL is not loadable (librccl.so.1: install "
                                           "ROCm's rccl, e.g. under /opt/rocm")
         assert "\n" not in e.value.message
+    finally:
+        rccl.load_library.cache_clear()
+
+
+def test_an_rccl_without_ncclcommsplit_is_refused_in_one_line(tmp_path, monkeypatch):
+    _build(tmp_path / "old", "-DFAKE_OLD")
+    monkeypatch.setenv("ROCM_PATH", str(tmp_path / "old"))
+    rccl.load_library.cache_clear()
+    try:
+        with pytest.raises(OxlaError, match=r"librccl.so.1 has no ncclCommSplit \(too old"):
+            rccl.load_library()
     finally:
         rccl.load_library.cache_clear()
 
