@@ -1,5 +1,6 @@
 """Run under ``mpiexec -n 4`` by test_sharding_mpi.py: a cuda program on the simulated
-device (``OXLA_CUDA_DEVICE=sim``) whose collectives run as NCCL calls
+device (``OXLA_CUDA_DEVICE=sim``; with ``hip``, a hip program on ``OXLA_HIP_DEVICE=sim``,
+whose calls a real AMD GPU would give RCCL) whose collectives run as NCCL calls
 (``exe.attach_mpi``; :mod:`oxla_codegen_llvm.gpu.nccl`, executed over MPI on the device's
 memory) where NCCL has the form, and as host-staged steps where it has not (an ``or``
 reduction, a strided ``all_gather``), twice; rank 0 checks every rank's results against
@@ -7,7 +8,8 @@ the interpreter on an in-process 1x4 grid, and prints the summary and ``nccl ok`
 
 Each rank's simulated device is device ``local_rank % OXLA_SIM_DEVICE_COUNT``; rank 0
 prints the ordinals. With ``split`` the launcher's local-rank variables are removed
-first, so ``attach_mpi`` finds the local rank by an ``MPI_COMM_TYPE_SHARED`` split."""
+first, so ``attach_mpi`` finds the local rank by an ``MPI_COMM_TYPE_SHARED`` split.
+Arguments: ``[split] [hip]``."""
 
 from __future__ import annotations
 
@@ -93,11 +95,11 @@ def main() -> int:
     comm = MPI.COMM_WORLD
     rank = comm.Get_rank()
     launcher = os.environ.get("MPI_LOCALRANKID")
-    if sys.argv[1:] == ["split"]:
+    if "split" in sys.argv[1:]:
         for name in LOCAL_RANK_VARS:
             os.environ.pop(name, None)
     timeout = float(os.environ.get("OXLA_COLLECTIVE_TIMEOUT", "60"))
-    exe = oxla.compile(PROGRAM, backend="cuda")
+    exe = oxla.compile(PROGRAM, backend="hip" if "hip" in sys.argv[1:] else "cuda")
     nc = exe.attach_mpi(comm, mpi_library()["family"], timeout)
     mine = (exe.runtime().device.ordinal, os.environ.get("OXLA_LOCAL_RANK"), launcher)
     seen = comm.gather(mine, root=0)

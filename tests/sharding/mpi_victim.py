@@ -3,7 +3,8 @@ rank VICTIM, which dies (``die``) or never arrives (``hang``). The all-reduce is
 MpiGrid's (Python), or, with ``native ARTIFACT X W``, that of a cpu artifact whose code
 calls MPI itself (oxla_backend_cpu.mpi_native, through exe.attach_mpi), or, with
 ``nccl-hang``/``nccl-die``, a cuda program's NCCL all-reduce over {0, 1} and {2, 3} on
-the simulated device (OXLA_CUDA_DEVICE=sim; oxla_codegen_llvm.gpu.nccl)."""
+the simulated device (OXLA_CUDA_DEVICE=sim; oxla_codegen_llvm.gpu.nccl), or a hip
+program's (``nccl-hang 2 hip``, OXLA_HIP_DEVICE=sim: the calls RCCL would run)."""
 
 from __future__ import annotations
 
@@ -58,7 +59,7 @@ if mode.startswith("nccl-"):
     import oxla
     from oxla.sharding.mpi import mpi_library
 
-    exe = oxla.compile(NCCL_PROGRAM, backend="cuda")
+    exe = oxla.compile(NCCL_PROGRAM, backend=sys.argv[3] if len(sys.argv) > 3 else "cuda")
     nc = exe.attach_mpi(comm, mpi_library()["family"], timeout)
     if rank == victim:
         if mode == "nccl-die":

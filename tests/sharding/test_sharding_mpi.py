@@ -43,6 +43,19 @@ def _env():
     return dict(os.environ, PYTHONPATH=str(HERE.parent.parent))
 
 
+def _sim(backend: str) -> dict[str, str]:
+    """The variable that puts ``backend`` (cuda or hip) on its simulated device; hip's
+    code objects need ld.lld (skipped without it, failed under CI=true)."""
+    if backend == "hip":
+        from oxla_codegen_llvm.simt.amdgpu import lld_path
+
+        if lld_path() is None:
+            if os.environ.get("CI") == "true":
+                pytest.fail("ld.lld is missing under CI=true (scripts/test installs lld-16)")
+            pytest.skip("ld.lld is not installed (apt-get install lld-16)")
+    return {f"OXLA_{backend.upper()}_DEVICE": "sim"}
+
+
 def _compile_and_launch(tmp_path, jax_programs, case, form, backend, ranks, mpi=()):
     src = jax_programs / f"{case}.{form}.mlir"
     art = tmp_path / f"{case}.{form}.{backend}.oxla"
@@ -248,18 +261,20 @@ def test_a_missing_rank_ends_every_rank(mode):
         assert "did not complete within 10s" in r.stderr
 
 
-@pytest.mark.parametrize("mode", ["nccl-hang", "nccl-die"])
-def test_a_missing_rank_ends_every_rank_of_an_nccl_job(mode):
-    """4 ranks of a cuda program on the simulated device, whose all-reduce over {0, 1}
-    and {2, 3} is an NCCL group: rank 2 never arrives (or dies). 0 and 1 complete; the
-    NCCL wait of rank 3, polled against OXLA_COLLECTIVE_TIMEOUT=10 by the deadline policy
-    real NCCL calls use, names the op and itself and aborts every rank."""
+@pytest.mark.parametrize("mode,backend", [("nccl-hang", "cuda"), ("nccl-die", "cuda"),
+                                          ("nccl-hang", "hip")])
+def test_a_missing_rank_ends_every_rank_of_an_nccl_job(mode, backend):
+    """4 ranks of a cuda (or hip) program on the simulated device, whose all-reduce over
+    {0, 1} and {2, 3} is an NCCL (RCCL) group: rank 2 never arrives (or dies). 0 and 1
+    complete; the wait of rank 3, polled against OXLA_COLLECTIVE_TIMEOUT=10 by the
+    deadline policy real NCCL and RCCL calls use, names the op and itself and aborts
+    every rank."""
     from oxla.cli.launch_cmd import find_mpiexec
 
-    env = dict(_env(), OXLA_COLLECTIVE_TIMEOUT="10", OXLA_CUDA_DEVICE="sim")
+    env = dict(_env(), OXLA_COLLECTIVE_TIMEOUT="10", **_sim(backend))
     t0 = time.monotonic()
     r = subprocess.run([find_mpiexec(), "-n", "4", sys.executable,
-                        str(HERE / "mpi_victim.py"), mode, "2"],
+                        str(HERE / "mpi_victim.py"), mode, "2", backend],
                        env=env, capture_output=True, text=True, timeout=120)
     took = time.monotonic() - t0
     assert r.returncode != 0, r.stdout + r.stderr
@@ -267,7 +282,8 @@ def test_a_missing_rank_ends_every_rank_of_an_nccl_job(mode):
     if mode == "nccl-hang":
         assert r.stdout.count("completed [3.0, 3.0, 3.0, 3.0]") == 2, r.stdout + r.stderr
         assert took >= 10, took
-        assert r.stderr.count("error: NCCL 'all_reduce' (channel 1) on rank 3 did not "
+        lib = "RCCL" if backend == "hip" else "NCCL"
+        assert r.stderr.count(f"error: {lib} 'all_reduce' (channel 1) on rank 3 did not "
                               "complete within 10s") == 1, r.stderr
 
 
@@ -320,9 +336,11 @@ def test_all_to_all_and_collective_permute_run_in_native_code(mpi):
     assert "native ok" in r.stdout, r.stdout + r.stderr
 
 
-@pytest.mark.parametrize("local", ["launcher", "split"])
-def test_cuda_collectives_as_nccl_calls_on_the_simulated_device(local):
-    """mpi_nccl_sim.py's cuda program on the simulated device under mpiexec -n 4: its
+@pytest.mark.parametrize("local,backend", [("launcher", "cuda"), ("split", "cuda"),
+                                           ("launcher", "hip")])
+def test_cuda_collectives_as_nccl_calls_on_the_simulated_device(local, backend):
+    """mpi_nccl_sim.py's cuda (or hip: RCCL's calls) program on the simulated device
+    under mpiexec -n 4: its
     all_reduce (sum, max, min; split groups), reduce_scatter (product, a permuted group),
     contiguous all_gather, all_to_all and collective_permute (a rank no pair feeds gets
     zeros) run as NCCL calls over MPI; an ``or`` reduction and a strided all_gather run
@@ -333,25 +351,28 @@ def test_cuda_collectives_as_nccl_calls_on_the_simulated_device(local):
     from oxla.cli.launch_cmd import find_mpiexec
 
     r = subprocess.run([find_mpiexec(), "-n", "4", sys.executable, str(HERE / "mpi_nccl_sim.py"),
-                        *(["split"] if local == "split" else [])],
-                       env=dict(_env(), OXLA_CUDA_DEVICE="sim", OXLA_COLLECTIVE_TIMEOUT="60",
+                        *(["split"] if local == "split" else []), backend],
+                       env=dict(_env(), **_sim(backend), OXLA_COLLECTIVE_TIMEOUT="60",
                                 OXLA_SIM_DEVICE_COUNT="2"),
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     found = "['0', '1', '2', '3']" if local == "split" else "[None, None, None, None]"
     assert (f"device ordinals by local rank: [0, 1, 0, 1] (OXLA_LOCAL_RANK {found}, "
             "hydra's ['0', '1', '2', '3'])") in r.stdout, r.stdout
-    assert ("NCCL collectives: all_gather 1, all_reduce 3, all_to_all 1, collective_permute 1, "
+    lib = "RCCL" if backend == "hip" else "NCCL"
+    assert (f"{lib} collectives: all_gather 1, all_reduce 3, all_to_all 1, collective_permute 1, "
             "reduce_scatter 1; host-staged: 2") in r.stdout, r.stdout
     assert "not a body of [stablehlo.or]" in r.stdout and "is strided" in r.stdout, r.stdout
     assert "nccl ok" in r.stdout, r.stdout + r.stderr
 
 
-@pytest.mark.parametrize("mesh,shards,ranks", [
-    ("model=2", ["arg0=_,model", "arg1=model,_"], 2),
-    ("data=2,model=2", ["arg0=data,model", "arg1=model,_"], 4)])
-def test_a_sharded_cuda_artifact_runs_under_oxla_launch(tmp_path, mesh, shards, ranks):
-    """oxla compile --backend cuda --mesh writes an artifact whose collective step is
+@pytest.mark.parametrize("mesh,shards,ranks,backend", [
+    ("model=2", ["arg0=_,model", "arg1=model,_"], 2, "cuda"),
+    ("data=2,model=2", ["arg0=data,model", "arg1=model,_"], 4, "cuda"),
+    ("model=2", ["arg0=_,model", "arg1=model,_"], 2, "hip")])
+def test_a_sharded_cuda_artifact_runs_under_oxla_launch(tmp_path, mesh, shards, ranks,
+                                                        backend):
+    """oxla compile --backend cuda (or hip) --mesh writes an artifact whose collective step is
     kept (host_ops.mlir); oxla launch runs it on the simulated device, one rank per
     device, the all-reduce over the contracting dimension as an NCCL call (over the
     "model" groups {0, 1}, {2, 3} on 4 ranks), and rank 0's result is tanh(x @ w)."""
@@ -359,7 +380,8 @@ def test_a_sharded_cuda_artifact_runs_under_oxla_launch(tmp_path, mesh, shards, 
 
     src, art = tmp_path / "p.mlir", tmp_path / "p.oxla"
     src.write_text(PLAIN)
-    cmd = OXLA + ["compile", str(src), "--backend", "cuda", "-o", str(art), "--mesh", mesh]
+    env = dict(_env(), **_sim(backend), OXLA_COLLECTIVE_TIMEOUT="60")
+    cmd = OXLA + ["compile", str(src), "--backend", backend, "-o", str(art), "--mesh", mesh]
     for s in shards:
         cmd += ["--shard", s]
     subprocess.run(cmd, check=True, env=_env(), capture_output=True, timeout=300)
@@ -371,10 +393,11 @@ def test_a_sharded_cuda_artifact_runs_under_oxla_launch(tmp_path, mesh, shards, 
     r = subprocess.run(OXLA + ["launch", "-n", str(ranks), str(art), "--input",
                                str(tmp_path / "x.npy"), "--input", str(tmp_path / "w.npy"),
                                "--output", str(tmp_path / "o.npy")],
-                       env=dict(_env(), OXLA_CUDA_DEVICE="sim", OXLA_COLLECTIVE_TIMEOUT="60"),
+                       env=env,
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "NCCL collectives: all_reduce 1; host-staged: 0" in r.stdout, r.stdout
+    lib = "RCCL" if backend == "hip" else "NCCL"
+    assert f"{lib} collectives: all_reduce 1; host-staged: 0" in r.stdout, r.stdout
     np.testing.assert_allclose(np.load(tmp_path / "o.npy"), np.tanh(x @ w), rtol=1e-5,
                                atol=1e-6)
 

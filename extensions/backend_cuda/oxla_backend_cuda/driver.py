@@ -24,7 +24,7 @@ from oxla_codegen_llvm.gpu.fft import FftCall
 from oxla.errors import OxlaError
 from oxla_backend_cuda.cublas import CuBLAS, GemmCall
 from oxla_backend_cuda.cufft import CuFFT
-from oxla_backend_cuda.nccl import NcclComm, run_group
+from oxla_backend_cuda.nccl import run_group, world
 from oxla_backend_cuda.nvjit import ptx_to_cubin
 
 
@@ -216,9 +216,9 @@ class DriverDevice:
 
     def nccl_world(self, comm: Any) -> Any:
         """The NCCL communicator of the MPI job ``comm`` on this device
-        (:meth:`oxla_backend_cuda.nccl.NcclComm.world`; collective)."""
+        (:func:`oxla_backend_cuda.nccl.world`; collective)."""
         self._current()
-        return NcclComm.world(comm)
+        return world(comm)
 
     def nccl(self, calls: list, comm: Any, stream: Any) -> Any:
         """Enqueues one NCCL group on ``stream`` (:func:`oxla_backend_cuda.nccl.run_group`);

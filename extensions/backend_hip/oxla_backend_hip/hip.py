@@ -7,7 +7,9 @@ device of another arch has no code object to load: the error names the archs the
 artifact has); launches are ``hipModuleLaunchKernel`` with one pointer per parameter;
 graphs are stream capture (``hipStreamBeginCapture``, ``hipGraphInstantiate``,
 ``hipGraphLaunch``). GEMMs go to rocBLAS (:mod:`oxla_backend_hip.rocblas`), FFTs to
-hipFFT (:mod:`oxla_backend_hip.hipfft`).
+hipFFT (:mod:`oxla_backend_hip.hipfft`). Under MPI (``exe.attach_mpi``) collectives are
+RCCL groups on the executable's stream (:mod:`oxla_backend_hip.rccl`), polled by
+``hipStreamQuery``.
 
 Supported: ROCm 6.x (``libamdhip64.so.6``); written against the HIP API's C signatures,
 never run here (no AMD GPU was available: see the README's hip section).
@@ -21,23 +23,29 @@ from typing import Any
 import numpy as np
 from oxla_codegen_llvm.gpu.fft import FftCall
 from oxla_codegen_llvm.gpu.gemm import GemmCall
+from oxla_codegen_llvm.gpu.nccl_api import run_group
 
 from oxla.errors import OxlaError
+from oxla_backend_hip import rccl
 from oxla_backend_hip.hipfft import HipFFT
 from oxla_backend_hip.image import HIPImage
 from oxla_backend_hip.rocblas import RocBLAS
 
 H2D, D2H, D2D = 1, 2, 3  # hipMemcpyKind
+NOT_READY = 600  # hipErrorNotReady
 CAPTURE_THREAD_LOCAL = 1  # hipStreamCaptureModeThreadLocal
 PROPS_BYTES = 4096  # hipDeviceProp_t is smaller; its gcnArchName is found by content
 
 
 class HIPDevice:
-    """A real AMD GPU through the HIP runtime (module doc).
+    """A real AMD GPU through the HIP runtime (module doc); its collectives under MPI
+    are RCCL's (``collective_library``, the name in their summary and errors).
 
     Raises:
         OxlaError: the runtime does not load, or ``hipInit``/the device query failed.
     """
+
+    collective_library = "RCCL"
 
     def __init__(self, library: str, ordinal: int = 0):
         try:
@@ -183,6 +191,38 @@ class HIPDevice:
                 self._blas = RocBLAS()
             self._fft = HipFFT(self.copy_device, self._blas.scal)
         self._fft.run(call, stream)
+
+    def nccl_world(self, comm: Any) -> Any:
+        """The RCCL communicator of the MPI job ``comm`` on this device
+        (:func:`oxla_backend_hip.rccl.world`; collective).
+
+        Raises:
+            OxlaError: RCCL is not loadable (names ROCm's rccl package).
+        """
+        self.make_current()
+        return rccl.world(comm)
+
+    def nccl(self, calls: list, comm: Any, stream: Any) -> Any:
+        """Enqueues one RCCL group on ``stream``
+        (:func:`oxla_codegen_llvm.gpu.nccl_api.run_group`); the caller polls the
+        returned group's ``done()`` (:meth:`stream_done`)."""
+        self.make_current()
+        return run_group(calls, comm, int(stream.value or 0),
+                         lambda ptr, n: self.memset_zero(ptr, n, stream),
+                         lambda: self.stream_done(stream))
+
+    def stream_done(self, stream: Any) -> bool:
+        """``hipStreamQuery``: True once the stream's work completed, False while it runs
+        (``hipErrorNotReady``).
+
+        Raises:
+            OxlaError: the stream's work failed.
+        """
+        status = self._h.hipStreamQuery(stream)
+        if status == NOT_READY:
+            return False
+        self._check(status, "hipStreamQuery")
+        return True
 
     def begin_capture(self, stream: Any) -> None:
         self._check(self._h.hipStreamBeginCapture(stream, CAPTURE_THREAD_LOCAL),

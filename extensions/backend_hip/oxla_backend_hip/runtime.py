@@ -25,7 +25,11 @@ __all__ = ["HIPSimDevice", "Runtime", "get_runtime"]
 
 
 class HIPSimDevice(SimDevice):
-    """The shared simulated device, its host twins at the image's arch's wavefront size."""
+    """The shared simulated device, its host twins at the image's arch's wavefront size;
+    its collectives under MPI are the calls RCCL would run (named so in their summary and
+    errors)."""
+
+    collective_library = "RCCL"
 
     def __init__(self, ordinal: int = 0):
         super().__init__("HIP", warp_size=64, ordinal=ordinal)

@@ -180,7 +180,8 @@ class GPUExecutable:
 
     def attach_mpi(self, comm: Any, family: str, timeout: float) -> NcclCollectives | None:
         """Makes this executable's collectives NCCL calls on its stream (one rank per
-        GPU; :mod:`oxla_codegen_llvm.gpu.nccl`); on the simulated device the same calls
+        GPU; :mod:`oxla_codegen_llvm.gpu.nccl`: NCCL on cuda, RCCL on hip); on the
+        simulated device the same calls
         run over MPI on its memory. Every rank calls it once, in the same order, before
         its first call: it finds the rank's local rank, which picks the device when none
         is made yet (:func:`~oxla_codegen_llvm.gpu.device.set_local_rank_from`), makes
@@ -202,9 +203,9 @@ class GPUExecutable:
             NCCL could run or the device has no NCCL binding.
 
         Raises:
-            OxlaError: NCCL is not loadable, or a launcher's local rank is malformed (a
-                communicator that fails or never completes ends the job instead, as
-                ``timeout`` says).
+            OxlaError: NCCL (RCCL) is not loadable (the error names what to install), or a
+                launcher's local rank is malformed (a communicator that fails or never
+                completes ends the job instead, as ``timeout`` says).
         """
         del family
         set_local_rank_from(comm)  # (the device, when not made yet: local rank % count)
@@ -213,7 +214,8 @@ class GPUExecutable:
         dev = self._load().rt.device
         if not hasattr(dev, "nccl_world"):
             return None
-        nc = NcclCollectives(dev.nccl_world(comm), comm, timeout)
+        nc = NcclCollectives(dev.nccl_world(comm), comm, timeout,
+                             getattr(dev, "collective_library", "NCCL"))
         for op in self.program.host_ops:  # every group's communicator, now, in op order
             if op.name in NCCL_OPS:
                 nc.prepare(op)

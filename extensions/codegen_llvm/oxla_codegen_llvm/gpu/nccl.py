@@ -1,5 +1,7 @@
 """A GPU program's collectives under MPI (one process per GPU) as NCCL calls, and those
-calls' semantics over MPI on host memory (what a simulated device runs).
+calls' semantics over MPI on host memory (what a simulated device runs). The calls are
+the NCCL C API's, which AMD's RCCL shares: the cuda backend runs them on NCCL, the hip
+backend on RCCL, both through :mod:`oxla_codegen_llvm.gpu.nccl_api`.
 
 Without MPI, a GPU program's collectives are host-staged steps over an in-process grid
 (:mod:`oxla_codegen_llvm.gpu.hostops`). Once ``exe.attach_mpi(comm, ...)`` has run on
@@ -373,17 +375,20 @@ class NcclCollectives:
     being made, each group's calls completing) is :meth:`wait`: the deadline policy of
     ``oxla.sharding.mpi.wait_or_abort``, ``timeout`` seconds, then this rank names the
     op and itself, aborts its communicators and ``MPI_Abort`` s ``mpi`` (the job's
-    mpi4py communicator).
+    mpi4py communicator). ``library`` names the library in those messages and the
+    summary: ``NCCL``, or ``RCCL`` for the hip backend (its device's
+    ``collective_library``).
     """
 
-    def __init__(self, world: Any, mpi: Any, timeout: float):
+    def __init__(self, world: Any, mpi: Any, timeout: float, library: str = "NCCL"):
         self.world, self.mpi, self.timeout = world, mpi, float(timeout)
+        self.library = library
         self.rank, self.size = mpi.Get_rank(), mpi.Get_size()
         self._comms: dict[tuple[int, ...], Any] = {tuple(range(self.size)): world}
         self._splits: set[tuple] = set()
         self.native: dict[int, str] = {}  # host op index -> its kind
         self.fallback: dict[int, str] = {}  # host op index -> "kind: why not NCCL"
-        self.wait(world.ready, "creating the NCCL communicator")
+        self.wait(world.ready, f"creating the {library} communicator")
 
     def abort(self) -> None:
         """Aborts every communicator (``ncclCommAbort``; the world's last)."""
@@ -422,7 +427,7 @@ class NcclCollectives:
         c = self.world.split(mine[0] if mine else -1, group.index(self.rank) if mine else 0,
                              group)
         kind = op.name.split(".", 1)[1]
-        self.wait((c or self.world).ready, f"splitting the NCCL communicator for '{kind}'")
+        self.wait((c or self.world).ready, f"splitting the {self.library} communicator for '{kind}'")
         if mine:
             self._comms[group] = c
 
@@ -430,7 +435,7 @@ class NcclCollectives:
         """Waits for one op's group of calls (``pending``: ``done()`` True once the
         calls completed on the device, raising on an asynchronous error)."""
         kind = op.name.split(".", 1)[1]
-        self.wait(pending.done, f"NCCL '{kind}' (channel {C.channel_id(op)})")
+        self.wait(pending.done, f"{self.library} '{kind}' (channel {C.channel_id(op)})")
 
     def summary(self) -> str:
         """``NCCL collectives: all_reduce 2; host-staged: 1 (all_to_all: ...)`` over the
@@ -440,7 +445,7 @@ class NcclCollectives:
             kinds[k] = kinds.get(k, 0) + 1
         native = ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())) or "none"
         staged = "; ".join(why for _, why in sorted(self.fallback.items()))
-        return f"NCCL collectives: {native}; host-staged: {len(self.fallback)}" + \
+        return f"{self.library} collectives: {native}; host-staged: {len(self.fallback)}" + \
             (f" ({staged})" if staged else "")
 
 
