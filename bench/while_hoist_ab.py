@@ -10,7 +10,10 @@ calls give the least CPU time per call (``time.process_time``, every thread of t
 process) of each engine: on a shared machine the wall times mostly measure the other
 processes, the CPU times less so; run with ``OXLA_NUM_THREADS=1`` and
 ``XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"`` to
-compare one thread each.
+compare one thread each. Caveat, seen on a shared 2-core machine: with both oxla
+executables alive in one process, oxla's wall times here read 2-3x those of
+``bench/suite.py`` for the same workload (XLA's did not change), so read the
+hoist/nohoist ratios here, and the ratio to XLA from ``suite.py``.
 
 Usage::
 

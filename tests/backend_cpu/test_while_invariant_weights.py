@@ -238,3 +238,21 @@ def test_nested_weight_changed_by_the_outer_loop_is_packed_per_inner_loop():
     args = [RNG.standard_normal((B, H)).astype(np.float32),
             (0.5 * RNG.standard_normal((H, H))).astype(np.float32)]
     run_both(text, args, rtol=1e-5, atol=1e-5)
+
+
+def test_captured_splat_weight():
+    """A splat constant weight captured from outside the loop: what is packed at run
+    time is a whole materialized matrix (never a constant's buffer, which for a splat
+    holds one element), and the result is right."""
+    text = _carried_weight(IN_PLACE).replace(
+        "%h = %h0, %w = %w0, %v = %v0)", "%h = %h0, %w = %w0, %v = %v0)").replace(
+        "%d = stablehlo.dot_general %h, %w,", "%d = stablehlo.dot_general %h, %cw,").replace(
+        "  %c0 = stablehlo.constant dense<0> : tensor<i32>\n",
+        "  %c0 = stablehlo.constant dense<0> : tensor<i32>\n"
+        f"  %cw = stablehlo.constant dense<0.03> : tensor<{H}x{H}xf32>\n")
+    (ck,) = _whiles(text)
+    assert all(p.src.kind != "const" and p.src.nbytes == H * H * 4 for p in _packs(ck))
+    args = [RNG.standard_normal((B, H)).astype(np.float32),
+            (0.2 * RNG.standard_normal((H, H))).astype(np.float32),
+            (0.01 * RNG.standard_normal((H, H))).astype(np.float32)]
+    run_both(text, args, rtol=1e-5, atol=1e-5)

@@ -115,13 +115,21 @@ def _emit_batched(s, k, lhs: ir.Value, rhs: ir.Value, out: ir.Value) -> None:
 
 
 def define_packed_gemm_runtime(module: ir.Module) -> None:
-    """Defines ``oxla_pgemm_f32`` and ``oxla_bgemm_f32``
-    (:mod:`oxla_backend_cpu.batched_gemm`) for the host's tile shape in the runtime ``module`` (a
+    """Defines ``oxla_pgemm_f32`` for the host's tile shape in the runtime ``module`` (a
     runtime extension, see :func:`oxla_backend_cpu.parallel.register_runtime_extension`);
     nothing on a host without AVX2+FMA or AVX-512 (programs there never call it)."""
     lanes = pg.host_lanes()
     if lanes:
         pg.define_driver(module, lanes, *pg.tile_shape(lanes))
+
+
+def define_batched_gemm_runtime(module: ir.Module) -> None:
+    """Defines ``oxla_bgemm_f32`` (:mod:`oxla_backend_cpu.batched_gemm`) like
+    :func:`define_packed_gemm_runtime`: its own extension, so a program that uses only
+    one of the two microkernel drivers (an RNN's packed weights, attention's batches)
+    builds only that one at its first compile in a process (about 0.1 s each)."""
+    lanes = pg.host_lanes()
+    if lanes:
         bg.define_batched_driver(module, lanes, *bg.tile_shape(lanes))
 
 
@@ -136,8 +144,8 @@ def _define_gemm_runtime(module: ir.Module) -> None:
 def _register_runtime() -> None:
     register_runtime_extension("cpu-gemm", _define_gemm_runtime,
                                [gr.driver_name("f32"), gr.driver_name("f64")])
-    register_runtime_extension("cpu-packed-gemm", define_packed_gemm_runtime,
-                               [pg.DRIVER, bg.DRIVER])
+    register_runtime_extension("cpu-packed-gemm", define_packed_gemm_runtime, [pg.DRIVER])
+    register_runtime_extension("cpu-batched-gemm", define_batched_gemm_runtime, [bg.DRIVER])
     register_runtime_extension("cpu-int8-gemm", ig.define_int8_gemm_runtime,
                                [isa.driver for isa in ig.ISAS])
 

@@ -189,8 +189,8 @@ def hoist_invariant_packing(body: Plan, invariant: set[int], counter) -> list:
     """The cpu backend's loop-invariant kernels of a ``while`` body (see
     :mod:`oxla.lowering.control`): the generic ones
     (:func:`~oxla.lowering.invariant_kernels`), then one :class:`PanelPackKernel` per
-    loop-invariant rhs (and layout) of the body's f32 GEMMs that the packed microkernel
-    runs (batch 1, :func:`_packs`); those GEMMs become strategy ``packed`` over the
+    loop-invariant rhs (and layout) computed at run time of the body's f32 GEMMs that
+    the packed microkernel runs (batch 1, :func:`_packs`); those GEMMs become strategy ``packed`` over the
     panels. Nothing on a host without the microkernel."""
     pre = invariant_kernels(body, invariant)
     lanes = host_lanes()
@@ -200,9 +200,11 @@ def hoist_invariant_packing(body: Plan, invariant: set[int], counter) -> list:
     ok = set(invariant) | {id(b) for k in pre for b in k.writes()}
     packed: dict[tuple[int, bool], Buf] = {}
     for k in body.kernels:
+        # (a constant rhs is packed at compile time where that pays, and a splat's
+        # buffer holds one element: neither is packed here)
         if not isinstance(k, DotKernel) or k.strategy not in ("library", "batched") or \
-                k.dtype != "f32" or k.batch != 1 or not (
-                id(k.rhs) in ok or k.rhs.kind == "const") or not _packs(k.m, k.n, k.k, mr):
+                k.dtype != "f32" or k.batch != 1 or k.rhs.kind == "const" or \
+                id(k.rhs) not in ok or not _packs(k.m, k.n, k.k, mr):
             continue
         key = (id(k.rhs), k.trans_rhs)
         if key not in packed:
