@@ -21,15 +21,17 @@ HWIO kernel copies a window row's columns and channels as one run).
 Per pixel, the window's q span decides whether every row is in the input (interior:
 plain copies) or not (border: each row's in-bounds blocks are one interval, computed
 without division unless the row moves by more than one position per block). Rows of
-one of :data:`FIXED_WIDTHS` elements are one vector each (a masked load on the border);
-others are loops of 32-byte vectors and a tail.
+one of :data:`FIXED_WIDTHS` elements are one vector each (on the border, a masked load for
+the :data:`MASKED_WIDTHS`); others are loops of 32-byte vectors and a tail.
 
-Measured (load 6-10 on 2 cores, so rough; the suite's small 1x32x32x16 3x3 NHWC
-convolution, CPU time, runtime already built): the program's LLVM ``-O3`` + code
-generation went from 26.7 ms to 11.1 ms. The routine is built once per process with the
-runtime (:meth:`oxla_backend_cpu.parallel.HostRuntime.subset`). Its run time is within
-about 10% of the emitted, constant-folded im2col on most shapes, up to 1.3-1.4x on a
-small 3-D convolution (8x8x8x8, most pixels on the border).
+Measured (load 6-10 on 2 cores, so rough; CPU time): the program's LLVM ``-O3`` + code
+generation for the suite's small 1x32x32x16 3x3 NHWC convolution went from 26.7 ms to
+11.1 ms. The routine is built once per process with the runtime
+(:meth:`oxla_backend_cpu.parallel.HostRuntime.subset`): about 60 ms more when the
+compile cache is off. Its run time (one thread, with the GEMM) is 1.05-1.35x that of
+the emitted, constant-folded im2col on the suite's 2-D and 1-D convolutions and
+1.6-1.85x on its 3-D one (8 channels, most pixels on the border); f64 keeps the
+emitted im2col.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ import itertools
 import math
 
 import llvmlite.ir as ir
-from oxla_codegen_llvm import for_range
+from oxla_codegen_llvm import for_range as _for_range
 
 from oxla_backend_cpu.conv import ConvGeom
 
@@ -74,6 +76,15 @@ FIXED_WORDS = _SHI + SPATIAL
 VEC_BYTES = 32
 """Bytes per vector of the row copy and zero fill (AVX2 width; split by the code
 generator on narrower targets)."""
+
+
+def for_range(b: ir.IRBuilder, n, name: str = "i", start=0):
+    """:func:`oxla_codegen_llvm.for_range` with LLVM's vectorizer and unroller off: the
+    routine's vectors are explicit, and their tails are short (vectorized and unrolled
+    copies of every tail made the runtime extension cost ~0.4 s of -O3 and code
+    generation per process)."""
+    return _for_range(b, n, name, start, hints=[
+        ("llvm.loop.vectorize.enable", ir.Constant(I1, 0)), ("llvm.loop.unroll.disable", None)])
 
 
 def driver_name(dtype: str) -> str:
@@ -121,10 +132,10 @@ def _row_plan(g: ConvGeom):
 
 
 def supported(g: ConvGeom) -> bool:
-    """True when :func:`descriptor` describes ``g``'s im2col: f32/f64, feature-innermost
+    """True when :func:`descriptor` describes ``g``'s im2col: f32, feature-innermost
     output, no input dilation, at most :data:`SPATIAL` spatial dimensions and
     :data:`MAX_ROWS` rows per output pixel."""
-    if not (g.dtype in ("f32", "f64") and g.feature_last and g.ns <= SPATIAL
+    if not (g.dtype == "f32" and g.feature_last and g.ns <= SPATIAL
             and all(d == 1 for d in g.ldil) and len(g.os) - 1 <= PIX_DIMS):
         return False
     outer = _row_plan(g)[0]
@@ -186,10 +197,10 @@ def row_elems(words: list[int]) -> int:
 
 
 def define_conv_runtime(module: ir.Module) -> None:
-    """Defines the f32 and f64 im2col routines in the runtime ``module`` (a runtime
+    """Defines the f32 im2col routine in the runtime ``module`` (f64 convolutions keep
+    the emitted im2col: each routine costs tens of ms to build per process; a runtime
     extension, :func:`oxla_backend_cpu.parallel.register_runtime_extension`)."""
-    for ty, dt in ((ir.FloatType(), "f32"), (ir.DoubleType(), "f64")):
-        _define(module, ty, dt)
+    _define(module, ir.FloatType(), "f32")
 
 
 def _c(n: int) -> ir.Constant:
@@ -213,6 +224,9 @@ def _floor_div(b: ir.IRBuilder, x, c):
 
 def _define(module: ir.Module, ty: ir.Type, dt: str) -> None:
     fn = ir.Function(module, DRIVER_TYPE, driver_name(dt))
+    # its loops are explicit; optsize keeps -O3 from copying the pixel loop once per
+    # loop-invariant branch (unswitching), which made this extension cost ~0.15 s to build
+    fn.attributes.add("optsize")
     desc, src, dst, p_first, count = fn.args
     src.add_attribute("noalias")
     dst.add_attribute("noalias")
@@ -224,49 +238,16 @@ def _define(module: ir.Module, ty: ir.Type, dt: str) -> None:
     nb, n_in, co = w[_NB], w[_NIN], w[_CO]
     row_len = b.mul(nb, n_in)
     per_pixel = b.mul(w[_R], row_len)
-    size = 4 if isinstance(ty, ir.FloatType) else 8
-    vl = VEC_BYTES // size
     unit = b.icmp_signed("==", co, _c(1))
 
     def elem(p, off):
         return b.gep(p, [off], source_etype=ty, inbounds=True)
 
-    def blocks(lo, hi, body, name):
-        """``body(j, width)`` over ``[lo, hi)`` in vectors of ``vl`` then 4 lanes, then
-        one element at a time."""
-        x = lo
-        for width in (vl, 4):
-            nv = b.sdiv(b.sub(hi, x), _c(width))
-            with for_range(b, nv, f"{name}{width}") as v:
-                body(b.add(x, b.mul(v, _c(width))), width)
-            x = b.add(x, b.mul(nv, _c(width)))
-        with for_range(b, hi, f"{name}1", x) as j:
-            body(j, 1)
+    rowcopy = _define_rowcopy(module, ty, f"{fn.name}.row")
+    bound = _define_bound(module)
 
-    def fill(row, lo, hi):
-        def body(j, width):
-            zero = ir.Constant(ty, 0.0) if width == 1 else \
-                ir.Constant(ir.VectorType(ty, width), [0.0] * width)
-            b.store(zero, elem(row, j), align=size)
-        blocks(lo, hi, body, "z")
-
-    def contiguous_copy(row, o, lo, hi):
-        def body(j, width):
-            t = ty if width == 1 else ir.VectorType(ty, width)
-            b.store(b.load(elem(src, b.add(o, j)), typ=t, align=size), elem(row, j),
-                    align=size)
-        blocks(lo, hi, body, "c")
-
-    def strided_copy(row, o, lo, hi):
-        with for_range(b, hi, "cg", lo) as j:
-            b.store(b.load(elem(src, b.add(o, b.mul(j, co))), typ=ty), elem(row, j))
-
-    def copy(row, o, lo, hi):
-        with b.if_else(unit) as (contiguous, strided):
-            with contiguous:
-                contiguous_copy(row, o, lo, hi)
-            with strided:
-                strided_copy(row, o, lo, hi)
+    def copy_row(row, o, lo, hi):
+        b.call(rowcopy, [src, o, co, row, lo, hi, row_len])
 
     # the pixel's indices: divided out once, then counted up (no division per pixel)
     idx_p = b.alloca(I64, PIX_DIMS, name="pix")
@@ -296,10 +277,10 @@ def _define(module: ir.Module, ty: ir.Type, dt: str) -> None:
                 with b.if_else(unit) as (contiguous, strided):
                     with contiguous:
                         _fixed_width_rows(b, ty, w[_R], row_len, t_off, src, off, base,
-                                          contiguous_copy)
+                                          lambda row, o, lo, hi: copy_row(row, o, lo, hi))
                     with strided, for_range(b, w[_R], "ri") as r:
                         o = b.add(off, b.load(b.gep(t_off, [r], source_etype=I64), typ=I64))
-                        strided_copy(elem(base, b.mul(r, row_len)), o, _c(0), row_len)
+                        copy_row(elem(base, b.mul(r, row_len)), o, _c(0), row_len)
             with border:
                 with for_range(b, w[_R], "rb") as r:
                     o = b.add(off, b.load(b.gep(t_off, [r], source_etype=I64), typ=I64))
@@ -308,24 +289,27 @@ def _define(module: ir.Module, ty: ir.Type, dt: str) -> None:
                     for i in range(SPATIAL):
                         tq = b.load(b.gep(t_q, [b.add(b.mul(r, _c(SPATIAL)), _c(i))],
                                           source_etype=I64), typ=I64)
-                        _bound(b, b.add(q[i], tq), w[_RCQ + i], w[_LIM + i], ja_p, jb_p)
-                    ja = _min(b, _max(b, b.load(ja_p), _c(0)), nb)
-                    jb = _max(b, _min(b, b.load(jb_p), nb), ja)
+                        b.call(bound, [b.add(q[i], tq), w[_RCQ + i], w[_LIM + i], ja_p, jb_p])
+                    ja = _min(b, _max(b, b.load(ja_p, typ=I64), _c(0)), nb)
+                    jb = _max(b, _min(b, b.load(jb_p, typ=I64), nb), ja)
                     ea, eb = b.mul(ja, n_in), b.mul(jb, n_in)
                     row = elem(base, b.mul(r, row_len))
                     fixed = _masked_row(b, ty, row_len, unit, src, o, row, ea, eb)
                     with b.if_then(b.not_(fixed)):
-                        fill(row, _c(0), ea)
-                        copy(row, o, ea, eb)
-                        fill(row, eb, row_len)
+                        copy_row(row, o, ea, eb)
     b.ret_void()
 
 
-FIXED_WIDTHS = (2, 3, 4, 8, 12, 16, 24, 32, 48, 64)
-"""Row lengths (elements) whose interior rows are copied as one vector of that length,
-picked once per pixel: a row of a grouped convolution holds only its group's input
+FIXED_WIDTHS = (4, 8, 16, 24, 32, 48)
+"""f32 row lengths (elements) whose interior rows are copied as one vector of that
+length (f64 rows take the loops), picked once per pixel: a row of a grouped convolution holds only its group's input
 features (4 in the suite's grouped conv), where a loop of vectors and a tail cost
 more than the copy."""
+
+
+MASKED_WIDTHS = (4, 8, 16)
+"""The :data:`FIXED_WIDTHS` whose border rows are one masked load (wider masked loads
+cost more to build than they save)."""
 
 
 def _fixed_width_rows(b: ir.IRBuilder, ty: ir.Type, rows, row_len, t_off, src, off, base,
@@ -338,7 +322,7 @@ def _fixed_width_rows(b: ir.IRBuilder, ty: ir.Type, rows, row_len, t_off, src, o
     done = fn.append_basic_block("fw.done")
     other = fn.append_basic_block("fw.other")
     sw = b.switch(row_len, other)
-    for width in FIXED_WIDTHS:
+    for width in FIXED_WIDTHS if size == 4 else ():
         blk = fn.append_basic_block(f"fw.{width}")
         sw.add_case(_c(width), blk)
         b.position_at_end(blk)
@@ -372,7 +356,7 @@ def _masked_row(b: ir.IRBuilder, ty: ir.Type, row_len, unit, src, o, row, ea, eb
     sw = b.switch(row_len, other)
     ends = []
     i32 = ir.IntType(32)
-    for width in FIXED_WIDTHS:
+    for width in MASKED_WIDTHS if size == 4 else ():
         blk = fn.append_basic_block(f"mr.{width}")
         sw.add_case(_c(width), blk)
         b.position_at_end(blk)
@@ -407,6 +391,66 @@ def _masked_row(b: ir.IRBuilder, ty: ir.Type, row_len, unit, src, o, row, ea, eb
     return phi
 
 
+def _define_rowcopy(module: ir.Module, ty: ir.Type, name: str) -> ir.Function:
+    """``row(src, o, co, dst, ea, eb, n)``: ``dst[j] = src[o + j*co]`` for ``j`` in
+    ``[ea, eb)``, zero for the rest of ``[0, n)``; 32-byte vectors when ``co == 1``."""
+    fn = ir.Function(module, ir.FunctionType(VOID, [PTR, I64, I64, PTR, I64, I64, I64]), name)
+    fn.linkage = "internal"
+    fn.attributes.add("optsize")
+    src, o, co, row, ea, eb, n = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    size = 4 if isinstance(ty, ir.FloatType) else 8
+    vl = VEC_BYTES // size
+
+    def elem(p, off):
+        return b.gep(p, [off], source_etype=ty, inbounds=True)
+
+    def blocks(lo, hi, body, nm):
+        x = lo
+        for width in (vl, 4):
+            nv = b.sdiv(b.sub(hi, x), _c(width))
+            with for_range(b, nv, f"{nm}{width}") as v:
+                body(b.add(x, b.mul(v, _c(width))), width)
+            x = b.add(x, b.mul(nv, _c(width)))
+        with for_range(b, hi, f"{nm}1", x) as j:
+            body(j, 1)
+
+    def fill(lo, hi):
+        def body(j, width):
+            zero = ir.Constant(ty, 0.0) if width == 1 else \
+                ir.Constant(ir.VectorType(ty, width), [0.0] * width)
+            b.store(zero, elem(row, j), align=size)
+        blocks(lo, hi, body, "z")
+
+    fill(_c(0), ea)
+    with b.if_else(b.icmp_signed("==", co, _c(1))) as (contiguous, strided):
+        with contiguous:
+            def body(j, width):
+                t = ty if width == 1 else ir.VectorType(ty, width)
+                b.store(b.load(elem(src, b.add(o, j)), typ=t, align=size), elem(row, j),
+                        align=size)
+            blocks(ea, eb, body, "c")
+        with strided:
+            with for_range(b, eb, "cg", ea) as j:
+                b.store(b.load(elem(src, b.add(o, b.mul(j, co))), typ=ty), elem(row, j))
+    fill(eb, n)
+    b.ret_void()
+    return fn
+
+
+def _define_bound(module: ir.Module) -> ir.Function:
+    """``oxla_conv_bound(q, c, lim, ja, jb)``: :func:`_bound` as one shared function."""
+    name = "oxla_conv.bound"
+    if name in module.globals:
+        return module.globals[name]
+    fn = ir.Function(module, ir.FunctionType(VOID, [I64, I64, I64, PTR, PTR]), name)
+    fn.linkage = "internal"
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    _bound(b, *fn.args)
+    b.ret_void()
+    return fn
+
+
 def _bound(b: ir.IRBuilder, q, c, lim, ja_p, jb_p) -> None:
     """Narrows ``[*ja_p, *jb_p)`` to the blocks ``j`` with ``0 <= q + c*j < lim``."""
     with b.if_else(b.icmp_signed("==", c, _c(0))) as (fixed, moving):
@@ -417,8 +461,8 @@ def _bound(b: ir.IRBuilder, q, c, lim, ja_p, jb_p) -> None:
         with moving:
             with b.if_else(b.icmp_signed("==", c, _c(1))) as (one, other):
                 with one:  # 0 <= q + j < lim
-                    b.store(_max(b, b.load(ja_p), b.sub(_c(0), q)), ja_p)
-                    b.store(_min(b, b.load(jb_p), b.sub(lim, q)), jb_p)
+                    b.store(_max(b, b.load(ja_p, typ=I64), b.sub(_c(0), q)), ja_p)
+                    b.store(_min(b, b.load(jb_p, typ=I64), b.sub(lim, q)), jb_p)
                 with other:
                     pos = b.icmp_signed(">", c, _c(0))
                     a = b.select(pos, c, b.sub(_c(0), c))
@@ -428,15 +472,14 @@ def _bound(b: ir.IRBuilder, q, c, lim, ja_p, jb_p) -> None:
                     # c < 0: floor((q - lim) / |c|) + 1 <= j < floor(q / |c|) + 1
                     lo_n = b.add(_floor_div(b, b.sub(q, lim), a), _c(1))
                     hi_n = b.add(_floor_div(b, q, a), _c(1))
-                    b.store(_max(b, b.load(ja_p), b.select(pos, lo_p, lo_n)), ja_p)
-                    b.store(_min(b, b.load(jb_p), b.select(pos, hi_p, hi_n)), jb_p)
+                    b.store(_max(b, b.load(ja_p, typ=I64), b.select(pos, lo_p, lo_n)), ja_p)
+                    b.store(_min(b, b.load(jb_p, typ=I64), b.select(pos, hi_p, hi_n)), jb_p)
 
 
 def _register() -> None:
     from oxla_backend_cpu.parallel import register_runtime_extension
 
-    register_runtime_extension("cpu-conv", define_conv_runtime,
-                               [driver_name("f32"), driver_name("f64")])
+    register_runtime_extension("cpu-conv", define_conv_runtime, [driver_name("f32")])
 
 
 _register()
