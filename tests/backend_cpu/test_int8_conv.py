@@ -129,6 +129,10 @@ def test_kernel_outside_8_bits_stays_generic():
     dict(lhs="NCHW", rhs="OIHW", out="NCHW", fgc=3, c=9, o=6, rd=(2, 2),
          pad=((2, 2), (2, 2))),
     dict(lhs="NCW", rhs="OIW", out="NCW", sp=(13,), k=(4,), stride=(3,), pad=((2, 1),)),
+    # channels moved 8 / 4 / 2 at a time by the window copies, with groups
+    dict(lhs="NHWC", rhs="HWIO", out="NHWC", fgc=2, c=16, o=6, pad=((1, 1), (1, 1))),
+    dict(lhs="NCHW", rhs="OIHW", out="NCHW", fgc=3, c=12, o=9, stride=(2, 1)),
+    dict(lhs="NCHW", rhs="OIHW", out="NCHW", c=24, o=5, rd=(1, 2), pad=((0, 1), (2, 2))),
     dict(lhs="NCDHW", rhs="OIDHW", out="NCDHW", sp=(4, 5, 3), k=(2, 3, 2), n=1),
 ])
 @pytest.mark.parametrize("form", ["jax", "onnx"])

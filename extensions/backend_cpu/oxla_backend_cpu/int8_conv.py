@@ -182,8 +182,10 @@ def rewrite_int8_convs(module: Module) -> int:
     return count
 
 
-def _dot(b: Builder, lhs: Value, rhs: Value, m: int, n: int) -> Value:
-    attrs = {"dot_dimension_numbers": A.dot_dimension_numbers((), (), (1,), (0,))}
+def _dot(b: Builder, lhs: Value, rhs: Value, m: int, n: int, kdims: int = 1) -> Value:
+    """``[M, K...] x [K..., N] -> [M, N]`` in i32 over ``kdims`` contracting dims."""
+    attrs = {"dot_dimension_numbers": A.dot_dimension_numbers(
+        (), (), tuple(range(1, 1 + kdims)), tuple(range(kdims)))}
     return b.create("stablehlo.dot_general", [lhs, rhs], attrs,
                     [T.TensorType((m, n), I32)]).results[0]
 
@@ -216,33 +218,54 @@ def _rewrite(op: Operation, x, w, w_et, params) -> None:
                  "edge_padding_high": A.i64_array([0, *pad[:, 1].tolist(), 0]),
                  "interior_padding": A.i64_array([0, *(d - 1 for d in ldil), 0])}
         xt = b.create("stablehlo.pad", [xt, pv], attrs).results[0]
+    # the window copies move `lanes` channels per element (bytes bitcast to a wider
+    # integer): the generic copy's cost is per element
+    lanes = next(v for v in (8, 4, 2, 1) if cg % v == 0)
+    ce = c // lanes
+    if lanes > 1 and kw > 1:
+        wide = T.IntegerType(8 * lanes)
+        xt = b.create("stablehlo.bitcast_convert", [b.reshape(xt, (*xt.type.shape[:-1], ce,
+                                                                    lanes))],
+                      None, [T.TensorType(xt.type.shape[:-1] + (ce,), wide)]).results[0]
     pieces = []
     for pos in itertools.product(*(range(k) for k in kspat)):
         start = [0, *(p * r for p, r in zip(pos, rdil)), 0]
         limit = [nb, *(s + (o - 1) * st + 1 for s, o, st in zip(start[1:], ospat, strides)),
-                 c]
+                 xt.type.shape[-1]]
         sl = b.slice(xt, start, limit, [1, *strides, 1])
-        pieces.append(b.reshape(sl, (m, 1, c)))
+        pieces.append(b.reshape(sl, (m, 1, xt.type.shape[-1])))
     cols = pieces[0] if len(pieces) == 1 else b.concatenate(pieces, 1)
+    if cols.type.element_type != x_et:  # back to bytes: [M, KW * C / lanes, lanes]
+        cols = b.create("stablehlo.bitcast_convert", [b.reshape(cols, (m, kw * ce))], None,
+                        [T.TensorType((m, kw * ce, lanes), x_et)]).results[0]
 
     # kernel as [KW, C_g, F] (window positions row-major, as the columns)
     if isinstance(w, np.ndarray):
         wk = np.ascontiguousarray(w.transpose([*ksd, kif, kof])).reshape(kw, cg, f)
     else:
         wk = b.reshape(b.transpose(w, [*ksd, kif, kof]), (kw, cg, f))
+    split = cols.type.rank == 3 and lanes > 1  # [M, KW * C / lanes, lanes]
     parts = []
     for g in range(G):
-        a = cols
-        if G > 1:
-            a = b.slice(cols, [0, 0, g * cg], [m, kw, (g + 1) * cg])
-        a = b.reshape(a, (m, kw * cg))
+        if split:  # one GEMM over both trailing dimensions: no copy back to [M, K]
+            a = cols
+            if G > 1:
+                a = b.reshape(b.slice(b.reshape(cols, (m, kw, ce, lanes)),
+                                      [0, 0, g * cg // lanes, 0],
+                                      [m, kw, (g + 1) * cg // lanes, lanes]),
+                              (m, kw * cg // lanes, lanes))
+            rshape: tuple[int, ...] = (kw * cg // lanes, lanes, fg)
+        else:
+            a = cols if G == 1 else b.slice(cols, [0, 0, g * cg], [m, kw, (g + 1) * cg])
+            a = b.reshape(a, (m, kw * cg))
+            rshape = (kw * cg, fg)
         if isinstance(wk, np.ndarray):
-            wg = np.ascontiguousarray(wk[:, :, g * fg:(g + 1) * fg]).reshape(kw * cg, fg)
+            wg = np.ascontiguousarray(wk[:, :, g * fg:(g + 1) * fg]).reshape(rshape)
             wv = b.constant(wg, T.TensorType(wg.shape, w_et))
         else:
             wv = wk if G == 1 else b.slice(wk, [0, 0, g * fg], [kw, cg, (g + 1) * fg])
-            wv = b.reshape(wv, (kw * cg, fg))
-        parts.append(_dot(b, a, wv, m, fg))
+            wv = b.reshape(wv, rshape)
+        parts.append(_dot(b, a, wv, m, fg, 2 if split else 1))
     acc = parts[0] if G == 1 else b.concatenate(parts, 1)
     if xz:
         if isinstance(wk, np.ndarray):
