@@ -133,6 +133,8 @@ def test_kernel_outside_8_bits_stays_generic():
     dict(lhs="NHWC", rhs="HWIO", out="NHWC", fgc=2, c=16, o=6, pad=((1, 1), (1, 1))),
     dict(lhs="NCHW", rhs="OIHW", out="NCHW", fgc=3, c=12, o=9, stride=(2, 1)),
     dict(lhs="NCHW", rhs="OIHW", out="NCHW", c=24, o=5, rd=(1, 2), pad=((0, 1), (2, 2))),
+    dict(lhs="NCHW", rhs="OIHW", out="NCHW", c=16, o=5, k=(1, 1)),  # 1x1: no copies
+    dict(lhs="NHWC", rhs="HWIO", out="NHWC", c=8, o=4, k=(1, 1), stride=(2, 2), fgc=2),
     dict(lhs="NCDHW", rhs="OIDHW", out="NCDHW", sp=(4, 5, 3), k=(2, 3, 2), n=1),
 ])
 @pytest.mark.parametrize("form", ["jax", "onnx"])

@@ -222,7 +222,8 @@ def _rewrite(op: Operation, x, w, w_et, params) -> None:
     # integer): the generic copy's cost is per element
     lanes = next(v for v in (8, 4, 2, 1) if cg % v == 0)
     ce = c // lanes
-    if lanes > 1 and kw > 1:
+    split = lanes > 1 and kw > 1  # the columns as [M, KW * C / lanes, lanes]
+    if split:
         wide = T.IntegerType(8 * lanes)
         xt = b.create("stablehlo.bitcast_convert", [b.reshape(xt, (*xt.type.shape[:-1], ce,
                                                                     lanes))],
@@ -244,7 +245,6 @@ def _rewrite(op: Operation, x, w, w_et, params) -> None:
         wk = np.ascontiguousarray(w.transpose([*ksd, kif, kof])).reshape(kw, cg, f)
     else:
         wk = b.reshape(b.transpose(w, [*ksd, kif, kof]), (kw, cg, f))
-    split = cols.type.rank == 3 and lanes > 1  # [M, KW * C / lanes, lanes]
     parts = []
     for g in range(G):
         if split:  # one GEMM over both trailing dimensions: no copy back to [M, K]
