@@ -11,7 +11,11 @@ constant zero point ``xz`` (what the ONNX frontend emits for ``ConvInteger`` and
     cols = concat_k slice_k(pad(x8, value=xz))     # [M, KW * Cg], 8-bit
     out[:, g] = dot_general(cols, W8[g]) - xz * colsum(W8[g])   # i32
 
-``pad`` pads with ``xz`` (edges and lhs dilation), so a padded position contributes
+An input whose signedness differs from the kernel's is moved by 128 into it (``x - 128``
+as ``i8``, or ``x + 128`` as ``ui8``) with its zero point, so the dot's operands share
+one element type (spec "dot_general" C13). The window copies move 8, 4 or 2 channels
+per element (the bytes bitcast to a wider integer and back). ``pad`` pads with ``xz``
+(edges and lhs dilation), so a padded position contributes
 ``(xz - xz) * w = 0`` as in the original; the subtracted correction removes the
 ``xz * w`` each window position adds. The kernel ``W8`` is the convolution's rhs as
 8-bit values: an 8-bit value, a ``convert`` of one, or a constant expression (e.g.
@@ -209,6 +213,14 @@ def _rewrite(op: Operation, x, w, w_et, params) -> None:
     kw, m = math.prod(kspat), nb * math.prod(ospat)
     b = Builder.before(op, op.loc)
     x_et = x8.type.element_type
+    if x_et != w_et:  # dot_general wants one element type (spec C13): the input moved
+        # by 128 into the kernel's signedness, and its zero point with it (exact)
+        shift = -128 if x_et.unsigned else 128
+        x32 = b.convert(x8, I32)
+        x32 = b.add(x32, b.broadcast_in_dim(
+            b.constant(np.asarray(shift, np.int32), T.TensorType((), I32)),
+            x8.type.shape, []))
+        x8, xz, x_et = b.convert(x32, w_et), xz + shift, w_et
 
     # im2col: [M, KW, C] of 8-bit values, window positions row-major
     xt = b.transpose(x8, [ib, *isd, if_])
