@@ -62,6 +62,7 @@ from oxla_backend_cpu.conv import CONV_OPS, conv_kernels, fuse_conv_epilogues
 from oxla_backend_cpu.conv_phases import split_transposed_convs
 from oxla_backend_cpu.custom_call import check_custom_call
 from oxla_backend_cpu.gemv import is_gemv
+from oxla_backend_cpu.int8_conv import rewrite_int8_convs
 from oxla_backend_cpu.int8_gemm import int8_dot_kernels, int8_gemm_isa
 from oxla_backend_cpu.opkernels import OP_EMITTERS
 from oxla_backend_cpu.packed_gemm import hoist_invariant_packing, pack_constant_rhs
@@ -154,6 +155,7 @@ class CPUPolicy(PolicyBase):
         out = run_pipeline(module, spec)
         module = out if isinstance(out, Module) else module
         run_pipeline(module, f"plugin-patterns{{backend={BACKEND}}}")
+        int_convs = rewrite_int8_convs(module)
         widened = widen_dots(module, keep=lambda op: int8_gemm_isa(op) is not None)
         unbatched = fold_broadcast_batch(module)
         phased = split_transposed_convs(module)
@@ -161,6 +163,7 @@ class CPUPolicy(PolicyBase):
         return module, [f"core pipeline: {spec}",
                         f"plugin patterns: for {BACKEND}",
                         f"dot layout: {absorbed} transposed dot operands read in place",
+                        f"integer convolutions as 8-bit im2col + integer GEMM: {int_convs}",
                         f"dots widened to f32 GEMMs: {widened}",
                         f"batched dots of a broadcast rhs unbatched: {unbatched}",
                         f"transposed convolutions split into phases: {phased}"]
