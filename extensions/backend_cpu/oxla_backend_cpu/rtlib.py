@@ -17,9 +17,9 @@ compile cache's runtime store when the cache is on).
 
 A file ``<key>.o`` holds :data:`MAGIC`, the hex SHA-256 of the rest, the length of a
 JSON header, the header (the full key material, :func:`key_material`) and the object
-code. The key covers everything the code depends on: the versions and source stamp of
-the code that generates it (:func:`oxla_backend_cpu.cache.code_stamp`, plus the source
-stamp of any other package defining a runtime extension), the llvmlite/LLVM version,
+code. The key covers everything the code depends on: the source stamp of
+the code that generates it (:func:`_stamp`, plus that of any other package defining a
+runtime extension), the llvmlite/LLVM version,
 the target triple, CPU name and CPU features, and what the object holds (the runtime's
 extension names, or the FFT pass's symbol). A file whose checksum fails, whose header
 is not this key (a foreign or stale file) or that cannot be read is not used: the
@@ -63,10 +63,17 @@ def library_dir() -> str | None:
 
 @cache
 def _stamp() -> str:
-    """The code stamp, once per process (the code loaded in it does not change)."""
-    from oxla_backend_cpu.cache import code_stamp
+    """The source stamp of the code that generates the objects (this backend, the
+    emitters, passes and lowering: :func:`oxla_backend_cpu.cache._source_stamp`), once
+    per process (the code loaded in it does not change). Unlike the compile cache's
+    :func:`~oxla_backend_cpu.cache.code_stamp` it leaves out the distributions'
+    versions: reading them through ``importlib.metadata`` cost ~25 ms of every fresh
+    process's first compile, and the generated code depends on the sources (covered
+    here, file by file) and on llvmlite/LLVM (the ``llvm`` field), not on a version
+    string."""
+    from oxla_backend_cpu.cache import _source_stamp
 
-    return code_stamp()
+    return _source_stamp()
 
 
 @cache
