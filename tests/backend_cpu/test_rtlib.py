@@ -63,8 +63,12 @@ def library(tmp_path_factory):
     """A library prebuilt into a fresh directory (whole runtime, bare runtime, FFT's
     passes)."""
     d = tmp_path_factory.mktemp("rtlib")
+    (d / "user.o").write_bytes(b"not ours")  # kept
+    (d / ("0" * 64 + ".o")).write_bytes(rtlib.MAGIC + b"stale")  # removed
     paths = prebuild.build(str(d), quiet=True, fft_passes=_fft_passes())
     assert len(paths) >= 3 and all(os.path.exists(p) for p in paths)
+    assert (d / "user.o").exists() and not (d / ("0" * 64 + ".o")).exists()
+    (d / "user.o").unlink()
     return d
 
 

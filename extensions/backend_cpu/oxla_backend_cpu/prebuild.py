@@ -5,8 +5,8 @@ It writes, into :func:`oxla_backend_cpu.rtlib.library_dir` (or ``--dir``), the w
 parallel runtime with every registered runtime extension, the bare parallel runtime
 (programs without an extension), and every FFT radix pass
 (:data:`oxla_backend_cpu.fft_lib.COMPLEX_RADICES` and ``REAL_RADICES``, both
-directions, f32 and f64), each keyed by the code, the versions and the host CPU. Files
-of other keys (stale ones) are removed. Takes a few seconds of CPU (LLVM -O3 of ~1 s of
+directions, f32 and f64), each keyed by the code, LLVM and the host CPU. Library files
+of other keys (stale ones) are removed; other files are left alone. Takes a few seconds of CPU (LLVM -O3 of ~1 s of
 runtime and ~45 passes). ``scripts/_venv.sh`` runs it after the install with
 ``--quiet``; a failure there is a warning, compiles then build what they need in memory.
 
@@ -71,9 +71,22 @@ def build(directory: str | None = None, quiet: bool = False,
             print(f"{what}: {len(obj)} bytes, {time.process_time() - t0:.2f} s CPU")
     keep = {os.path.basename(p) for p in written}
     for name in os.listdir(d):
-        if name.endswith(".o") and name not in keep:
-            os.remove(os.path.join(d, name))
+        path = os.path.join(d, name)
+        if name.endswith(".o") and name not in keep and _is_library_file(path):
+            os.remove(path)
     return written
+
+
+def _is_library_file(path: str) -> bool:
+    """Whether ``path`` starts as a library file does (other files in a directory
+    named by ``$OXLA_RUNTIME_DIR`` are never removed)."""
+    from oxla_backend_cpu.rtlib import MAGIC
+
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(MAGIC)) == MAGIC
+    except OSError:
+        return False
 
 
 def main(argv: list[str] | None = None) -> int:
