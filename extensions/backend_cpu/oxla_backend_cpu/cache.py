@@ -32,7 +32,10 @@ a temporary file renamed into place, so concurrent compiles never see half an en
 
 The directory also keeps the parallel runtime's object code (:data:`RUNTIME_OBJECTS`,
 ``runtime-<key>.o``), which every process otherwise builds once at its first compile
-(0.2-0.4 s); a compile with the cache off neither reads nor writes it either.
+(0.2-0.4 s), when the installed runtime library (:mod:`oxla_backend_cpu.rtlib`) does not
+hold it; a compile with the cache off neither reads nor writes this directory, but it
+does read the installed runtime library (program-independent code that belongs to the
+installation, not to the cache).
 """
 
 from __future__ import annotations

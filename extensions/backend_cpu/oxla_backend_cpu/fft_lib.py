@@ -10,8 +10,9 @@ pipeline makes the large lines 10-40% slower (the passes' loops are vectorized).
 
 So a program only *declares* its passes (symbols named by :func:`pass_symbol`);
 :func:`library_objects` gives the object code that defines them, one object per pass,
-made once per process and target (and kept in the compile cache's runtime object
-store when the cache is on), loaded into the program's engine beside it
+made once per process and target (read from the installed runtime library,
+:mod:`oxla_backend_cpu.rtlib`, when prebuilt there, and kept in the compile cache's
+runtime object store when the cache is on), loaded into the program's engine beside it
 (:func:`oxla_codegen_llvm.jit.load_object`'s ``libraries``; a ``.oxla`` artifact
 carries them as members ``lib/<i>.o``). The code is the one the program used to
 contain (same IR, same -O3 pipeline), so the same bits.
@@ -43,6 +44,8 @@ and the radix-8 pass took 4x the -O3 time (0.37 s) and ran ~1.8x slower. A pass 
 larger argument (lines longer than 65536) is compiled into its program instead."""
 
 _OBJECTS: dict[tuple[str, str, str, str], bytes] = {}
+STATS = {"builds": 0}
+"""How many pass objects this process optimized and generated."""
 
 
 def pass_symbol(key: str, wide: bool) -> str:
@@ -86,13 +89,16 @@ def module_text(name: str, triple: str = "") -> str:
     return text.replace(head, f'{rng} {ido[4:]}, {rng} {l1[4:]})')
 
 
-def library_objects(names: Sequence[str], target, store: Any = None) -> tuple[bytes, ...]:
+def library_objects(names: Sequence[str], target, store: Any = None,
+                    library: Any = None) -> tuple[bytes, ...]:
     """The object code defining each pass of ``names`` for ``target``, in order: made
     (optimized at -O3 and generated) once per process, target and pass, or read from
     ``store`` (``load(key)``/``save(key, bytes)``, the cpu compile cache's runtime
     object store; None: no persistence). A stored object's key is the SHA-256 of the
     pass's name, the target and :func:`oxla_backend_cpu.cache.code_stamp` (the code
-    that generates it), so a hit costs no IR generation.
+    that generates it), so a hit costs no IR generation. ``library``: an object with
+    ``fft(target, name) -> bytes | None`` (:data:`oxla_backend_cpu.rtlib.LIBRARY`, the
+    installed runtime library), asked before ``store``; None: not asked.
 
     Raises:
         LoweringError: a name is not a pass of this library.
@@ -106,7 +112,9 @@ def library_objects(names: Sequence[str], target, store: Any = None) -> tuple[by
         if obj is None:
             parse_symbol(name)
             disk_key = ""
-            if store is not None:
+            if library is not None:
+                obj = library.fft(target, name)
+            if obj is None and store is not None:
                 from oxla_backend_cpu.cache import code_stamp
 
                 disk_key = "fft-" + hashlib.sha256("\0".join(
@@ -115,6 +123,7 @@ def library_objects(names: Sequence[str], target, store: Any = None) -> tuple[by
             if obj is None:
                 text = module_text(name, target.triple)
                 obj = target.target_machine().emit_object(optimize(text, target))
+                STATS["builds"] += 1
                 if store is not None:
                     store.save(disk_key, obj)
             _OBJECTS[key] = obj

@@ -4,7 +4,9 @@
    through the shared emitter of ``oxla_codegen_llvm``);
 2. ``jit``: LLVM -O3 for the host and the shared runtime's symbols
    (:func:`oxla_codegen_llvm.jit.compile_ir`), with the precompiled FFT passes the
-   program calls (:mod:`oxla_backend_cpu.fft_lib`);
+   program calls (:mod:`oxla_backend_cpu.fft_lib`); the runtime and the passes come
+   from the installed runtime library when prebuilt (:mod:`oxla_backend_cpu.rtlib`,
+   read with the compile cache on or off);
 3. ``executable``: a :class:`~oxla_backend_cpu.executable.CPUExecutable` with its
    stats, notes and signature.
 """
@@ -25,6 +27,7 @@ from oxla_backend_cpu.executable import CPUExecutable
 from oxla_backend_cpu.fft_lib import declared, library_objects
 from oxla_backend_cpu.parallel import HOST_RUNTIME
 from oxla_backend_cpu.profile import enabled
+from oxla_backend_cpu.rtlib import LIBRARY
 
 
 def _codegen(c: Compilation) -> None:
@@ -41,9 +44,9 @@ def _jit(c: Compilation) -> None:
     cached = c.options.cache and not c.options.dump_dir  # the compile cache is in use
     store = cache.RUNTIME_OBJECTS if cached else None
     text = c.artifacts["ir_text"]
-    libs = library_objects(declared(text), c.target, store)  # the FFT passes it calls
+    libs = library_objects(declared(text), c.target, store, LIBRARY)  # its FFT passes
     jit = compile_ir(text, c.target, blas_symbols(), store=store, runtime=HOST_RUNTIME,
-                     libraries=libs)
+                     libraries=libs, library=LIBRARY)
     c.dump("6-optimized.ll", jit.ir_text)
     c.plan.notes.append(f"codegen: {len(c.plan.kernels)} kernels, llvm -O3 for {c.target.cpu}")
     c.artifacts["jit"] = jit

@@ -141,7 +141,7 @@ def _engine(target: Target) -> llvm.ExecutionEngine:
 
 def compile_ir(ir_text: str, target: Target, symbols: dict[str, int] | None = None,
                opt: int = 3, store: Any = None, runtime: Runtime | None = None,
-               libraries: tuple[bytes, ...] = ()) -> JitModule:
+               libraries: tuple[bytes, ...] = (), library: Any = None) -> JitModule:
     """Optimizes ``ir_text``, generates its object code once and loads it.
 
     Args:
@@ -156,6 +156,8 @@ def compile_ir(ir_text: str, target: Target, symbols: dict[str, int] | None = No
             per process (:func:`runtime_object`); None: the program uses no runtime.
         libraries: object code (for ``target``) of functions the program declares and
             does not define, loaded into its engine (see :func:`load_object`).
+        library: the backend's installed runtime library, read before ``store`` (see
+            :func:`runtime_object`), or None.
 
     Raises:
         LoweringError: the IR does not parse or verify (a bug in the emitters).
@@ -166,7 +168,7 @@ def compile_ir(ir_text: str, target: Target, symbols: dict[str, int] | None = No
     code = b""
     declared = _runtime_calls(mod, runtime) if runtime is not None else frozenset()
     if runtime is not None and declared:
-        code = runtime_object(target, store, runtime.subset(declared))
+        code = runtime_object(target, store, runtime.subset(declared), library)
     return load_object(obj, target, symbols, str(mod), code, libraries)
 
 
@@ -199,9 +201,13 @@ def _runtime_calls(mod: llvm.ModuleRef, runtime: Runtime) -> frozenset[str]:
 
 
 _RUNTIME: dict[tuple, bytes] = {}
+STATS = {"runtime_builds": 0}
+"""How many runtime objects this process optimized and generated (not found in memory,
+the library or the store)."""
 
 
-def runtime_object(target: Target, store: Any = None, runtime: Runtime | None = None) -> bytes:
+def runtime_object(target: Target, store: Any = None, runtime: Runtime | None = None,
+                   library: Any = None) -> bytes:
     """The object code of ``runtime`` (``runtime.module_text``) for ``target``, compiled at
     ``-O3`` once per process and target: programs only declare its symbols, so the
     optimizing and code generation (with the backends' runtime extensions, 0.2-0.4 s)
@@ -211,6 +217,10 @@ def runtime_object(target: Target, store: Any = None, runtime: Runtime | None = 
     (the cpu backend's compile cache) that keeps the object between processes. Its key
     is the SHA-256 of the runtime's LLVM IR text (generated again, ~30 ms, so any change
     of the code that writes it is a new key), the target, and the llvmlite version.
+
+    ``library``: an object with ``runtime(target, runtime) -> bytes | None``, the
+    backend's installed runtime library (``oxla_backend_cpu.rtlib``), asked first: its
+    object is found without generating the runtime's IR, whatever ``store`` is.
     """
     if runtime is None:
         raise LoweringError("runtime_object needs the backend's runtime")
@@ -219,6 +229,11 @@ def runtime_object(target: Target, store: Any = None, runtime: Runtime | None = 
     obj = _RUNTIME.get(key)
     if obj is not None:
         return obj
+    if library is not None:
+        obj = library.runtime(target, runtime)
+        if obj is not None:
+            _RUNTIME[key] = obj
+            return obj
     text = runtime.module_text(target.triple)
     disk_key = ""
     if store is not None:
@@ -228,6 +243,7 @@ def runtime_object(target: Target, store: Any = None, runtime: Runtime | None = 
         obj = store.load(disk_key)
     if obj is None:
         obj = target.target_machine().emit_object(optimize(text, target))
+        STATS["runtime_builds"] += 1
         if store is not None:
             store.save(disk_key, obj)
     _RUNTIME[key] = obj
