@@ -80,7 +80,7 @@ def _versions() -> dict[str, str]:
                                         "llvmlite"))}
 
 
-def _source_stamp() -> str:
+def source_stamp() -> str:
     """A hash of the backend's, emitters', passes' and lowering's source files (names,
     sizes, mtimes), so that an editable install
     whose code changed without a version bump never hits stale entries."""
@@ -111,7 +111,7 @@ def code_stamp() -> str:
     every cache key covers, as one string: what a stored object made by this code
     (the FFT pass library's, :mod:`oxla_backend_cpu.fft_lib`) is keyed by instead of
     its generated IR text."""
-    return json.dumps({"versions": _versions(), "source": _source_stamp()}, sort_keys=True)
+    return json.dumps({"versions": _versions(), "source": source_stamp()}, sort_keys=True)
 
 
 def cache_key(module_text: str, options: Any, target: Any, constants: Any = ()) -> str:
@@ -123,7 +123,7 @@ def cache_key(module_text: str, options: Any, target: Any, constants: Any = ()) 
         "fast_math": options.fast_math,
         "extra": repr(sorted(options.extra.items())),
         "versions": _versions(),
-        "source": _source_stamp(),
+        "source": source_stamp(),
         "patterns": cache_keys.patterns_stamp("cpu"),
         "triple": target.triple,
         "cpu": target.cpu,

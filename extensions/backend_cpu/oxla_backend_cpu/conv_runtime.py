@@ -43,6 +43,7 @@ import llvmlite.ir as ir
 from oxla_codegen_llvm import for_range as _for_range
 
 from oxla_backend_cpu.conv import ConvGeom
+from oxla_backend_cpu.parallel import register_runtime_extension
 
 I1, I64 = ir.IntType(1), ir.IntType(64)
 PTR = ir.PointerType()
@@ -477,8 +478,6 @@ def _bound(b: ir.IRBuilder, q, c, lim, ja_p, jb_p) -> None:
 
 
 def _register() -> None:
-    from oxla_backend_cpu.parallel import register_runtime_extension
-
     register_runtime_extension("cpu-conv", define_conv_runtime, [driver_name("f32")])
 
 

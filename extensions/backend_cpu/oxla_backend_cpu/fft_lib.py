@@ -25,46 +25,27 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from oxla.errors import LoweringError
+from oxla_backend_cpu.cache import code_stamp
+from oxla_backend_cpu.fft_pocket import (
+    ARG_LIMIT,
+    COMPLEX_RADICES,
+    PREFIX,
+    REAL_RADICES,
+    define_pass,
+    parse_symbol,
+    pass_symbol,
+)
 
-PREFIX = "oxla_pocketfft_pass_"
-"""Every pass symbol starts so."""
+__all__ = ["ARG_LIMIT", "COMPLEX_RADICES", "PREFIX", "REAL_RADICES", "STATS", "declared",
+           "library_objects", "module_text", "parse_symbol", "pass_symbol"]
 
-_SYMBOL = re.compile(r"oxla_pocketfft_pass_(c|r)(\d+)(f|b)_(s|d)")
 _DECLARED = re.compile(r'declare void @"(oxla_pocketfft_pass_[a-z0-9]+_[sd])"\(')
 """A declaration as llvmlite prints it (unanchored: 0.5 ms on 300 kB of IR, where a
 line-anchored pattern took 4 ms; a false match only loads one more pass object)."""
-COMPLEX_RADICES = (2, 3, 4, 5, 7, 8, 11)
-REAL_RADICES = (2, 3, 4, 5)
-
-ARG_LIMIT = 1 << 16
-"""A library pass takes ``ido`` and ``l1`` in ``[1, ARG_LIMIT)``, stated to LLVM as
-argument ranges: with unbounded ones it cannot rule out that the index products wrap,
-and the radix-8 pass took 4x the -O3 time (0.37 s) and ran ~1.8x slower. A pass with a
-larger argument (lines longer than 65536) is compiled into its program instead."""
 
 _OBJECTS: dict[tuple[str, str, str, str], bytes] = {}
 STATS = {"builds": 0}
 """How many pass objects this process optimized and generated."""
-
-
-def pass_symbol(key: str, wide: bool) -> str:
-    """The symbol of pass ``key`` (``c8f``: complex radix 8 forward; ``r4b``: real
-    radix 4 backward) in f64 (``wide``) or f32."""
-    return f"{PREFIX}{key}_{'d' if wide else 's'}"
-
-
-def parse_symbol(name: str) -> tuple[bool, int, bool, bool]:
-    """``(real, radix, forward, wide)`` of a pass symbol.
-
-    Raises:
-        LoweringError: ``name`` is not the symbol of a pass this library defines.
-    """
-    m = _SYMBOL.fullmatch(name)
-    radix = int(m.group(2)) if m else 0
-    if m is None or radix not in (REAL_RADICES if m.group(1) == "r" else COMPLEX_RADICES):
-        raise LoweringError(f"'{name}' is not an FFT pass of the cpu library")
-    return m.group(1) == "r", radix, m.group(3) == "f", m.group(4) == "d"
 
 
 def declared(ir_text: str) -> tuple[str, ...]:
@@ -75,8 +56,6 @@ def declared(ir_text: str) -> tuple[str, ...]:
 def module_text(name: str, triple: str = "") -> str:
     """The LLVM IR of a module that defines pass ``name`` (external linkage)."""
     import llvmlite.ir as ir
-
-    from oxla_backend_cpu.fft_pocket import define_pass
 
     module = ir.Module(f"oxla_fft_{name}")
     module.triple = triple
@@ -115,8 +94,6 @@ def library_objects(names: Sequence[str], target, store: Any = None,
             if library is not None:
                 obj = library.fft(target, name)
             if obj is None and store is not None:
-                from oxla_backend_cpu.cache import code_stamp
-
                 disk_key = "fft-" + hashlib.sha256("\0".join(
                     (*key, code_stamp())).encode()).hexdigest()
                 obj = store.load(disk_key)

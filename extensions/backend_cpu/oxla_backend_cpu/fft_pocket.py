@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 import struct
 
 import llvmlite.ir as ir
@@ -34,12 +35,45 @@ from oxla_codegen_llvm.fused import store as store_elem
 from oxla_codegen_llvm.loops import for_range
 from oxla_codegen_llvm.scalar import convert
 
+from oxla.errors import LoweringError
 from oxla.ir import types as T
 from oxla_backend_cpu import pocketfft as P
-from oxla_backend_cpu.fft_lib import ARG_LIMIT, parse_symbol, pass_symbol
 from oxla_backend_cpu.misc_ops import libc
 from oxla_backend_cpu.pocketfft_c import CFFT
 from oxla_backend_cpu.pocketfft_r import RFFT
+
+PREFIX = "oxla_pocketfft_pass_"
+"""Every pass symbol starts so."""
+
+_SYMBOL = re.compile(r"oxla_pocketfft_pass_(c|r)(\d+)(f|b)_(s|d)")
+COMPLEX_RADICES = (2, 3, 4, 5, 7, 8, 11)
+REAL_RADICES = (2, 3, 4, 5)
+
+ARG_LIMIT = 1 << 16
+"""A library pass takes ``ido`` and ``l1`` in ``[1, ARG_LIMIT)``, stated to LLVM as
+argument ranges: with unbounded ones it cannot rule out that the index products wrap,
+and the radix-8 pass took 4x the -O3 time (0.37 s) and ran ~1.8x slower. A pass with a
+larger argument (lines longer than 65536) is compiled into its program instead."""
+
+
+def pass_symbol(key: str, wide: bool) -> str:
+    """The symbol of pass ``key`` (``c8f``: complex radix 8 forward; ``r4b``: real
+    radix 4 backward) in f64 (``wide``) or f32."""
+    return f"{PREFIX}{key}_{'d' if wide else 's'}"
+
+
+def parse_symbol(name: str) -> tuple[bool, int, bool, bool]:
+    """``(real, radix, forward, wide)`` of a pass symbol.
+
+    Raises:
+        LoweringError: ``name`` is not the symbol of a pass this library defines.
+    """
+    m = _SYMBOL.fullmatch(name)
+    radix = int(m.group(2)) if m else 0
+    if m is None or radix not in (REAL_RADICES if m.group(1) == "r" else COMPLEX_RADICES):
+        raise LoweringError(f"'{name}' is not an FFT pass of the cpu library")
+    return m.group(1) == "r", radix, m.group(3) == "f", m.group(4) == "d"
+
 
 I64, F32, F64, PTR = ir.IntType(64), ir.FloatType(), ir.DoubleType(), ir.PointerType()
 _C128 = T.ComplexType(T.FloatType("f64"))

@@ -40,6 +40,8 @@ from oxla.ir import Builder, Module, Operation, Value
 from oxla.ir import attributes as A
 from oxla.ir import types as T
 from oxla.passes.util import constant_array
+from oxla_backend_cpu.int8_gemm import choose_isa
+from oxla_backend_cpu.linalg import conv_params
 
 MAX_GROUPS = 16
 """Most feature groups rewritten (one GEMM each); more (depthwise) stay loops."""
@@ -149,9 +151,6 @@ def _padding(op: Operation, ns: int) -> np.ndarray:
 
 def _plan(op: Operation):
     """What :func:`rewrite_int8_convs` needs of ``op``, or None to leave it."""
-    from oxla_backend_cpu.int8_gemm import choose_isa
-    from oxla_backend_cpu.linalg import conv_params
-
     if op.name != "stablehlo.convolution" or len(op.operands) != 2:
         return None
     out = op.results[0].type

@@ -146,6 +146,16 @@ def runtime_symbols() -> frozenset[str]:
     return frozenset({NUM_THREADS, PARALLEL_FOR}.union(*(s for _, s in _EXTENSIONS.values())))
 
 
+def runtime_extension_module(name: str) -> str:
+    """The module that defines registered runtime extension ``name`` (its ``define``'s
+    ``__module__``; "" when unknown).
+
+    Raises:
+        KeyError: ``name`` is not registered.
+    """
+    return getattr(_EXTENSIONS[name][0], "__module__", "") or ""
+
+
 def runtime_extensions() -> tuple[str, ...]:
     """Names of the registered runtime extensions, sorted."""
     return tuple(sorted(_EXTENSIONS))

@@ -21,6 +21,13 @@ import sys
 import time
 from collections.abc import Sequence
 
+from oxla_codegen_llvm.jit import optimize
+from oxla_codegen_llvm.target import CPUTarget
+
+import oxla_backend_cpu.backend  # noqa: F401  (registers the runtime extensions)
+from oxla_backend_cpu import fft_lib, rtlib
+from oxla_backend_cpu.parallel import runtime_extensions, runtime_module
+
 
 def build(directory: str | None = None, quiet: bool = False,
           fft_passes: Sequence[str] | None = None) -> list[str]:
@@ -35,13 +42,6 @@ def build(directory: str | None = None, quiet: bool = False,
         RuntimeError: the library is off (``$OXLA_RUNTIME_DIR=off``) and no directory
             was given.
     """
-    from oxla_codegen_llvm.jit import optimize
-    from oxla_codegen_llvm.target import CPUTarget
-
-    import oxla_backend_cpu.backend  # noqa: F401  (registers the runtime extensions)
-    from oxla_backend_cpu import fft_lib, rtlib
-    from oxla_backend_cpu.parallel import runtime_extensions, runtime_module
-
     d = directory or rtlib.library_dir()
     if d is None:
         raise RuntimeError(f"the runtime library is off (${rtlib.ENV}=off)")
@@ -80,11 +80,9 @@ def build(directory: str | None = None, quiet: bool = False,
 def _is_library_file(path: str) -> bool:
     """Whether ``path`` starts as a library file does (other files in a directory
     named by ``$OXLA_RUNTIME_DIR`` are never removed)."""
-    from oxla_backend_cpu.rtlib import MAGIC
-
     try:
         with open(path, "rb") as f:
-            return f.read(len(MAGIC)) == MAGIC
+            return f.read(len(rtlib.MAGIC)) == rtlib.MAGIC
     except OSError:
         return False
 

@@ -45,6 +45,9 @@ import tempfile
 from functools import cache
 from typing import Any
 
+from oxla_backend_cpu.cache import source_stamp
+from oxla_backend_cpu.parallel import runtime_extension_module, runtime_extensions
+
 ENV = "OXLA_RUNTIME_DIR"
 MAGIC = b"OXRTLIB1"
 STATS = {"runtime_hits": 0, "runtime_misses": 0, "fft_hits": 0, "fft_misses": 0}
@@ -64,16 +67,14 @@ def library_dir() -> str | None:
 @cache
 def _stamp() -> str:
     """The source stamp of the code that generates the objects (this backend, the
-    emitters, passes and lowering: :func:`oxla_backend_cpu.cache._source_stamp`), once
+    emitters, passes and lowering: :func:`oxla_backend_cpu.cache.source_stamp`), once
     per process (the code loaded in it does not change). Unlike the compile cache's
     :func:`~oxla_backend_cpu.cache.code_stamp` it leaves out the distributions'
     versions: reading them through ``importlib.metadata`` cost ~25 ms of every fresh
     process's first compile, and the generated code depends on the sources (covered
     here, file by file) and on llvmlite/LLVM (the ``llvm`` field), not on a version
     string."""
-    from oxla_backend_cpu.cache import _source_stamp
-
-    return _source_stamp()
+    return source_stamp()
 
 
 @cache
@@ -86,11 +87,9 @@ def _package_stamp(top: str) -> str:
 def _extension_stamps(names: tuple[str, ...]) -> dict[str, str]:
     """Source stamps of the packages other than this backend that define the runtime
     extensions ``names`` (this backend's own source is in :func:`_stamp`)."""
-    from oxla_backend_cpu import parallel
-
     out = {}
     for name in names:
-        mod = getattr(parallel._EXTENSIONS[name][0], "__module__", "") or ""
+        mod = runtime_extension_module(name)
         top = mod.split(".")[0]
         if top and top != "oxla_backend_cpu" and top in sys.modules:
             out[top] = _package_stamp(top)
@@ -187,8 +186,6 @@ class RuntimeLibrary:
         """The object of ``runtime`` (a :class:`~oxla_backend_cpu.parallel.HostRuntime`)
         for ``target``: the library's object of exactly its extensions, else that of all
         registered extensions (which contains them); None when neither is there."""
-        from oxla_backend_cpu.parallel import runtime_extensions
-
         names = tuple(runtime.key())
         for cand in dict.fromkeys((names, runtime_extensions())):
             if set(names) <= set(cand):
