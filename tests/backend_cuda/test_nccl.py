@@ -199,7 +199,7 @@ class _AsyncNccl:
         return b"remote process exited or there was a network error"
 
 
-class _Req:
+class FakeRequest:
     def __init__(self, after: int):
         self.after = after
 
@@ -208,8 +208,9 @@ class _Req:
         return self.after < 0
 
 
-class _Comm:
-    """An mpi4py communicator's Ibcast, answered after ``after`` tests."""
+class FakeComm:
+    """An mpi4py communicator of 4 ranks: its Ibcast is answered after ``after`` tests
+    (also used by tests/hip/test_rccl.py)."""
 
     def __init__(self, rank: int, after: int = 2):
         self.rank, self.after = rank, after
@@ -222,7 +223,7 @@ class _Comm:
 
     def Ibcast(self, buf, root):
         assert root == 0
-        return _Req(self.after)
+        return FakeRequest(self.after)
 
 
 def test_the_world_communicator_is_made_without_blocking():
@@ -233,7 +234,7 @@ def test_the_world_communicator_is_made_without_blocking():
     from oxla_backend_cuda.nccl import API_MAGIC, NcclComm, NcclConfig
 
     lib = _AsyncNccl(busy=2)
-    world = NcclComm.world(_Comm(rank=0, after=2), lib)
+    world = NcclComm.world(FakeComm(rank=0, after=2), lib)
     states = [world.ready() for _ in range(6)]
     assert states == [False, False, False, False, True, True]
     init = [e for e in lib.log if e[0] == "init"]
@@ -330,7 +331,7 @@ class _Mpi:
         return 4
 
     def Ibcast(self, buf, root):
-        return _Req(0)
+        return FakeRequest(0)
 
     def Abort(self, code):
         self.codes.append(code)

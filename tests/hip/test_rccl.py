@@ -21,35 +21,10 @@ from oxla_codegen_llvm.gpu.nccl import NcclCall
 from oxla_codegen_llvm.gpu.nccl_api import API_MAGIC, NcclConfig, NcclGroup, run_group
 
 from oxla.errors import OxlaError
+from tests.backend_cuda.test_nccl import FakeComm
 
 HERE = Path(__file__).parent
 UNDEF = -2**31
-
-
-class _Req:
-    def __init__(self, after: int):
-        self.after = after
-
-    def Test(self):
-        self.after -= 1
-        return self.after < 0
-
-
-class _Comm:
-    """An mpi4py communicator's Ibcast (answered after ``after`` tests), 4 ranks."""
-
-    def __init__(self, rank: int, after: int = 1):
-        self.rank, self.after = rank, after
-
-    def Get_rank(self):
-        return self.rank
-
-    def Get_size(self):
-        return 4
-
-    def Ibcast(self, buf, root):
-        assert root == 0
-        return _Req(self.after)
 
 
 def _build(root: Path, *flags: str) -> None:
@@ -87,7 +62,7 @@ def test_the_world_communicator_is_non_blocking_and_claims_rccls_version(fake_rc
     """rank 0 makes the id; ready() is False while the broadcast is in flight and while
     RCCL reports ncclInProgress; the config is read by RCCL's own ncclConfig_t layout:
     blocking 0, RCCL's version (ncclGetVersion), every other field undefined."""
-    world = rccl.world(_Comm(rank=0, after=1))
+    world = rccl.world(FakeComm(rank=0, after=1))
     fake_rccl.fake_set_async(2, 0)
     assert [world.ready() for _ in range(5)] == [False, False, False, True, True]
     init = _log(fake_rccl)
@@ -103,7 +78,7 @@ def test_the_world_communicator_is_non_blocking_and_claims_rccls_version(fake_rc
 
 
 def test_a_group_maps_each_call_to_rccls_entry_points_on_the_stream(fake_rccl):
-    world = rccl.world(_Comm(rank=0, after=0))
+    world = rccl.world(FakeComm(rank=0, after=0))
     assert world.ready()
     sub = world.split(1, 0, (1, 3))
     fake_rccl.fake_reset()
@@ -132,7 +107,7 @@ def test_a_group_maps_each_call_to_rccls_entry_points_on_the_stream(fake_rccl):
 
 
 def test_an_asynchronous_rccl_error_is_an_error_not_a_wait(fake_rccl):
-    world = rccl.world(_Comm(rank=1, after=0))
+    world = rccl.world(FakeComm(rank=1, after=0))
     assert world.ready()
     fake_rccl.fake_set_async(1, 6)  # in progress once, then ncclRemoteError
     group = NcclGroup([world], lambda: True)
@@ -179,7 +154,7 @@ def test_the_hip_device_enqueues_rccl_groups_and_polls_hipstreamquery(fake_rccl)
     """HIPDevice.nccl runs the group on the executable's hipStream_t (zeroing by
     hipMemsetAsync on it); done() is False while hipStreamQuery says hipErrorNotReady."""
     dev = _device([NOT_READY, NOT_READY, 0])
-    world = dev.nccl_world(_Comm(rank=0, after=0))
+    world = dev.nccl_world(FakeComm(rank=0, after=0))
     assert world.ready()
     fake_rccl.fake_reset()
     stream = ctypes.c_void_p(0x99)
@@ -207,7 +182,7 @@ def test_missing_rccl_is_one_clear_error(monkeypatch):
     rccl.load_library.cache_clear()
     try:
         with pytest.raises(OxlaError) as e:
-            _device([]).nccl_world(_Comm(rank=0))
+            _device([]).nccl_world(FakeComm(rank=0, after=1))
         assert e.value.message.startswith("RCCL is not loadable (librccl.so.1: install "
                                           "ROCm's rccl, e.g. under /opt/rocm")
         assert "\n" not in e.value.message
@@ -251,7 +226,7 @@ class _Aborted(Exception):
     pass
 
 
-class _Job(_Comm):
+class _Job(FakeComm):
     """The MPI job: 4 ranks, MPI_Abort recorded (the real one never returns)."""
 
     def __init__(self, rank: int):
