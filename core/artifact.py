@@ -24,7 +24,7 @@ import zipfile
 import zlib
 from typing import Any
 
-from oxla.errors import OxlaError
+from oxla.errors import OxlaError, int_setting
 
 MANIFEST = "manifest.json"
 SIGNATURE = "signature.hmac-sha256"
@@ -55,13 +55,7 @@ def max_total_bytes() -> int:
     env = os.environ.get("OXLA_ARTIFACT_MAX_BYTES")
     if not env:
         return 64 << 30
-    try:
-        n = int(env)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise OxlaError(f"OXLA_ARTIFACT_MAX_BYTES must be a positive integer, got '{env}'")
-    return n
+    return int_setting("OXLA_ARTIFACT_MAX_BYTES", env)
 
 
 def write_artifact(

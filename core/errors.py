@@ -76,3 +76,21 @@ class InterpreterError(OxlaError):
 
 class NotSupportedError(LoweringError):
     """A feature that oxla does not implement (yet); says so instead of guessing."""
+
+
+def int_setting(name: str, value: str, minimum: int = 1,
+                what: str = "a positive integer") -> int:
+    """``value`` (the text of setting ``name``, e.g. an environment variable) as an
+    integer of at least ``minimum``.
+
+    Raises:
+        OxlaError: ``value`` is not such an integer: "``name`` must be ``what``, got
+            '``value``'" (one line, naming the setting).
+    """
+    try:
+        n = int(value)
+    except ValueError:
+        n = minimum - 1
+    if n < minimum:
+        raise OxlaError(f"{name} must be {what}, got '{value}'")
+    return n

@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 
 import llvmlite.ir as ir
 
-from oxla.errors import OxlaError
+from oxla.errors import int_setting
 from oxla_backend_cpu.pool import define_pool, emit_pool_run
 
 PTR = ir.PointerType()
@@ -57,13 +57,7 @@ def num_threads() -> int:
     """
     env = os.environ.get("OXLA_NUM_THREADS")
     if env:
-        try:
-            n = int(env)
-        except ValueError:
-            n = 0
-        if n < 1:
-            raise OxlaError(f"OXLA_NUM_THREADS must be a positive integer, got '{env}'")
-        return n
+        return int_setting("OXLA_NUM_THREADS", env)
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux

@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from oxla.errors import OxlaError
+from oxla.errors import OxlaError, int_setting
 from oxla_codegen_llvm.gpu.fft import FftCall
 from oxla_codegen_llvm.gpu.gemm import GemmCall
 
@@ -92,13 +92,7 @@ def local_rank(environ: Any = None) -> int | None:
         value = env.get(name, "").strip()
         if not value:
             continue
-        try:
-            n = int(value)
-        except ValueError:
-            n = -1
-        if n < 0:
-            raise OxlaError(f"{name} must be a local rank (an integer >= 0), got '{value}'")
-        return n
+        return int_setting(name, value, 0, "a local rank (an integer >= 0)")
     return None
 
 
@@ -128,14 +122,7 @@ def sim_device_count() -> int:
     Raises:
         OxlaError: not a positive integer.
     """
-    value = os.environ.get(SIM_DEVICE_COUNT, "").strip() or "1"
-    try:
-        n = int(value)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise OxlaError(f"{SIM_DEVICE_COUNT} must be a positive integer, got '{value}'")
-    return n
+    return int_setting(SIM_DEVICE_COUNT, os.environ.get(SIM_DEVICE_COUNT, "").strip() or "1")
 
 
 @dataclass(frozen=True)
@@ -191,10 +178,4 @@ def choice_from_env(env: str) -> DeviceChoice:
         return DeviceChoice("driver", 0, local_rank())
     if value == "sim":
         return DeviceChoice("sim", 0, local_rank())
-    try:
-        ordinal = int(value)
-    except ValueError:
-        ordinal = -1
-    if ordinal < 0:
-        raise OxlaError(f"{env} must be 'auto', 'sim' or a device number, got '{value}'")
-    return DeviceChoice("driver", ordinal)
+    return DeviceChoice("driver", int_setting(env, value, 0, "'auto', 'sim' or a device number"))
