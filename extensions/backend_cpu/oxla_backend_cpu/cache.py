@@ -225,6 +225,25 @@ def _trim(limit: int) -> tuple[int, int]:
     return freed, total - freed
 
 
+def write_atomically(path: str, data: bytes) -> None:
+    """Writes ``data`` to ``path`` through a temporary file in its directory (created)
+    renamed into place, so readers never see half a file.
+
+    Raises:
+        OSError: the directory cannot be written.
+    """
+    d = os.path.dirname(path) or "."
+    os.makedirs(d, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=d, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+
+
 class RuntimeObjects:
     """The runtime object store of :func:`oxla_codegen_llvm.jit.runtime_object`: files
     ``runtime-<key>.o`` in :func:`cache_dir`, each the hex SHA-256 of the object code
@@ -253,19 +272,8 @@ class RuntimeObjects:
 
     def save(self, key: str, obj: bytes) -> None:
         """Writes ``obj`` under ``key`` (an unwritable directory is skipped)."""
-        d = cache_dir()
-        try:
-            os.makedirs(d, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=d, suffix=".tmp")
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(hashlib.sha256(obj).hexdigest().encode() + obj)
-                os.replace(tmp, self.path(key))
-            finally:
-                with contextlib.suppress(OSError):
-                    os.remove(tmp)
-        except OSError:
-            return
+        with contextlib.suppress(OSError):
+            write_atomically(self.path(key), hashlib.sha256(obj).hexdigest().encode() + obj)
 
 
 RUNTIME_OBJECTS = RuntimeObjects()

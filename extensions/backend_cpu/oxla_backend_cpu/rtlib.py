@@ -35,17 +35,15 @@ same, ~3 ms), so the prebuild needs the whole runtime, not every subset.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
 import struct
 import sys
-import tempfile
 from functools import cache
 from typing import Any
 
-from oxla_backend_cpu.cache import source_stamp
+from oxla_backend_cpu.cache import source_stamp, write_atomically
 from oxla_backend_cpu.parallel import runtime_extension_module, runtime_extensions
 
 ENV = "OXLA_RUNTIME_DIR"
@@ -165,16 +163,8 @@ def save(meta: dict[str, Any], obj: bytes, directory: str) -> str:
     Raises:
         OSError: the directory cannot be written.
     """
-    os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, file_key(meta) + ".o")
-    fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(encode(meta, obj))
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(OSError):
-            os.remove(tmp)
+    write_atomically(path, encode(meta, obj))
     return path
 
 
