@@ -134,3 +134,22 @@ def test_header_must_be_the_key():
     assert rtlib.decode(blob, other) is None  # another CPU's object
     assert rtlib.decode(blob[:-1] + b"X", meta) is None  # checksum
     assert rtlib.decode(b"junk", meta) is None
+
+
+def test_prebuild_refuses_an_unwritable_directory_in_one_line(tmp_path, capsys):
+    """A directory that cannot be made (a plain file stands in its way) is the user's
+    setting: one ``error:`` line naming it, exit 2, nothing written; ``off`` likewise."""
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert prebuild.main(["--dir", str(blocker / "lib"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: cannot write the cpu runtime library")
+    assert str(blocker) in err[0]
+    assert not (blocker.parent / "lib").exists()
+
+
+def test_prebuild_with_the_library_off_is_one_error_line(monkeypatch, capsys):
+    monkeypatch.setenv(rtlib.ENV, "off")
+    assert prebuild.main(["--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and "off" in err[0]

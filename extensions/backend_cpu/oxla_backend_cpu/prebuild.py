@@ -97,9 +97,14 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.process_time()
     try:
         paths = build(args.dir, args.quiet)
-    except (OSError, RuntimeError) as exc:
-        print(f"oxla prebuild: {exc}", file=sys.stderr)
-        return 1
+    except OSError as exc:  # the directory cannot be written: the user's setting
+        where = exc.filename or args.dir or "the runtime library directory"
+        print(f"error: cannot write the cpu runtime library to {where}: "
+              f"{exc.strerror or exc}", file=sys.stderr)
+        return 2
+    except RuntimeError as exc:  # the library is off ($OXLA_RUNTIME_DIR=off)
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     if not args.quiet:
         print(f"{len(paths)} objects in {os.path.dirname(paths[0])}, "
               f"{time.process_time() - t0:.1f} s CPU")
