@@ -109,13 +109,13 @@ def _parallel_flags(llvm_ir: str) -> list[int]:
 @needs_simd
 @pytest.mark.parametrize("threads", ["2", "3"])
 @pytest.mark.parametrize("m,k,n,split", [(64, 256, 256, True), (67, 320, 203, True),
-                                         (16, 64, 64, False)])
+                                         (37, 1024, 256, True), (16, 64, 64, False)])
 def test_small_transformer_gemms_split_over_threads(monkeypatch, threads, m, k, n,
                                                     split) -> None:
     """A 64-token layer's GEMMs (64x256 . 256x256: 8 MFLOP, two threads' worth of
     :data:`~oxla_backend_cpu.packed_gemm.PACKED_FLOPS_PER_THREAD`) run on the pool's
-    threads, odd sizes included; a tiny one stays on the calling thread. Results
-    against float64."""
+    threads, odd sizes included (a ViT's 37x1024 . 1024x256: 5 row tiles, 6 panels, split
+    by panels); a tiny one stays on the calling thread. Results against float64."""
     monkeypatch.setenv("OXLA_NUM_THREADS", threads)
     rng = np.random.default_rng(m * n)
     x = rng.standard_normal((m, k)).astype(np.float32)

@@ -36,6 +36,11 @@ BATCHED_FLOPS_PER_THREAD = 1 << 22
 """Work (flops) from which a batch is split among threads: the pool's workers poll for
 the next loop, so a split costs microseconds (GPT-2's 12 GEMMs 128x128x64 are 25 MFLOP,
 about 0.25 ms on one core)."""
+BATCHED_PARALLEL_FLOPS = 1 << 19
+"""Work (flops) from which a batched GEMM runs on the pool at all (its items are then
+split as :func:`row_blocks` says). A ViT's 37-token attention GEMMs (4 heads of
+37x37x64, 0.7 MFLOP) ran on one thread at :data:`BATCHED_FLOPS_PER_THREAD`: 17 us
+against 10 us on two threads of a 2-core Zen 4 (kernel time, same process)."""
 MAX_PANEL_BYTES = 256 << 10
 """The most bytes one item's packed ``B`` may take: up to :data:`STACK_PANEL_BYTES` on
 the thread's stack, more from ``malloc`` once per task. 256 KiB holds a 3x3

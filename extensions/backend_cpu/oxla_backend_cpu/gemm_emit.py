@@ -109,7 +109,7 @@ def _emit_batched(s, k, lhs: ir.Value, rhs: ir.Value, out: ir.Value) -> None:
     sa_m, sa_k = (1, k.m) if k.trans_lhs else (k.k, 1)
     sb_k, sb_n = (1, k.k) if k.trans_rhs else (k.n, 1)
     values = dict(batch=k.batch, m=k.m, n=k.n, k=k.k, sa_m=sa_m, sa_k=sa_k, sb_k=sb_k,
-                  sb_n=sb_n, parallel=int(flops >= bg.BATCHED_FLOPS_PER_THREAD),
+                  sb_n=sb_n, parallel=int(flops >= bg.BATCHED_PARALLEL_FLOPS),
                   row_blocks=bg.row_blocks(k.batch, k.m, k.n, k.k))
     _call_driver(s, k, bg.DRIVER, bg.DRIVER_TYPE, bg.DESC_FIELDS, values, [lhs, rhs, out])
 

@@ -65,15 +65,17 @@ DESC_FIELDS = ("m", "n", "k", "sa_m", "sa_k", "parallel")
 """The descriptor's i64 words: the GEMM's shape, ``A``'s element strides along ``M``
 and ``K`` (``(K, 1)`` row-major, ``(1, M)`` stored ``[K, M]``), and 1 when the work is
 worth oxla's parallel-for."""
-PACKED_FLOPS_PER_THREAD = 1 << 22
+PACKED_FLOPS_PER_THREAD = 1 << 20
 """Work (flops) per thread from which a packed GEMM is split among threads (it is when
-it has at least two threads' worth), as for batched GEMMs
-(:data:`oxla_backend_cpu.batched_gemm.BATCHED_FLOPS_PER_THREAD`): the pool's workers
-poll for the next loop and take items dynamically, so a split costs microseconds. With
-BLAS's 8x larger threshold (:data:`oxla_backend_cpu.blas.FLOPS_PER_THREAD`) every GEMM
-of a 64-token transformer (at most 64x1024x256, 34 MFLOP) ran on one thread of two;
-bench/onnx_vs_ort.py at 2 threads, this threshold against that one compiled in the
-same interleaved run: llama 0.74-0.92x, bert 0.72x, gpt2 0.90x the time."""
+it has at least two threads' worth): the pool's workers poll for the next loop and take
+items dynamically, so a split costs microseconds. With BLAS's larger threshold
+(:data:`oxla_backend_cpu.blas.FLOPS_PER_THREAD`) every GEMM of a 64-token transformer
+(at most 64x1024x256, 34 MFLOP) ran on one thread of two (bench/onnx_vs_ort.py at 2
+threads, against that threshold: llama 0.74-0.92x, bert 0.72x, gpt2 0.90x the time).
+At ``1 << 22`` the 37-token GEMMs of a ViT (37x256x256, 4.8 MFLOP) still ran on one
+thread; on a 2-core Zen 4, kernel time (median of 15 interleaved blocks) at ``1 << 22``
+against ``1 << 20``: 37x256x256 53.5 against 28.2 us, 16x256x256 21.1 against 12.2 us,
+8x256x1024 40.7 against 22.1 us; ``1 << 18`` gained nothing more."""
 KC = 1024  # columns of A (rows of a panel) per block
 MC_TILES = 16  # row tiles per block of A: MC = MC_TILES * MR rows
 SMALL_KC = 256  # the stack fallback's block (MR x SMALL_KC) when malloc fails
@@ -340,7 +342,8 @@ def run_tasks(b: ir.IRBuilder, module: ir.Module, f: dict[str, ir.Value], mr: in
     """Splits a GEMM's ``m x n`` output over the threads and runs ``task(*args, geom,
     start, end)`` over the items, in parallel when there are several: ``gn`` parts of the
     ``ceil(n / nr)`` panels (at least ``min_panels`` each) times ``gm`` parts
-    of the ``ceil(m / mr)`` row tiles, ``geom = [gm, gn]``. ``f``: the descriptor's
+    of the ``ceil(m / mr)`` row tiles, ``geom = [gm, gn]`` (or ``gn`` up to one panel
+    per thread where that makes the largest item smaller). ``f``: the descriptor's
     fields (``m``, ``n``, ``parallel``). Shared by the f32 and the integer GEMM drivers."""
     runtime(module)  # declares oxla_num_threads and the parallel-for where not defined
     nthreads = module.globals[NUM_THREADS]
@@ -350,6 +353,14 @@ def run_tasks(b: ir.IRBuilder, module: ir.Module, f: dict[str, ir.Value], mr: in
     tiles = cdiv(b, f["m"], i64c(mr))
     gn = imax(b, imin(b, nt, b.sdiv(panels, i64c(min_panels))), i64c(1))
     gm = imax(b, imin(b, tiles, b.sdiv(nt, gn)), i64c(1))
+    # with few panels, every thread on its own panels may still balance better than
+    # uneven row parts (6 panels, 5 row tiles, 2 threads: 3 x 5 tiles each, not 2 x 6
+    # and 3 x 6): the split whose largest item has fewer tile-panel products wins
+    gn2 = imax(b, imin(b, nt, panels), i64c(1))
+    gm2 = imax(b, imin(b, tiles, b.sdiv(nt, gn2)), i64c(1))
+    better = b.icmp_signed("<", b.mul(cdiv(b, tiles, gm2), cdiv(b, panels, gn2)),
+                          b.mul(cdiv(b, tiles, gm), cdiv(b, panels, gn)))
+    gm, gn = b.select(better, gm2, gm), b.select(better, gn2, gn)
     geom = b.alloca(I64, 2, name="geom")
     b.store(gm, geom)
     b.store(gn, b.gep(geom, [i64c(1)], source_etype=I64))
