@@ -41,7 +41,7 @@ from oxla.ir import attributes as A
 from oxla.ir import types as T
 from oxla.passes.util import constant_array
 from oxla_backend_cpu.int8_gemm import choose_isa
-from oxla_backend_cpu.linalg import conv_params
+from oxla_backend_cpu.linalg import conv_padding, conv_params
 
 MAX_GROUPS = 16
 """Most feature groups rewritten (one GEMM each); more (depthwise) stay loops."""
@@ -141,14 +141,6 @@ def constant_array_8(v: Value) -> Value | np.ndarray:
     return w.astype(np.uint8 if v.type.element_type.unsigned else np.int8)
 
 
-def _padding(op: Operation, ns: int) -> np.ndarray:
-    a = op.attr("padding")
-    pad = (a.array if isinstance(a, A.DenseElementsAttr) else
-           np.asarray(A.to_python(a) if a is not None else [], np.int64))
-    pad = np.asarray(pad, np.int64)
-    return pad.reshape(ns, 2) if pad.size else np.zeros((ns, 2), np.int64)
-
-
 def _plan(op: Operation):
     """What :func:`rewrite_int8_convs` needs of ``op``, or None to leave it."""
     if op.name != "stablehlo.convolution" or len(op.operands) != 2:
@@ -169,7 +161,7 @@ def _plan(op: Operation):
         else w.type.element_type
     if choose_isa(x[0].type.element_type.is_signed, w_et.is_signed) is None:
         return None
-    return x, w, w_et, (strides, _padding(op, ns), ldil, rdil, fgc)
+    return x, w, w_et, (strides, conv_padding(op, ns), ldil, rdil, fgc)
 
 
 def rewrite_int8_convs(module: Module) -> int:

@@ -145,6 +145,16 @@ def _ints(op, name: str, default: tuple) -> tuple:
     return tuple(v) if v else default
 
 
+def conv_padding(op, ns: int) -> np.ndarray:
+    """A ``convolution``'s ``padding`` as an ``[ns, 2]`` int64 array (``lo``, ``hi`` per
+    spatial dimension; zeros when the attribute is absent)."""
+    a = op.attr("padding")
+    pad = (a.array if isinstance(a, A.DenseElementsAttr) else
+           np.asarray(A.to_python(a) if a is not None else [], np.int64))
+    pad = np.asarray(pad, np.int64)
+    return pad.reshape(ns, 2) if pad.size else np.zeros((ns, 2), np.int64)
+
+
 def conv_params(op, ns: int) -> tuple:
     """``(strides, pad_lo, lhs_dilation, rhs_dilation, reversal, fgc, bgc)``.
 
@@ -158,12 +168,10 @@ def conv_params(op, ns: int) -> tuple:
             raise NotSupportedError("'stablehlo.dynamic_conv' with a padding that is not a "
                                     "constant is not supported by the cpu backend", op.loc)
         pad = np.asarray(src.attr("value").array, np.int64)
+        pad = np.asarray(pad, np.int64).reshape(ns, 2) if np.size(pad) \
+            else np.zeros((ns, 2), np.int64)
     else:
-        a = op.attr("padding")
-        pad = (a.array if isinstance(a, A.DenseElementsAttr) else
-               np.asarray(A.to_python(a) if a is not None else [], np.int64))
-    pad = np.asarray(pad, np.int64).reshape(ns, 2) if np.size(pad) else np.zeros((ns, 2),
-                                                                                 np.int64)
+        pad = conv_padding(op, ns)
     fgc = int(A.to_python(op.attr("feature_group_count")) or 1) \
         if op.attr("feature_group_count") is not None else 1
     bgc = int(A.to_python(op.attr("batch_group_count")) or 1) \

@@ -12,7 +12,9 @@
   (strategy ``packed``, :mod:`oxla_backend_cpu.packed_gemm`) or per GEMM of a batch
   (strategy ``batched``, :mod:`oxla_backend_cpu.batched_gemm`); matrix-vector products
   (``M`` or ``N`` 1) as oxla's GEMV loops (strategy ``gemv``, :mod:`oxla_backend_cpu.gemv`);
-* convolutions: im2col + GEMM or a direct kernel (:mod:`oxla_backend_cpu.conv`);
+* convolutions: im2col + GEMM or a direct kernel (:mod:`oxla_backend_cpu.conv`); patch
+  convolutions (window = stride) as a transpose and one GEMM
+  (:mod:`oxla_backend_cpu.patch_conv`);
 * every op with an op emitter (:data:`oxla_backend_cpu.opkernels.OP_EMITTERS`) and every
   registered ``custom_call`` target is its own kernel;
 * ``while`` bodies: loop-invariant kernels run once before the loop, and loop-invariant
@@ -66,6 +68,7 @@ from oxla_backend_cpu.int8_conv import rewrite_int8_convs
 from oxla_backend_cpu.int8_gemm import int8_dot_kernels, int8_gemm_isa
 from oxla_backend_cpu.opkernels import OP_EMITTERS
 from oxla_backend_cpu.packed_gemm import hoist_invariant_packing, pack_constant_rhs
+from oxla_backend_cpu.patch_conv import rewrite_patch_convs
 from oxla_backend_cpu.rowfusion import fuse_rows
 from oxla_backend_cpu.stages import STAGES
 from oxla_backend_cpu.widen_dots import fold_broadcast_batch, widen_dots
@@ -156,6 +159,7 @@ class CPUPolicy(PolicyBase):
         module = out if isinstance(out, Module) else module
         run_pipeline(module, f"plugin-patterns{{backend={BACKEND}}}")
         int_convs = rewrite_int8_convs(module)
+        patch_convs = rewrite_patch_convs(module)
         widened = widen_dots(module, keep=lambda op: int8_gemm_isa(op) is not None)
         unbatched = fold_broadcast_batch(module)
         phased = split_transposed_convs(module)
@@ -164,6 +168,7 @@ class CPUPolicy(PolicyBase):
                         f"plugin patterns: for {BACKEND}",
                         f"dot layout: {absorbed} transposed dot operands read in place",
                         f"integer convolutions as 8-bit im2col + integer GEMM: {int_convs}",
+                        f"patch convolutions as one GEMM: {patch_convs}",
                         f"dots widened to f32 GEMMs: {widened}",
                         f"batched dots of a broadcast rhs unbatched: {unbatched}",
                         f"transposed convolutions split into phases: {phased}"]
