@@ -67,11 +67,16 @@ from oxla_backend_cpu.gemv import is_gemv
 from oxla_backend_cpu.int8_conv import rewrite_int8_convs
 from oxla_backend_cpu.int8_gemm import int8_dot_kernels, int8_gemm_isa
 from oxla_backend_cpu.opkernels import OP_EMITTERS
-from oxla_backend_cpu.packed_gemm import hoist_invariant_packing, pack_constant_rhs
+from oxla_backend_cpu.packed_gemm import (
+    LARGE_WEIGHT,
+    MIN_ROWS,
+    hoist_invariant_packing,
+    pack_constant_rhs,
+)
 from oxla_backend_cpu.patch_conv import rewrite_patch_convs
 from oxla_backend_cpu.rowfusion import fuse_rows
 from oxla_backend_cpu.stages import STAGES
-from oxla_backend_cpu.widen_dots import fold_broadcast_batch, widen_dots
+from oxla_backend_cpu.widen_dots import fold_broadcast_batch, fold_transposed_weights, widen_dots
 
 BACKEND = "cpu"
 DOTS = ("stablehlo.dot_general", "stablehlo.dot")
@@ -162,6 +167,7 @@ class CPUPolicy(PolicyBase):
         patch_convs = rewrite_patch_convs(module)
         widened = widen_dots(module, keep=lambda op: int8_gemm_isa(op) is not None)
         unbatched = fold_broadcast_batch(module)
+        untransposed = fold_transposed_weights(module, MIN_ROWS, LARGE_WEIGHT)
         phased = split_transposed_convs(module)
         absorbed = absorb_transposes(module, BLAS_TYPES)
         return module, [f"core pipeline: {spec}",
@@ -171,6 +177,7 @@ class CPUPolicy(PolicyBase):
                         f"patch convolutions as one GEMM: {patch_convs}",
                         f"dots widened to f32 GEMMs: {widened}",
                         f"batched dots of a broadcast rhs unbatched: {unbatched}",
+                        f"small transposed weights folded for BLAS: {untransposed}",
                         f"transposed convolutions split into phases: {phased}"]
 
     def stages(self) -> list[Stage]:
