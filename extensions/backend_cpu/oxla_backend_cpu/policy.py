@@ -14,7 +14,8 @@
   (``M`` or ``N`` 1) as oxla's GEMV loops (strategy ``gemv``, :mod:`oxla_backend_cpu.gemv`);
 * convolutions: im2col + GEMM or a direct kernel (:mod:`oxla_backend_cpu.conv`); patch
   convolutions (window = stride) as a transpose and one GEMM
-  (:mod:`oxla_backend_cpu.patch_conv`);
+  (:mod:`oxla_backend_cpu.patch_conv`), and those with at most 16 output pixels per image
+  as an explicit im2col and one GEMM over the batch (:mod:`oxla_backend_cpu.im2col_conv`);
 * every op with an op emitter (:data:`oxla_backend_cpu.opkernels.OP_EMITTERS`) and every
   registered ``custom_call`` target is its own kernel;
 * ``while`` bodies: loop-invariant kernels run once before the loop, and loop-invariant
@@ -64,6 +65,7 @@ from oxla_backend_cpu.conv import CONV_OPS, conv_kernels, fuse_conv_epilogues
 from oxla_backend_cpu.conv_phases import split_transposed_convs
 from oxla_backend_cpu.custom_call import check_custom_call
 from oxla_backend_cpu.gemv import is_gemv
+from oxla_backend_cpu.im2col_conv import rewrite_im2col_convs
 from oxla_backend_cpu.int8_conv import rewrite_int8_convs
 from oxla_backend_cpu.int8_gemm import int8_dot_kernels, int8_gemm_isa
 from oxla_backend_cpu.opkernels import OP_EMITTERS
@@ -165,6 +167,7 @@ class CPUPolicy(PolicyBase):
         run_pipeline(module, f"plugin-patterns{{backend={BACKEND}}}")
         int_convs = rewrite_int8_convs(module)
         patch_convs = rewrite_patch_convs(module)
+        im2col_convs = rewrite_im2col_convs(module)
         widened = widen_dots(module, keep=lambda op: int8_gemm_isa(op) is not None)
         unbatched = fold_broadcast_batch(module)
         untransposed = fold_transposed_weights(module, MIN_ROWS, LARGE_WEIGHT)
@@ -175,6 +178,7 @@ class CPUPolicy(PolicyBase):
                         f"dot layout: {absorbed} transposed dot operands read in place",
                         f"integer convolutions as 8-bit im2col + integer GEMM: {int_convs}",
                         f"patch convolutions as one GEMM: {patch_convs}",
+                        f"few-pixel convolutions as im2col + one GEMM: {im2col_convs}",
                         f"dots widened to f32 GEMMs: {widened}",
                         f"batched dots of a broadcast rhs unbatched: {unbatched}",
                         f"small transposed weights folded for BLAS: {untransposed}",
