@@ -15,6 +15,9 @@
 * convolutions: im2col + GEMM or a direct kernel (:mod:`oxla_backend_cpu.conv`); patch
   convolutions (window = stride) as a transpose and one GEMM
   (:mod:`oxla_backend_cpu.patch_conv`);
+* sliding-window ``reduce_window``s (pooling): pad, window slices and the body op,
+  fused into one loop kernel (:mod:`oxla_backend_cpu.window_slices`); prefix windows
+  as scans (:mod:`oxla_backend_cpu.scan`);
 * every op with an op emitter (:data:`oxla_backend_cpu.opkernels.OP_EMITTERS`) and every
   registered ``custom_call`` target is its own kernel;
 * ``while`` bodies: loop-invariant kernels run once before the loop, and loop-invariant
@@ -72,6 +75,7 @@ from oxla_backend_cpu.patch_conv import rewrite_patch_convs
 from oxla_backend_cpu.rowfusion import fuse_rows
 from oxla_backend_cpu.stages import STAGES
 from oxla_backend_cpu.widen_dots import fold_broadcast_batch, widen_dots
+from oxla_backend_cpu.window_slices import rewrite_window_slices
 
 BACKEND = "cpu"
 DOTS = ("stablehlo.dot_general", "stablehlo.dot")
@@ -160,6 +164,7 @@ class CPUPolicy(PolicyBase):
         run_pipeline(module, f"plugin-patterns{{backend={BACKEND}}}")
         int_convs = rewrite_int8_convs(module)
         patch_convs = rewrite_patch_convs(module)
+        window_slices = rewrite_window_slices(module)
         widened = widen_dots(module, keep=lambda op: int8_gemm_isa(op) is not None)
         unbatched = fold_broadcast_batch(module)
         phased = split_transposed_convs(module)
@@ -169,6 +174,7 @@ class CPUPolicy(PolicyBase):
                         f"dot layout: {absorbed} transposed dot operands read in place",
                         f"integer convolutions as 8-bit im2col + integer GEMM: {int_convs}",
                         f"patch convolutions as one GEMM: {patch_convs}",
+                        f"reduce_window as fused window slices: {window_slices}",
                         f"dots widened to f32 GEMMs: {widened}",
                         f"batched dots of a broadcast rhs unbatched: {unbatched}",
                         f"transposed convolutions split into phases: {phased}"]
