@@ -124,7 +124,11 @@ def test_sum_pool_2x2_stride_2_is_bitwise():
     dict(shape=(2, 9, 9), window=(1, 2, 3), strides=(1, 2, 1),
          pad=((0, 0), (-1, 0), (1, -2)), op="add"),                        # negative pad
     dict(shape=(3, 10, 8), window=(2, 3, 2), strides=(1, 2, 2), swapped=True),
-], ids=["1d", "3d", "wdil", "base", "negpad", "swapped"])
+    dict(shape=(2, 5, 10), window=(1, 2, 2), strides=(1, 2, 3), wdil=(1, 1, 2),
+         op="add"),                                  # phases of 3, the last element cut
+    dict(shape=(2, 6, 11), window=(1, 2, 3), strides=(1, 1, 4), pad=((0, 0), (0, 0), (2, 3)),
+         base=(1, 1, 2)),                            # phases of 4 over a dilated, padded dim
+], ids=["1d", "3d", "wdil", "base", "negpad", "swapped", "stride3", "stride4"])
 def test_window_forms_are_bitwise(kw):
     _check(_text(**kw), RNG.standard_normal(kw["shape"]).astype(np.float32))
 

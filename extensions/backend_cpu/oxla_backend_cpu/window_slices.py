@@ -20,6 +20,14 @@ ops, so the loop fuser makes them one loop kernel over the output: parallel and
 vectorized, where the scalar emitter runs one thread with a window loop and bounds
 checks per output element.
 
+With a stride ``s > 1`` in the last (contiguous) dimension, slices of ``p`` would read
+it at stride ``s``: LLVM then vectorizes the short output rows only partly (an
+interleaved load group with a gap leaves a scalar remainder). So ``p``'s last dimension
+is padded or cut to ``m * s`` elements and split into its ``s`` phases,
+``q = transpose(reshape(p, [..., m, s]), [..., s, m])`` (one materialized loop kernel:
+``q`` has one reader per window position), and each slice reads one phase at stride 1.
+The elements are the same, so the results are too; the extra padding is never read.
+
 Left as they are: prefix windows (cumsum and the like, the O(n) scans of
 :mod:`oxla_backend_cpu.scan`), variadic reductions (argmax), bodies of more than one op
 or whose types differ from the operand's, windows of one position or of more than
@@ -89,16 +97,33 @@ def _rewrite(op: Operation) -> None:
     wd, ws, bd, wdl, lo, hi = window_params(op, rank)
     name, swapped = _body_op(op)
     b = Builder.before(op, op.loc)
+    last, s = rank - 1, ws[-1]
+    hi = list(hi)
+    if s > 1:  # the phases: p's last dim padded (or cut) to (m, s) with m rows of s
+        m = ((out[-1] - 1) * s + (wd[-1] - 1) * wdl[-1]) // s + 1
+        size = (x.type.shape[-1] - 1) * bd[-1] + 1 + lo[-1] + hi[-1]
+        hi[-1] += m * s - size
     p = x
     if any(lo) or any(hi) or any(d != 1 for d in bd):
         attrs = {"edge_padding_low": A.i64_array(lo), "edge_padding_high": A.i64_array(hi),
                  "interior_padding": A.i64_array([d - 1 for d in bd])}
         p = b.create("stablehlo.pad", [x, init], attrs).results[0]
+    if s > 1:
+        # phase k of output j's window element is q[..., k, j + offset // s]: the slices
+        # read q at stride 1 in the last dim (a strided one splits the vector loop)
+        lead = list(p.type.shape[:-1])
+        q = b.transpose(b.reshape(p, [*lead, m, s]), [*range(last), last + 1, last])
     acc: Value = b.broadcast_in_dim(init, out, [])
     for w in itertools.product(*(range(n) for n in wd)):
         start = [wi * dl for wi, dl in zip(w, wdl)]
-        limit = [st + (o - 1) * s + 1 for st, o, s in zip(start, out, ws)]
-        s_w = b.slice(p, start, limit, ws)
+        limit = [st + (o - 1) * st_ + 1 for st, o, st_ in zip(start, out, ws)]
+        if s > 1:
+            k, j = divmod(start[-1], s)[::-1]
+            s_w = b.slice(q, [*start[:-1], k, j], [*limit[:-1], k + 1, j + out[-1]],
+                          [*ws[:-1], 1, 1])
+            s_w = b.reshape(s_w, out)
+        else:
+            s_w = b.slice(p, start, limit, ws)
         acc = b.create(name, [s_w, acc] if swapped else [acc, s_w]).results[0]
     op.results[0].replace_all_uses_with(acc)
     op.erase()
