@@ -1,7 +1,7 @@
 """Sliding-window ``reduce_window``s rewritten into fused window slices
 (:mod:`oxla_backend_cpu.window_slices`), checked against the interpreter bitwise: max
 pools (NCHW, NHWC, NaNs), sum pools, 1-d and 3-d windows, window and base dilation,
-negative padding, integers; the rewrite count, one loop kernel for a max pool, and the
+negative padding, integers, other bodies; the rewrite count, loop kernels only, and the
 forms left to the general emitter or the scan (large windows, variadic, prefix)."""
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ ws = pytest.importorskip("oxla_backend_cpu.window_slices")
 
 RNG = np.random.default_rng(11)
 INITS = {"maximum": {"f32": "0xFF800000", "i32": "-2147483648"},
-         "add": {"f32": "0.0", "i32": "0"}}
+         "add": {"f32": "0.0", "i32": "0"}, "minimum": {"f32": "0x7F800000"},
+         "multiply": {"f32": "1.0"}, "and": {"i1": "true"}, "or": {"i1": "false"}}
 
 
 def _out_dim(n, w, s, b, d, lo, hi):
@@ -140,12 +141,31 @@ def test_i32_windows_are_exact(op):
                  et="i32"), x)
 
 
-def test_max_pool_is_one_loop_kernel():
-    """The ResNet-style pool compiles to loop kernels only, no op kernel."""
-    text = _text(**MAXPOOL_NCHW)
+@pytest.mark.parametrize("op,et", [("minimum", "f32"), ("multiply", "f32"), ("and", "i1"),
+                                   ("or", "i1")])
+def test_other_bodies(op, et):
+    shape = (2, 9, 7)
+    x = RNG.random(shape) < 0.7 if et == "i1" else \
+        (RNG.standard_normal(shape) + 1.0).astype(np.float32)
+    _check(_text(shape, (1, 3, 2), (1, 2, 2), ((0, 0), (1, 1), (0, 1)), op=op, et=et), x)
+
+
+def _labels(text: str) -> list[str]:
     exe = compile_cpu(text, extra={"profile": True}, cache=False)
-    labels = exe.stats["profile_labels"]
-    assert labels and not any(lab.split()[1] == "op" for lab in labels), labels
+    return exe.stats["profile_labels"]
+
+
+def test_max_pool_is_loop_kernels_only():
+    """The ResNet-style pool (stride 2 in the last dimension, 9 readers of the phases)
+    is two loop kernels: the padded phases, then the slices and maxima; no op kernel."""
+    labels = _labels(_text(**MAXPOOL_NCHW))
+    assert [lab.split()[1] for lab in labels] == ["loop", "loop"], labels
+    assert "pad" in labels[0] and "maximum" in labels[1], labels
+
+
+def test_unpadded_sum_pool_is_one_loop_kernel():
+    labels = _labels(_text((2, 4, 8, 6), (1, 1, 2, 2), (1, 1, 2, 2), op="add"))
+    assert len(labels) == 1 and labels[0].split()[1] == "loop", labels
 
 
 def test_large_window_is_left():
