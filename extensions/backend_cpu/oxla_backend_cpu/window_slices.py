@@ -14,18 +14,20 @@ op of its two arguments (max/avg pooling, sliding sums and products) becomes::
 from ``init`` in row-major order, padding and base-dilation holes reading as ``init``:
 the order and operations of the scalar emitter
 (:func:`oxla_backend_cpu.opkernels.emit_reduce_window`), hence bit-identical results
-for every element type, floats and NaNs included. ``body(acc, s_w)`` keeps the
-region's operand order. The pad, slices and binary ops are index rules and elementwise
-ops, so the loop fuser makes them one loop kernel over the output: parallel and
-vectorized, where the scalar emitter runs one thread with a window loop and bounds
-checks per output element.
+for every element type, floats included (NaNs propagate alike). ``body(acc, s_w)``
+keeps the region's operand order. The slices and binary ops are index rules and
+elementwise ops, so the loop fuser makes them one loop kernel over the output: parallel
+and vectorized, where the scalar emitter runs one thread with a window loop and bounds
+checks per output element. The padded operand, read by every slice, is recomputed in
+that kernel for a window of a few positions and otherwise written once by a loop kernel
+of its own (the fuser's rule for shared producers, ``oxla.lowering.fusion``).
 
 With a stride ``s > 1`` in the last (contiguous) dimension, slices of ``p`` would read
 it at stride ``s``: LLVM then vectorizes the short output rows only partly (an
 interleaved load group with a gap leaves a scalar remainder). So ``p``'s last dimension
 is padded or cut to ``m * s`` elements and split into its ``s`` phases,
-``q = transpose(reshape(p, [..., m, s]), [..., s, m])`` (one materialized loop kernel:
-``q`` has one reader per window position), and each slice reads one phase at stride 1.
+``q = transpose(reshape(p, [..., m, s]), [..., s, m])``, and each slice reads one phase
+at stride 1.
 The elements are the same, so the results are too; the extra padding is never read.
 
 Left as they are: prefix windows (cumsum and the like, the O(n) scans of
@@ -99,7 +101,7 @@ def _rewrite(op: Operation) -> None:
     b = Builder.before(op, op.loc)
     last, s = rank - 1, ws[-1]
     hi = list(hi)
-    if s > 1:  # the phases: p's last dim padded (or cut) to (m, s) with m rows of s
+    if s > 1:  # p's last dim padded or cut to m * s elements: m rows of s phases
         m = ((out[-1] - 1) * s + (wd[-1] - 1) * wdl[-1]) // s + 1
         size = (x.type.shape[-1] - 1) * bd[-1] + 1 + lo[-1] + hi[-1]
         hi[-1] += m * s - size
@@ -109,16 +111,16 @@ def _rewrite(op: Operation) -> None:
                  "interior_padding": A.i64_array([d - 1 for d in bd])}
         p = b.create("stablehlo.pad", [x, init], attrs).results[0]
     if s > 1:
-        # phase k of output j's window element is q[..., k, j + offset // s]: the slices
-        # read q at stride 1 in the last dim (a strided one splits the vector loop)
+        # p[..., o * s + a] is q[..., a % s, o + a // s]: the slices read q at stride 1
+        # in the last dim (a strided read leaves LLVM a scalar remainder loop)
         lead = list(p.type.shape[:-1])
         q = b.transpose(b.reshape(p, [*lead, m, s]), [*range(last), last + 1, last])
     acc: Value = b.broadcast_in_dim(init, out, [])
     for w in itertools.product(*(range(n) for n in wd)):
         start = [wi * dl for wi, dl in zip(w, wdl)]
-        limit = [st + (o - 1) * st_ + 1 for st, o, st_ in zip(start, out, ws)]
+        limit = [a + (o - 1) * st + 1 for a, o, st in zip(start, out, ws)]
         if s > 1:
-            k, j = divmod(start[-1], s)[::-1]
+            j, k = divmod(start[-1], s)
             s_w = b.slice(q, [*start[:-1], k, j], [*limit[:-1], k + 1, j + out[-1]],
                           [*ws[:-1], 1, 1])
             s_w = b.reshape(s_w, out)
