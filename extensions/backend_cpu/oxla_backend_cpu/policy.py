@@ -16,6 +16,9 @@
   convolutions (window = stride) as a transpose and one GEMM
   (:mod:`oxla_backend_cpu.patch_conv`), and those with at most 16 output pixels per image
   as an explicit im2col and one GEMM over the batch (:mod:`oxla_backend_cpu.im2col_conv`);
+* sliding-window ``reduce_window``s (pooling): pad, window slices and the body op,
+  fused into one loop kernel (:mod:`oxla_backend_cpu.window_slices`); prefix windows
+  as scans (:mod:`oxla_backend_cpu.scan`);
 * every op with an op emitter (:data:`oxla_backend_cpu.opkernels.OP_EMITTERS`) and every
   registered ``custom_call`` target is its own kernel;
 * ``while`` bodies: loop-invariant kernels run once before the loop, and loop-invariant
@@ -79,6 +82,7 @@ from oxla_backend_cpu.patch_conv import rewrite_patch_convs
 from oxla_backend_cpu.rowfusion import fuse_rows
 from oxla_backend_cpu.stages import STAGES
 from oxla_backend_cpu.widen_dots import fold_broadcast_batch, fold_transposed_weights, widen_dots
+from oxla_backend_cpu.window_slices import rewrite_window_slices
 
 BACKEND = "cpu"
 DOTS = ("stablehlo.dot_general", "stablehlo.dot")
@@ -168,6 +172,7 @@ class CPUPolicy(PolicyBase):
         int_convs = rewrite_int8_convs(module)
         patch_convs = rewrite_patch_convs(module)
         im2col_convs = rewrite_im2col_convs(module)
+        window_slices = rewrite_window_slices(module)
         widened = widen_dots(module, keep=lambda op: int8_gemm_isa(op) is not None)
         unbatched = fold_broadcast_batch(module)
         untransposed = fold_transposed_weights(module, MIN_ROWS, LARGE_WEIGHT)
@@ -179,6 +184,7 @@ class CPUPolicy(PolicyBase):
                         f"integer convolutions as 8-bit im2col + integer GEMM: {int_convs}",
                         f"patch convolutions as one GEMM: {patch_convs}",
                         f"few-pixel convolutions as im2col + one GEMM: {im2col_convs}",
+                        f"reduce_window as fused window slices: {window_slices}",
                         f"dots widened to f32 GEMMs: {widened}",
                         f"batched dots of a broadcast rhs unbatched: {unbatched}",
                         f"small transposed weights folded for BLAS: {untransposed}",
