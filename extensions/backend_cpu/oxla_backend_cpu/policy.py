@@ -16,6 +16,8 @@
   convolutions (window = stride) as a transpose and one GEMM
   (:mod:`oxla_backend_cpu.patch_conv`), and those with at most 16 output pixels per image
   as an explicit im2col and one GEMM over the batch (:mod:`oxla_backend_cpu.im2col_conv`);
+  depthwise ones on small NCHW planes computed feature-innermost
+  (:mod:`oxla_backend_cpu.depthwise_layout`);
 * sliding-window ``reduce_window``s (pooling): pad, window slices and the body op,
   fused into one loop kernel (:mod:`oxla_backend_cpu.window_slices`); prefix windows
   as scans (:mod:`oxla_backend_cpu.scan`);
@@ -67,6 +69,7 @@ from oxla_backend_cpu.batched_gemm import batched_tile
 from oxla_backend_cpu.conv import CONV_OPS, conv_kernels, fuse_conv_epilogues
 from oxla_backend_cpu.conv_phases import split_transposed_convs
 from oxla_backend_cpu.custom_call import check_custom_call
+from oxla_backend_cpu.depthwise_layout import rewrite_small_depthwise
 from oxla_backend_cpu.gemv import is_gemv
 from oxla_backend_cpu.im2col_conv import rewrite_im2col_convs
 from oxla_backend_cpu.int8_conv import rewrite_int8_convs
@@ -172,6 +175,7 @@ class CPUPolicy(PolicyBase):
         int_convs = rewrite_int8_convs(module)
         patch_convs = rewrite_patch_convs(module)
         im2col_convs = rewrite_im2col_convs(module)
+        depthwise = rewrite_small_depthwise(module)
         window_slices = rewrite_window_slices(module)
         widened = widen_dots(module, keep=lambda op: int8_gemm_isa(op) is not None)
         unbatched = fold_broadcast_batch(module)
@@ -184,6 +188,7 @@ class CPUPolicy(PolicyBase):
                         f"integer convolutions as 8-bit im2col + integer GEMM: {int_convs}",
                         f"patch convolutions as one GEMM: {patch_convs}",
                         f"few-pixel convolutions as im2col + one GEMM: {im2col_convs}",
+                        f"small-plane depthwise convolutions feature-innermost: {depthwise}",
                         f"reduce_window as fused window slices: {window_slices}",
                         f"dots widened to f32 GEMMs: {widened}",
                         f"batched dots of a broadcast rhs unbatched: {unbatched}",

@@ -1,0 +1,71 @@
+"""Depthwise convolutions on small NCHW planes computed feature-innermost
+(:mod:`oxla_backend_cpu.depthwise_layout`): the cpu backend agrees with the interpreter,
+the rewritten program is valid StableHLO equal to the convolution, and the forms that
+must stay as they are do."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.backend_cpu.conftest import run_both
+from tests.backend_cpu.test_conv_gemm import conv_case
+from tests.backend_cpu.test_patch_conv import _const_kernel
+
+dl = pytest.importorskip("oxla_backend_cpu.depthwise_layout")
+
+
+def _count(text: str) -> int:
+    from oxla.ir import parse_module
+
+    return dl.rewrite_small_depthwise(parse_module(text, "t.mlir"))
+
+
+def _dw(c=12, **kw):
+    return dict(n=2, c=c, o=c, fgc=c, sp=(6, 6), k=(3, 3), pad=((1, 1), (1, 1))) | kw
+
+
+CASES = {
+    "mobilenet-6x6": _dw(relu=True, bias=True),
+    "strided": _dw(sp=(12, 12), stride=(2, 2)),
+    "multiplier-2": _dw(o=24),
+    "dilated": _dw(sp=(7, 7), rd=(2, 2), pad=((2, 2), (2, 2))),
+    "1d": _dw(sp=(10,), k=(3,), pad=((1, 1),), lhs="NCW", rhs="OIW", out="NCW"),
+    "f64": _dw(t="f64"),
+    "chwn": _dw(lhs="CHWN", rhs="HWOI", out="HCWN"),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("const", [False, True], ids=["arg", "const"])
+def test_small_depthwise_matches_interpreter(name, const):
+    text, args = conv_case(**CASES[name])
+    if const:
+        text, args = _const_kernel(text, args[1]), [args[0], *args[2:]]
+    assert _count(text) == 1
+    tol = 1e-11 if CASES[name].get("t") == "f64" else 1e-5
+    run_both(text, args, rtol=tol, atol=tol)
+
+
+def test_rewritten_program_equals_the_convolution_on_the_interpreter():
+    from oxla.interpreter import InterpreterBackend
+    from oxla.ir import parse_module
+
+    text, args = conv_case(**_dw(o=24))
+    module = parse_module(text, "t.mlir")
+    assert dl.rewrite_small_depthwise(module) == 1
+    want = np.asarray(InterpreterBackend().compile(parse_module(text, "t.mlir"))(*args)[0])
+    got = np.asarray(InterpreterBackend().compile(module)(*args)[0])
+    assert got.shape == want.shape
+    assert np.abs(got - want).max() <= 1e-6 * np.abs(want).max()
+
+
+@pytest.mark.parametrize("kw", [
+    _dw(sp=(24, 24)),                                           # 576 pixels: stays NCHW
+    _dw(fgc=4),                                                 # grouped, not depthwise
+    _dw(lhs="NHWC", rhs="HWIO", out="NHWC"),                    # features innermost already
+    dict(n=2, c=12, o=12, sp=(6, 6), k=(3, 3)),                 # no groups
+], ids=["large-plane", "grouped", "nhwc", "dense"])
+def test_other_convolutions_are_left(kw):
+    text, _ = conv_case(**kw)
+    assert _count(text) == 0
