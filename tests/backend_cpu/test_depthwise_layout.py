@@ -69,3 +69,15 @@ def test_rewritten_program_equals_the_convolution_on_the_interpreter():
 def test_other_convolutions_are_left(kw):
     text, _ = conv_case(**kw)
     assert _count(text) == 0
+
+
+def test_mobilenet_stride2_depthwise_takes_the_direct_kernel():
+    """2x192x12x12 -> 6x6, 3x3 stride 2 (124K multiply-adds, under SMALL_CONV_MACS):
+    feature-innermost and through the direct kernel, not the scalar f64 loop
+    (:data:`oxla_backend_cpu.linalg.SMALL_DIRECT_MACS`)."""
+    from tests.backend_cpu.conftest import compile_cpu
+
+    text, args = conv_case(**_dw(c=192, sp=(12, 12), stride=(2, 2)))
+    labels = compile_cpu(text, extra={"profile": True}, cache=False).stats["profile_labels"]
+    assert any("conv-direct" in lab for lab in labels), labels
+    run_both(text, args, rtol=1e-5, atol=1e-5)

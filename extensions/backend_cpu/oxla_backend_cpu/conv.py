@@ -15,7 +15,8 @@ Planning (this module) picks, per op, one of three forms (:func:`conv_kernels`):
   along the innermost, with the valid ranges computed once per block and window element
   (no per-element bounds test) (:func:`oxla_backend_cpu.conv_emit.emit_direct`).
 * anything else (integers, f16, zero-size shapes, tiny f32 convolutions:
-  :func:`oxla_backend_cpu.linalg.small_f32_conv`) keeps the generic loop emitter
+  :func:`oxla_backend_cpu.linalg.small_f32_conv`, for the direct kernel's only up to
+  :data:`~oxla_backend_cpu.linalg.SMALL_DIRECT_MACS`) keeps the generic loop emitter
   (:func:`oxla_backend_cpu.linalg.emit_convolution`).
 
 Layouts. With ``G = feature_group_count * batch_group_count`` groups, ``K`` = input
@@ -53,7 +54,7 @@ from dataclasses import dataclass, field
 from oxla.ir import Operation, Value
 from oxla.ir import types as T
 from oxla.lowering import Buf, Kernel, KernelBase, LoopKernel, PackKernel
-from oxla_backend_cpu.linalg import conv_params, small_f32_conv
+from oxla_backend_cpu.linalg import SMALL_DIRECT_MACS, conv_params, small_f32_conv
 from oxla_backend_cpu.parallel import num_threads
 
 CONV_OPS = ("stablehlo.convolution", "stablehlo.dynamic_conv")
@@ -468,11 +469,13 @@ def conv_kernels(op: Operation, vbuf: dict[Value, Buf], n: int, counter) -> list
         return None
     if 0 in g.ls or 0 in g.ks or 0 in g.os or g.og * g.G != g.o_tot:
         return None
-    if small_f32_conv(op, math.prod(g.os), g.k_size):  # f64 loop, as the interpreter
+    mode = choose(g)
+    macs = math.prod(g.os) * g.k_size
+    if small_f32_conv(op, math.prod(g.os), g.k_size) and (
+            mode != "direct" or macs <= SMALL_DIRECT_MACS):  # f64 loop, as the interpreter
         return None
     lhs, rhs = op.operands[:2]
     out = vbuf[op.results[0]]
-    mode = choose(g)
     name = f"conv{n}"
     if mode == "direct":
         return [ConvKernel(name, op, g, "direct", vbuf[lhs], vbuf[rhs], out)]
