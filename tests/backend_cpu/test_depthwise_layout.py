@@ -27,7 +27,7 @@ def _dw(c=12, **kw):
 
 CASES = {
     "mobilenet-6x6": _dw(relu=True, bias=True),
-    "strided": _dw(sp=(12, 12), stride=(2, 2)),
+    "strided": _dw(sp=(11, 11), stride=(2, 2)),
     "multiplier-2": _dw(o=24),
     "dilated": _dw(sp=(7, 7), rd=(2, 2), pad=((2, 2), (2, 2))),
     "1d": _dw(sp=(10,), k=(3,), pad=((1, 1),), lhs="NCW", rhs="OIW", out="NCW"),
@@ -62,10 +62,11 @@ def test_rewritten_program_equals_the_convolution_on_the_interpreter():
 
 @pytest.mark.parametrize("kw", [
     _dw(sp=(24, 24)),                                           # 576 pixels: stays NCHW
+    _dw(sp=(24, 24), stride=(2, 2)),                            # 12x12 out, 24x24 in
     _dw(fgc=4),                                                 # grouped, not depthwise
     _dw(lhs="NHWC", rhs="HWIO", out="NHWC"),                    # features innermost already
     dict(n=2, c=12, o=12, sp=(6, 6), k=(3, 3)),                 # no groups
-], ids=["large-plane", "grouped", "nhwc", "dense"])
+], ids=["large-plane", "large-input", "grouped", "nhwc", "dense"])
 def test_other_convolutions_are_left(kw):
     text, _ = conv_case(**kw)
     assert _count(text) == 0
