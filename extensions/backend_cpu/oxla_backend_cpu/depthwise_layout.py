@@ -32,23 +32,17 @@ import numpy as np
 from oxla.ir import Builder, Module, Operation
 from oxla.ir import types as T
 from oxla.passes.util import constant_array
-from oxla_backend_cpu.linalg import conv_params
+from oxla_backend_cpu.linalg import ConvDims, conv_params, static_float_conv, to_output_layout
 
 MAX_PLANE = 144
 """Pixels per image (input and output planes) up to which the rewrite applies (12x12)."""
 
 
 def _applies(op: Operation) -> bool:
-    if op.name != "stablehlo.convolution" or len(op.operands) != 2:
+    if not static_float_conv(op):
         return False
     x, w = op.operands
     y = op.results[0]
-    if not all(v.type.is_static for v in (x, w, y)):
-        return False
-    et = y.type.element_type
-    if not isinstance(et, T.FloatType) or x.type.element_type != et \
-            or w.type.element_type != et:
-        return False
     ns = x.type.rank - 2
     if ns < 1:
         return False
@@ -68,15 +62,10 @@ def _rewrite(op: Operation) -> None:
     x, w = op.operands
     dn = op.attr("dimension_numbers")
     ns = x.type.rank - 2
-    ib, if_ = int(dn.input_batch_dimension), int(dn.input_feature_dimension)
-    isd = [int(d) for d in dn.input_spatial_dimensions]
-    kif, kof = int(dn.kernel_input_feature_dimension), int(dn.kernel_output_feature_dimension)
-    ksd = [int(d) for d in dn.kernel_spatial_dimensions]
-    ob, of = int(dn.output_batch_dimension), int(dn.output_feature_dimension)
-    osd = [int(d) for d in dn.output_spatial_dimensions]
+    cd = ConvDims.of_op(op)
     b = Builder.before(op, op.loc)
-    xt = b.transpose(x, [ib, *isd, if_])
-    wperm = [*ksd, kif, kof]
+    xt = b.transpose(x, [cd.ib, *cd.isd, cd.if_])
+    wperm = [*cd.ksd, cd.kif, cd.kof]
     wc = constant_array(w)
     if wc is not None and wc.size == math.prod(w.type.shape):
         wt = np.ascontiguousarray(np.transpose(wc, wperm))
@@ -91,13 +80,12 @@ def _rewrite(op: Operation) -> None:
         output_batch_dimension=0, output_feature_dimension=ns + 1,
         output_spatial_dimensions=sp)
     ys = op.results[0].type.shape
-    shape = (ys[ob], *(ys[d] for d in osd), ys[of])
+    shape = (ys[cd.ob], *(ys[d] for d in cd.osd), ys[cd.of])
     attrs = dict(op.attributes)
     attrs["dimension_numbers"] = ndn
     new = b.create("stablehlo.convolution", [xt, wv], attrs,
                    [T.TensorType(shape, op.results[0].type.element_type)]).results[0]
-    cur = {ob: 0, of: ns + 1, **{d: 1 + i for i, d in enumerate(osd)}}
-    op.results[0].replace_all_uses_with(b.transpose(new, [cur[d] for d in range(ns + 2)]))
+    op.results[0].replace_all_uses_with(to_output_layout(b, new, cd))
     op.erase()
     if w.owner_op is not None and not w.has_uses:
         w.owner_op.erase()

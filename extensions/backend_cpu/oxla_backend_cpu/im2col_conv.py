@@ -39,7 +39,13 @@ from oxla.ir import Builder, Module, Operation
 from oxla.ir import attributes as A
 from oxla.ir import types as T
 from oxla.passes.util import constant_array
-from oxla_backend_cpu.linalg import conv_padding, conv_params
+from oxla_backend_cpu.linalg import (
+    ConvDims,
+    conv_padding,
+    conv_params,
+    static_float_conv,
+    to_output_layout,
+)
 
 MAX_PIXELS = 16
 """Output pixels per image up to which the rewrite applies (4x4). One thread of a Zen 4,
@@ -52,16 +58,10 @@ MIN_ROWS = 16
 
 
 def _plan(op: Operation):
-    if op.name != "stablehlo.convolution" or len(op.operands) != 2:
+    if not static_float_conv(op):
         return None
     x, w = op.operands
     y = op.results[0]
-    if not all(v.type.is_static for v in (x, w, y)):
-        return None
-    et = y.type.element_type
-    if not isinstance(et, T.FloatType) or x.type.element_type != et \
-            or w.type.element_type != et:
-        return None
     wc = constant_array(w)
     if wc is None or wc.size != math.prod(w.type.shape):
         return None
@@ -83,14 +83,8 @@ def _plan(op: Operation):
 def _rewrite(op: Operation, wc: np.ndarray, params) -> None:
     strides, pad, ldil, rdil = params
     x, w = op.operands
-    dn = op.attr("dimension_numbers")
-    ib, if_ = int(dn.input_batch_dimension), int(dn.input_feature_dimension)
-    isd = [int(d) for d in dn.input_spatial_dimensions]
-    kif, kof = int(dn.kernel_input_feature_dimension), int(dn.kernel_output_feature_dimension)
-    ksd = [int(d) for d in dn.kernel_spatial_dimensions]
-    ob, of = int(dn.output_batch_dimension), int(dn.output_feature_dimension)
-    osd = [int(d) for d in dn.output_spatial_dimensions]
-    ns = len(isd)
+    cd = ConvDims.of_op(op)
+    ib, if_, isd, kif, kof, ksd, osd = cd.ib, cd.if_, cd.isd, cd.kif, cd.kof, cd.ksd, cd.osd
     et = x.type.element_type
     ys, ws = op.results[0].type.shape, w.type.shape
     nb, c, o = x.type.shape[ib], x.type.shape[if_], ws[kof]
@@ -113,12 +107,7 @@ def _rewrite(op: Operation, wc: np.ndarray, params) -> None:
     w2 = np.ascontiguousarray(np.transpose(wc, [*ksd, kif, kof])).reshape(kw * c, o)
     acc = b.dot_general(b.reshape(cols, (m, kw * c)),
                         b.constant(w2, T.TensorType((kw * c, o), et)))
-    yv = b.reshape(acc, (nb, *ospat, o))
-    cur = {ob: 0, of: ns + 1, **{d: 1 + i for i, d in enumerate(osd)}}
-    perm = [cur[d] for d in range(ns + 2)]
-    if perm != list(range(ns + 2)):
-        yv = b.transpose(yv, perm)
-    op.results[0].replace_all_uses_with(yv)
+    op.results[0].replace_all_uses_with(to_output_layout(b, b.reshape(acc, (nb, *ospat, o)), cd))
     op.erase()
     if w.owner_op is not None and not w.has_uses:
         w.owner_op.erase()

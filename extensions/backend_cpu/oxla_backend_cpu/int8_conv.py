@@ -41,7 +41,7 @@ from oxla.ir import attributes as A
 from oxla.ir import types as T
 from oxla.passes.util import constant_array
 from oxla_backend_cpu.int8_gemm import choose_isa
-from oxla_backend_cpu.linalg import conv_padding, conv_params
+from oxla_backend_cpu.linalg import ConvDims, conv_padding, conv_params, to_output_layout
 
 MAX_GROUPS = 16
 """Most feature groups rewritten (one GEMM each); more (depthwise) stay loops."""
@@ -187,14 +187,8 @@ def _dot(b: Builder, lhs: Value, rhs: Value, m: int, n: int, kdims: int = 1) -> 
 
 def _rewrite(op: Operation, x, w, w_et, params) -> None:
     (x8, xz), (strides, pad, ldil, rdil, G) = x, params
-    dn = op.attr("dimension_numbers")
-    ib, if_ = int(dn.input_batch_dimension), int(dn.input_feature_dimension)
-    isd = [int(d) for d in dn.input_spatial_dimensions]
-    kif, kof = int(dn.kernel_input_feature_dimension), int(dn.kernel_output_feature_dimension)
-    ksd = [int(d) for d in dn.kernel_spatial_dimensions]
-    ob, of = int(dn.output_batch_dimension), int(dn.output_feature_dimension)
-    osd = [int(d) for d in dn.output_spatial_dimensions]
-    ns = len(isd)
+    cd = ConvDims.of_op(op)
+    ib, if_, isd, kif, kof, ksd, osd = cd.ib, cd.if_, cd.isd, cd.kif, cd.kof, cd.ksd, cd.osd
     ls, os_ = x8.type.shape, op.results[0].type.shape
     ks = op.operands[1].type.shape
     nb, c, f = ls[ib], ls[if_], ks[kof]
@@ -282,10 +276,5 @@ def _rewrite(op: Operation, x, w, w_et, params) -> None:
             zv = b.constant(np.asarray(xz, np.int32), T.TensorType((), I32))
             corr = b.multiply(cs, b.broadcast_in_dim(zv, (f,), []))
         acc = b.subtract(acc, b.broadcast_in_dim(corr, (m, f), [1]))
-    y = b.reshape(acc, (nb, *ospat, f))
-    cur = {ob: 0, of: ns + 1, **{d: 1 + i for i, d in enumerate(osd)}}
-    perm = [cur[d] for d in range(ns + 2)]
-    if perm != list(range(ns + 2)):
-        y = b.transpose(y, perm)
-    op.results[0].replace_all_uses_with(y)
+    op.results[0].replace_all_uses_with(to_output_layout(b, b.reshape(acc, (nb, *ospat, f)), cd))
     op.erase()

@@ -22,6 +22,8 @@ negligible at those sizes.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import llvmlite.ir as ir
 import numpy as np
 from oxla_codegen_llvm import FusedEmitter, Scalar, linearize, llvm_type, loop_nest, shape_of
@@ -148,6 +150,59 @@ def _ints(op, name: str, default: tuple) -> tuple:
     a = op.attr(name)
     v = A.to_python(a) if a is not None else None
     return tuple(v) if v else default
+
+
+@dataclass(frozen=True)
+class ConvDims:
+    """A ``convolution``'s dimension numbers as ints (spec "convolution": input batch,
+    feature and spatial dimensions; kernel input/output feature and spatial; output
+    batch, feature and spatial), for the rewrites before fusion."""
+
+    ib: int
+    if_: int
+    isd: tuple[int, ...]
+    kif: int
+    kof: int
+    ksd: tuple[int, ...]
+    ob: int
+    of: int
+    osd: tuple[int, ...]
+
+    @staticmethod
+    def of_op(op) -> ConvDims:
+        dn = op.attr("dimension_numbers")
+        return ConvDims(int(dn.input_batch_dimension), int(dn.input_feature_dimension),
+                        tuple(int(d) for d in dn.input_spatial_dimensions),
+                        int(dn.kernel_input_feature_dimension),
+                        int(dn.kernel_output_feature_dimension),
+                        tuple(int(d) for d in dn.kernel_spatial_dimensions),
+                        int(dn.output_batch_dimension), int(dn.output_feature_dimension),
+                        tuple(int(d) for d in dn.output_spatial_dimensions))
+
+    def output_perm(self) -> list[int]:
+        """The permutation taking ``[batch, spatial..., feature]`` to the output layout
+        (``transpose``'s ``permutation``)."""
+        cur = {self.ob: 0, self.of: len(self.osd) + 1,
+               **{d: 1 + i for i, d in enumerate(self.osd)}}
+        return [cur[d] for d in range(len(self.osd) + 2)]
+
+
+def static_float_conv(op) -> bool:
+    """True for a ``convolution`` of two operands, static shapes and one real float
+    element type (operands and result): what the cpu rewrites before fusion take."""
+    if op.name != "stablehlo.convolution" or len(op.operands) != 2:
+        return False
+    vals = (*op.operands, op.results[0])
+    et = vals[-1].type.element_type
+    return all(v.type.is_static and v.type.element_type == et for v in vals) and \
+        isinstance(et, T.FloatType)
+
+
+def to_output_layout(b, y, dims: ConvDims):
+    """``y`` ``[batch, spatial..., feature]`` transposed to the layout of the
+    convolution ``dims`` describes (no op when it is that layout already)."""
+    perm = dims.output_perm()
+    return y if perm == list(range(len(perm))) else b.transpose(y, perm)
 
 
 def conv_padding(op, ns: int) -> np.ndarray:

@@ -36,20 +36,19 @@ import numpy as np
 from oxla.ir import Builder, Module, Operation
 from oxla.ir import types as T
 from oxla.passes.util import constant_array
-from oxla_backend_cpu.linalg import conv_padding, conv_params
+from oxla_backend_cpu.linalg import (
+    ConvDims,
+    conv_padding,
+    conv_params,
+    static_float_conv,
+    to_output_layout,
+)
 
 
 def _is_patch_conv(op: Operation) -> bool:
-    if op.name != "stablehlo.convolution" or len(op.operands) != 2:
+    if not static_float_conv(op):
         return False
     x, w = op.operands
-    y = op.results[0]
-    if not all(v.type.is_static for v in (x, w, y)):
-        return False
-    et = y.type.element_type
-    if not isinstance(et, T.FloatType) or x.type.element_type != et \
-            or w.type.element_type != et:
-        return False
     ns = x.type.rank - 2
     strides, _, ldil, rdil, rev, fgc, bgc = conv_params(op, ns)
     dn = op.attr("dimension_numbers")
@@ -64,13 +63,8 @@ def _is_patch_conv(op: Operation) -> bool:
 
 def _rewrite(op: Operation) -> None:
     x, w = op.operands
-    dn = op.attr("dimension_numbers")
-    ib, if_ = int(dn.input_batch_dimension), int(dn.input_feature_dimension)
-    isd = [int(d) for d in dn.input_spatial_dimensions]
-    kif, kof = int(dn.kernel_input_feature_dimension), int(dn.kernel_output_feature_dimension)
-    ksd = [int(d) for d in dn.kernel_spatial_dimensions]
-    ob, of = int(dn.output_batch_dimension), int(dn.output_feature_dimension)
-    osd = [int(d) for d in dn.output_spatial_dimensions]
+    cd = ConvDims.of_op(op)
+    ib, if_, isd, kif, kof, ksd = cd.ib, cd.if_, cd.isd, cd.kif, cd.kof, cd.ksd
     ns = len(isd)
     xs, ws = x.type.shape, w.type.shape
     win = [ws[d] for d in ksd]
@@ -107,13 +101,7 @@ def _rewrite(op: Operation) -> None:
                         T.TensorType((kdim, o), w.type.element_type))
     else:
         w2 = b.reshape(b.transpose(w, wperm), [kdim, o])
-    y = b.reshape(b.dot_general(cols, w2), [n, *q, o])
-    perm = [0] * (ns + 2)
-    perm[ob], perm[of] = 0, ns + 1
-    for i, d in enumerate(osd):
-        perm[d] = 1 + i
-    if perm != list(range(ns + 2)):
-        y = b.transpose(y, perm)
+    y = to_output_layout(b, b.reshape(b.dot_general(cols, w2), [n, *q, o]), cd)
     op.results[0].replace_all_uses_with(y)
     op.erase()
     if w.owner_op is not None and w.owner_op.name == "stablehlo.constant" \
