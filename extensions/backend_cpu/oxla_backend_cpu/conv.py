@@ -10,10 +10,10 @@ Planning (this module) picks, per op, one of three forms (:func:`conv_kernels`):
   (no packing). The kernel is used in place when its output feature dimension is
   outermost or innermost, else copied once to ``[O, rest]`` (a
   :class:`~oxla.lowering.PackKernel`).
-* **direct**: depthwise-like convolutions (one input feature per group) accumulate over
-  the window straight into blocks of the two innermost output dimensions, vectorized
-  along the innermost, with the valid ranges computed once per block and window element
-  (no per-element bounds test) (:func:`oxla_backend_cpu.conv_emit.emit_direct`).
+* **direct**: depthwise-like convolutions (one input feature per group, more than one
+  group) accumulate over the window straight into blocks of the two innermost output
+  dimensions, vectorized along the innermost, with the valid ranges computed once per
+  block and window element (no per-element bounds test) (:func:`oxla_backend_cpu.conv_emit.emit_direct`).
 * anything else (integers, f16, zero-size shapes, tiny f32 convolutions:
   :func:`oxla_backend_cpu.linalg.small_f32_conv`, for the direct kernel's only up to
   :data:`~oxla_backend_cpu.linalg.SMALL_DIRECT_MACS`) keeps the generic loop emitter
@@ -449,10 +449,15 @@ def direct_ok(g: ConvGeom) -> bool:
 
 
 def choose(g: ConvGeom) -> str:
-    """``direct`` for depthwise-like convolutions (one input feature per group: GEMMs
-    with ``K`` = the window size are too thin for BLAS) when :func:`direct_ok`, else
-    ``gemm``."""
-    return "direct" if g.cg == 1 and direct_ok(g) else "gemm"
+    """``direct`` for depthwise-like convolutions (one input feature per group, several
+    groups: GEMMs with ``K`` = the window size are too thin for BLAS) when
+    :func:`direct_ok`, else ``gemm``. One group of one input feature (a grayscale
+    image's or an audio waveform's first conv) is one GEMM with ``K`` = the window over
+    all output features, which the direct kernel, one output feature at a time with
+    strided reads, ran 3-6x slower (one thread, kernel time: 8x1x28x28 -> 32, 3x3: 287
+    against 101 us; 2x1x128x128 -> 64, 7x7/2: 4.06 against 0.69 ms; wav2vec's
+    2x1x16000 -> 64, 10/5: 1.75 against 0.78 ms)."""
+    return "direct" if g.cg == 1 and g.G > 1 and direct_ok(g) else "gemm"
 
 
 def conv_kernels(op: Operation, vbuf: dict[Value, Buf], n: int, counter) -> list[Kernel] | None:
