@@ -169,6 +169,61 @@ def fill_zero(b: ir.IRBuilder, ty: ir.Type, p: ir.Value, row: ir.Value, lo, hi) 
         b.store(ir.Constant(ty, 0.0), elem_gep(b, ty, p, b.add(row, j)))
 
 
+MAX_SHUFFLE_STEP = 4
+"""Largest input step of an im2col row copied by wide loads and a lane shuffle
+(:func:`strided_blocks`); LLVM vectorized such rows with gathers, which made the
+im2col of a stride-2 NCHW convolution 2-3x the cost of its GEMM."""
+
+
+def masked_intrinsic(module: ir.Module, kind: str, vec: ir.VectorType) -> ir.Function:
+    """``llvm.masked.load``/``llvm.masked.store`` for ``vec`` (opaque pointers)."""
+    elt = "f32" if isinstance(vec.element, ir.FloatType) else "f64"
+    name = f"llvm.masked.{kind}.v{vec.count}{elt}.p0"
+    mvec = ir.VectorType(I1, vec.count)
+    fty = ir.FunctionType(vec, [PTR, I32, mvec, vec]) if kind == "load" else \
+        ir.FunctionType(VOID, [vec, PTR, I32, mvec])
+    return module.globals.get(name) or ir.Function(module, fty, name)
+
+
+def strided_blocks(b: ir.IRBuilder, ty: ir.Type, src: ir.Value, dst: ir.Value,
+                    off: ir.Value, step: int, ja: ir.Value, jb: ir.Value,
+                    row0: ir.Value) -> None:
+    """``dst[row0 + j] = src[off + j * step]`` for ``j`` in ``[ja, jb)``, in blocks of
+    one 64-byte vector of ``j``: each block is a masked load of ``step`` vectors and a
+    shuffle picking every ``step``-th lane, then a masked store. The load's mask stops
+    at the block's last valid element, so nothing past the row's valid range is read
+    (no fault at the end of the input) and the store writes only ``[ja, jb)``."""
+    size = 4 if isinstance(ty, ir.FloatType) else 8
+    vl = 64 // size
+    module = b.module
+    wide, vec = ir.VectorType(ty, vl * step), ir.VectorType(ty, vl)
+    lanes_w = ir.Constant(ir.VectorType(I32, vl * step), list(range(vl * step)))
+    lanes = ir.Constant(ir.VectorType(I32, vl), list(range(vl)))
+    mask = ir.Constant(ir.VectorType(I32, vl), [i * step for i in range(vl)])
+    load, store = masked_intrinsic(module, "load", wide), masked_intrinsic(module, "store", vec)
+    align = ir.Constant(I32, size)
+    undef = ir.Constant(wide, ir.Undefined)
+
+    def splat(x: ir.Value, n: int) -> ir.Value:
+        v = b.insert_element(ir.Constant(ir.VectorType(I32, n), ir.Undefined), x,
+                             ir.Constant(I32, 0))
+        return b.shuffle_vector(v, ir.Constant(ir.VectorType(I32, n), ir.Undefined),
+                                ir.Constant(ir.VectorType(I32, n), [0] * n))
+
+    nblk = b.sdiv(b.add(b.sub(jb, ja), i64c(vl - 1)), i64c(vl))
+    with for_range(b, nblk, "sv") as v:
+        j = b.add(ja, b.mul(v, i64c(vl)))
+        cnt = b.trunc(smin(b, i64c(vl), b.sub(jb, j)), I32)
+        lim = b.add(b.mul(b.sub(cnt, ir.Constant(I32, 1)), ir.Constant(I32, step)),
+                    ir.Constant(I32, 1))
+        mw = b.icmp_unsigned("<", lanes_w, splat(lim, vl * step))
+        x = b.call(load, [elem_gep(b, ty, src, b.add(off, b.mul(j, i64c(step)))), align, mw,
+                          undef])
+        y = b.shuffle_vector(x, undef, mask)
+        b.call(store, [y, elem_gep(b, ty, dst, b.add(row0, j)), align,
+                       b.icmp_unsigned("<", lanes, splat(cnt, vl))])
+
+
 # --- epilogue ---------------------------------------------------------------------------
 
 def emit_epilogue(s: Scalar, k, out: ir.Value, extras: list[ir.Value], prefix: list,
@@ -215,6 +270,151 @@ def _no_interleave(b: ir.IRBuilder, latch: ir.Instruction) -> None:
 
 # --- direct -----------------------------------------------------------------------------
 
+PLANE_BYTES = 64 << 10
+"""Most bytes of the padded input plane :func:`emit_direct_plane` keeps on a thread's
+stack (the same bound as the batched GEMM's stack panels)."""
+
+PLANE_WINDOW = 64
+"""Most window elements :func:`emit_direct_plane` unrolls (8x8)."""
+
+
+def plane_geometry(g) -> tuple[int, int] | None:
+    """``(i_row, i_col)``, the spatial indices of the output's two innermost dimensions,
+    when :func:`emit_direct_plane` handles ``g``: two spatial dimensions, one input
+    feature per group, one batch group, no input dilation or window reversal, the
+    input's two innermost dimensions the same spatial dimensions in the same order (a
+    contiguous plane per batch and feature), a window of at most :data:`PLANE_WINDOW`
+    elements and a padded, phase-split plane of at most :data:`PLANE_BYTES`."""
+    if g.ns != 2 or g.cg != 1 or g.bgc != 1 or any(d != 1 for d in g.ldil) or any(g.rev):
+        return None
+    roles = [g.out_role(d) for d in range(len(g.os))]
+    if roles[-2][0] != "o" or roles[-1][0] != "o":
+        return None
+    ia, ij = int(roles[-2][1:]), int(roles[-1][1:])
+    nd = len(g.ls)
+    if (g.isd[ia], g.isd[ij]) != (nd - 2, nd - 1):
+        return None
+    if g.ks[g.ksd[0]] * g.ks[g.ksd[1]] > PLANE_WINDOW:
+        return None
+    rows, cols = _plane_extent(g, ia), _plane_extent(g, ij)
+    if g.strides[ij] * rows * -(-cols // g.strides[ij]) * g.itemsize > PLANE_BYTES:
+        return None
+    return ia, ij
+
+
+_TAIL_MASKED = (("llvm.loop.vectorize.enable", ir.Constant(I1, 1)),
+                ("llvm.loop.vectorize.predicate.enable", ir.Constant(I1, 1)))
+"""Loop hints for output rows shorter than one 64-byte vector: one masked vector
+iteration (a row of 12 floats), not scalar code. Longer rows keep LLVM's own choice:
+masking every iteration ran 2x24 and 4x56 rows 1.2-1.4x slower than a full vector loop
+and its remainder."""
+
+
+def _plane_extent(g, i: int) -> int:
+    """Positions of the padded input that spatial dimension ``i``'s output reads."""
+    return (g.os[g.osd[i]] - 1) * g.strides[i] + (g.ks[g.ksd[i]] - 1) * g.rdil[i] + 1
+
+
+def emit_direct_plane(s: Scalar, k, lhs: ir.Value, w: ir.Value, out: ir.Value,
+                      extras: list[ir.Value], ia: int, ij: int) -> None:
+    """Depthwise convolution one output plane (two innermost output dimensions, every
+    other index fixed) at a time, for :func:`plane_geometry`'s shapes (NCHW/OIHW
+    MobileNet blocks).
+
+    The plane's input is copied into a zero-padded buffer on the thread's stack, its
+    columns split by phase (column ``p`` at ``[p % stride][row][p // stride]``), so every
+    window element reads a contiguous run; the padding is zeroed once per task and never
+    written again. Each output element is then ``sum(x * w)`` over the window,
+    unrolled in the window's order with the weights in registers, summed from zero in
+    one register and stored once; the innermost loop has a constant trip count and
+    vectorizes (padding elements contribute ``0 * w`` as in the spec's padded input,
+    section "convolution"). The epilogue runs on each output row. Planes run in
+    parallel."""
+    g = k.geom
+    ty = float_type(g)
+    nd = len(g.os)
+    out_roles = [g.out_role(d) for d in range(nd)]
+    ho, wo = g.os[-2], g.os[-1]
+    sh, sw = g.strides[ia], g.strides[ij]
+    dh, dw = g.rdil[ia], g.rdil[ij]
+    kh_n, kw_n = g.ks[g.ksd[ia]], g.ks[g.ksd[ij]]
+    lo_h, lo_w = g.lo[ia], g.lo[ij]
+    in_h, in_w = g.ls[-2], g.ls[-1]
+    ph_rows = _plane_extent(g, ia)
+    wq = -(-_plane_extent(g, ij) // sw)
+    phase = ph_rows * wq
+    lanes = 64 // g.itemsize
+    nouter = math.prod(g.os[:-2])
+    lst, kst = g.lst, g.kst
+    n_ptr = 3 + len(extras)
+    fn, b = task_function(s.module, f"{k.name}.plane", n_ptr, (2,))
+    ts = Scalar(b, s.module, s.target, s.fast_math)
+    src, wp, dst = fn.args[:3]
+    ex_p = list(fn.args[3:n_ptr])
+    start, end = fn.args[n_ptr], fn.args[n_ptr + 1]
+    flags = ts.flags
+    scr = b.alloca(ty, sw * phase, name="plane")
+    scr.align = 64
+    with for_range(b, sw * phase, "pz") as z:
+        b.store(ir.Constant(ty, 0.0), elem_gep(b, ty, scr, z))
+    r0, r1 = max(0, lo_h), min(ph_rows, lo_h + in_h)  # plane rows with input
+    with for_range(b, end, "r", start) as r:
+        prefix = delinearize(b, r, g.os[:-2])
+        fixed = dict(zip(out_roles[:-2], prefix))
+        feat = fixed["f"]
+        grp = b.udiv(feat, i64c(g.og)) if g.og > 1 else feat
+        base = b.add(b.mul(fixed["b"], i64c(lst[g.ib])), b.mul(grp, i64c(lst[g.if_])))
+        if r0 < r1:
+            with for_range(b, r1, "pr", r0) as row:
+                xrow = b.add(base, b.mul(b.sub(row, i64c(lo_h)), i64c(in_w)))
+                prow = b.mul(row, i64c(wq))
+                _copy_phases(b, ty, src, xrow, scr, prow, phase, sw, wq, lo_w, in_w)
+        wbase = b.mul(feat, i64c(kst[g.kof]))
+        taps = []  # (weight, plane offset of the tap at output (0, 0))
+        for a in range(kh_n):
+            for c in range(kw_n):
+                wo_ = b.add(wbase, i64c(a * kst[g.ksd[ia]] + c * kst[g.ksd[ij]]))
+                q = c * dw
+                taps.append((b.load(elem_gep(b, ty, wp, wo_), typ=ty),
+                             (q % sw) * phase + a * dh * wq + q // sw))
+        blk0 = b.mul(r, i64c(ho * wo))
+        with for_range(b, ho, "a") as a:
+            arow = b.mul(a, i64c(sh * wq))
+            orow = b.add(blk0, b.mul(a, i64c(wo)))
+            with for_range(b, wo, "j", hints=_TAIL_MASKED if wo < lanes else ()) as j:
+                acc = ir.Constant(ty, 0.0)
+                for wv, off in taps:
+                    x = b.load(elem_gep(b, ty, scr, b.add(arow, b.add(j, i64c(off)))), typ=ty)
+                    acc = b.fadd(acc, b.fmul(x, wv, flags=flags), flags=flags)
+                b.store(acc, elem_gep(b, ty, dst, b.add(orow, j)))
+            if k.epilogue is not None:
+                emit_epilogue(ts, k, dst, ex_p, prefix + [a], orow, wo)
+    b.ret_void()
+    run_task(s.b, s.module, fn, [lhs, w, out] + list(extras), nouter,
+             ho * wo * len(taps))
+
+
+def _copy_phases(b: ir.IRBuilder, ty: ir.Type, src, xrow, scr, prow, phase: int, sw: int,
+                 wq: int, lo_w: int, in_w: int) -> None:
+    """Copies one input row (``src[xrow + x]``, ``x < in_w``) into the phase-split plane
+    row ``prow``: padded column ``p = x + lo_w`` goes to ``scr[ph*phase + prow + c]``
+    with ``p = c*sw + ph``, for ``c < wq``. A stride up to :data:`MAX_SHUFFLE_STEP` is
+    wide loads and a lane shuffle per phase (:func:`strided_blocks`; LLVM made gathers
+    of it, which cost more than the convolution), a unit stride a plain loop."""
+    for ph in range(sw):  # c with input: lo_w <= c*sw + ph < lo_w + in_w
+        c0, c1 = max(0, -(-(lo_w - ph) // sw)), min(wq, -(-(lo_w + in_w - ph) // sw))
+        if c0 >= c1:
+            continue
+        off = b.add(xrow, i64c(ph - lo_w))
+        row0 = b.add(prow, i64c(ph * phase))
+        if 2 <= sw <= MAX_SHUFFLE_STEP:
+            strided_blocks(b, ty, src, scr, off, sw, i64c(c0), i64c(c1), row0)
+            continue
+        with for_range(b, c1, "pc", c0) as c:
+            x = b.load(elem_gep(b, ty, src, b.add(off, b.mul(c, i64c(sw)))), typ=ty)
+            b.store(x, elem_gep(b, ty, scr, b.add(row0, c)))
+
+
 def emit_direct(s: Scalar, k, lhs: ir.Value, w: ir.Value, out: ir.Value,
                 extras: list[ir.Value]) -> None:
     """Depthwise-like convolution by output blocks: a block spans the two innermost
@@ -223,8 +423,13 @@ def emit_direct(s: Scalar, k, lhs: ir.Value, w: ir.Value, out: ir.Value,
     ``input[base + a*sa + j*sj] * kernel[wbase + a*wa + j*wj]`` is added over the
     valid ``a``/``j`` ranges (separate multiply and add; the innermost loop is
     contiguous in the output and vectorizes), then the epilogue runs on the block.
-    Blocks run in parallel."""
+    Blocks run in parallel. Planes of :func:`plane_geometry` go to
+    :func:`emit_direct_plane`."""
     g = k.geom
+    plane = plane_geometry(g)
+    if plane is not None:
+        emit_direct_plane(s, k, lhs, w, out, extras, *plane)
+        return
     ty = float_type(g)
     out_roles = [g.out_role(d) for d in range(len(g.os))]
     kst = g.kst

@@ -10,7 +10,7 @@ buffer holds one chunk (:func:`~oxla_backend_cpu.conv.chunk_budget`: what the th
 work on at once, at most :data:`~oxla_backend_cpu.conv.CHUNK_BYTES`), so the temporary
 stays small and the packed block is still in cache when BLAS reads it. A row whose
 input step is 2-4 (a strided NCHW convolution) is copied by masked wide loads and a lane
-shuffle (:func:`_strided_blocks`), not LLVM's gathers. A feature-innermost output
+shuffle (:func:`oxla_backend_cpu.conv_emit.strided_blocks`), not LLVM's gathers. A feature-innermost output
 without input dilation packs through the runtime's precompiled im2col instead
 (:mod:`oxla_backend_cpu.conv_runtime`): its im2col task is one call with a constant
 descriptor, so the program has no packing loop of its own to optimize.
@@ -50,6 +50,7 @@ from oxla_backend_cpu.conv_emit import (
     I8,
     I32,
     I64,
+    MAX_SHUFFLE_STEP,
     PTR,
     VOID,
     elem_gep,
@@ -62,6 +63,7 @@ from oxla_backend_cpu.conv_emit import (
     lhs_at,
     smax,
     smin,
+    strided_blocks,
     task_function,
 )
 from oxla_backend_cpu.parallel import MIN_ELEMENTS_PER_CHUNK, runtime, task_wrapper
@@ -101,7 +103,7 @@ def _pack_row(b: ir.IRBuilder, g, ty: ir.Type, src: ir.Value, dst: ir.Value,
         off, step, ja, jb = row
         fill_zero(b, ty, dst, row0, i64c(0), ja)
         if 2 <= step <= MAX_SHUFFLE_STEP:
-            _strided_blocks(b, ty, src, dst, off, step, ja, jb, row0)
+            strided_blocks(b, ty, src, dst, off, step, ja, jb, row0)
         else:
             with for_range(b, jb, "j", ja) as j:
                 x = b.load(elem_gep(b, ty, src, b.add(off, b.mul(j, i64c(step)))), typ=ty)
@@ -115,61 +117,6 @@ def _pack_row(b: ir.IRBuilder, g, ty: ir.Type, src: ir.Value, dst: ir.Value,
             ok = b.and_(ok, d_ok)
         x = b.load(elem_gep(b, ty, src, b.select(ok, off, i64c(0))), typ=ty)
         b.store(b.select(ok, x, ir.Constant(ty, 0.0)), elem_gep(b, ty, dst, b.add(row0, j)))
-
-
-MAX_SHUFFLE_STEP = 4
-"""Largest input step of an im2col row copied by wide loads and a lane shuffle
-(:func:`_strided_blocks`); LLVM vectorized such rows with gathers, which made the
-im2col of a stride-2 NCHW convolution 2-3x the cost of its GEMM."""
-
-
-def _masked(module: ir.Module, kind: str, vec: ir.VectorType) -> ir.Function:
-    """``llvm.masked.load``/``llvm.masked.store`` for ``vec`` (opaque pointers)."""
-    elt = "f32" if isinstance(vec.element, ir.FloatType) else "f64"
-    name = f"llvm.masked.{kind}.v{vec.count}{elt}.p0"
-    mvec = ir.VectorType(I1, vec.count)
-    fty = ir.FunctionType(vec, [PTR, I32, mvec, vec]) if kind == "load" else \
-        ir.FunctionType(VOID, [vec, PTR, I32, mvec])
-    return module.globals.get(name) or ir.Function(module, fty, name)
-
-
-def _strided_blocks(b: ir.IRBuilder, ty: ir.Type, src: ir.Value, dst: ir.Value,
-                    off: ir.Value, step: int, ja: ir.Value, jb: ir.Value,
-                    row0: ir.Value) -> None:
-    """``dst[row0 + j] = src[off + j * step]`` for ``j`` in ``[ja, jb)``, in blocks of
-    one 64-byte vector of ``j``: each block is a masked load of ``step`` vectors and a
-    shuffle picking every ``step``-th lane, then a masked store. The load's mask stops
-    at the block's last valid element, so nothing past the row's valid range is read
-    (no fault at the end of the input) and the store writes only ``[ja, jb)``."""
-    size = 4 if isinstance(ty, ir.FloatType) else 8
-    vl = 64 // size
-    module = b.module
-    wide, vec = ir.VectorType(ty, vl * step), ir.VectorType(ty, vl)
-    lanes_w = ir.Constant(ir.VectorType(I32, vl * step), list(range(vl * step)))
-    lanes = ir.Constant(ir.VectorType(I32, vl), list(range(vl)))
-    mask = ir.Constant(ir.VectorType(I32, vl), [i * step for i in range(vl)])
-    load, store = _masked(module, "load", wide), _masked(module, "store", vec)
-    align = ir.Constant(I32, size)
-    undef = ir.Constant(wide, ir.Undefined)
-
-    def splat(x: ir.Value, n: int) -> ir.Value:
-        v = b.insert_element(ir.Constant(ir.VectorType(I32, n), ir.Undefined), x,
-                             ir.Constant(I32, 0))
-        return b.shuffle_vector(v, ir.Constant(ir.VectorType(I32, n), ir.Undefined),
-                                ir.Constant(ir.VectorType(I32, n), [0] * n))
-
-    nblk = b.sdiv(b.add(b.sub(jb, ja), i64c(vl - 1)), i64c(vl))
-    with for_range(b, nblk, "sv") as v:
-        j = b.add(ja, b.mul(v, i64c(vl)))
-        cnt = b.trunc(smin(b, i64c(vl), b.sub(jb, j)), I32)
-        lim = b.add(b.mul(b.sub(cnt, ir.Constant(I32, 1)), ir.Constant(I32, step)),
-                    ir.Constant(I32, 1))
-        mw = b.icmp_unsigned("<", lanes_w, splat(lim, vl * step))
-        x = b.call(load, [elem_gep(b, ty, src, b.add(off, b.mul(j, i64c(step)))), align, mw,
-                          undef])
-        y = b.shuffle_vector(x, undef, mask)
-        b.call(store, [y, elem_gep(b, ty, dst, b.add(row0, j)), align,
-                       b.icmp_unsigned("<", lanes, splat(cnt, vl))])
 
 
 def _out_roles(g, dims: range | list) -> list[str]:
