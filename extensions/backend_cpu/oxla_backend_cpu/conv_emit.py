@@ -226,11 +226,12 @@ def strided_blocks(b: ir.IRBuilder, ty: ir.Type, src: ir.Value, dst: ir.Value,
 
 # --- epilogue ---------------------------------------------------------------------------
 
-def emit_epilogue(s: Scalar, k, out: ir.Value, extras: list[ir.Value], prefix: list,
-              base: ir.Value, n: int) -> None:
+def emit_epilogue(s: Scalar, k, out: ir.Value, extras: list[ir.Value], prefix,
+              base: ir.Value, n: int | ir.Value) -> None:
     """Applies the fused loop kernel to one output row: index ``prefix + [j]``, element
     ``base + j``, for ``j < n``, reading the convolution's value there and overwriting
-    it (the innermost loop is plain, so LLVM vectorizes it)."""
+    it (the innermost loop is plain, so LLVM vectorizes it). ``prefix`` may instead be
+    a function of ``j`` giving the whole index (a run of a flattened output)."""
     ep = k.epilogue
     if ep is None:
         return
@@ -244,7 +245,7 @@ def emit_epilogue(s: Scalar, k, out: ir.Value, extras: list[ir.Value], prefix: l
     b.position_at_end(head)
     j = b.phi(I64, name="e")
     j.add_incoming(i64c(0), pre)
-    b.cbranch(b.icmp_signed("<", j, i64c(n)), body, end)
+    b.cbranch(b.icmp_signed("<", j, i64c(n) if isinstance(n, int) else n), body, end)
     b.position_at_end(body)
     f.reset()
     # the epilogue reads the convolution only at its own index (fuse_conv_epilogues): the
@@ -252,7 +253,8 @@ def emit_epilogue(s: Scalar, k, out: ir.Value, extras: list[ir.Value], prefix: l
     # possible overlap that would keep the loop scalar
     at = b.add(base, j)
     f.scalars[conv] = load(s, out, conv.type.element_type, at)
-    store(s, out, et, at, f.value_at(ep.root, list(prefix) + [j]))
+    index = prefix(j) if callable(prefix) else list(prefix) + [j]
+    store(s, out, et, at, f.value_at(ep.root, index))
     j.add_incoming(b.add(j, i64c(1), flags=["nsw"]), b.block)
     _no_interleave(b, b.branch(head))
     b.position_at_end(end)

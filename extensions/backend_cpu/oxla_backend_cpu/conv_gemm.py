@@ -42,6 +42,7 @@ from oxla_codegen_llvm.loops import delinearize
 
 from oxla_backend_cpu import batched_gemm as bg
 from oxla_backend_cpu import conv_runtime as cr
+from oxla_backend_cpu import conv_smallk
 from oxla_backend_cpu import packed_gemm as pg
 from oxla_backend_cpu.blas import restore_threads, set_gemm_threads, set_one_thread
 from oxla_backend_cpu.conv import BLOCKS_PER_THREAD, ITEM_FLOPS, chunks, slot_groups
@@ -302,7 +303,10 @@ def _gemm_task(s: Scalar, k, ch, n_extra: int) -> ir.Function:
     ty = float_type(g)
     kk, og, o_tot, G = g.k_size, g.og, g.o_tot, g.G
     fn, b = task_function(module, f"{k.name}.gemm", 4 + n_extra, (2,))
-    if k.epilogue is None:  # (an epilogue's loops are vectorized: they stay optimized)
+    n_last = g.os[-1]
+    sub = _epilogue_block(g) if k.epilogue is not None else 0
+    smallk = conv_smallk.applies(g, min(ch.rows * n_last, sub or ch.rows * n_last))
+    if k.epilogue is None and not smallk:  # (vector loops stay optimized)
         control_only(fn)
     ts = Scalar(b, module, s.target, s.fast_math)
     a_p, w_p, c_p, prm = fn.args[:4]
@@ -320,8 +324,6 @@ def _gemm_task(s: Scalar, k, ch, n_extra: int) -> ir.Function:
             return elem_gep(b, ty, w_p, b.mul(gi, i64c(og * kk))), not a_side, kk
         return elem_gep(b, ty, w_p, b.mul(gi, i64c(og))), a_side, o_tot  # stored [K, O]
 
-    n_last = g.os[-1]
-    sub = _epilogue_block(g) if k.epilogue is not None else 0
     with for_range(b, end, "it", start) as it:
         if g.feature_last:
             r_item = b.mul(it, bs)
@@ -358,14 +360,29 @@ def _gemm_task(s: Scalar, k, ch, n_extra: int) -> ir.Function:
             else:
                 c0 = b.add(c_item, s0)
                 col0 = b.add(b.mul(r0, i64c(n_last)), c0)  # first output column in ``inner``
+                oidx = delinearize(b, o, g.os[:g.of]) if k.epilogue is not None else None
                 with for_range(b, G, "grp") as gi:
                     wm, wt, ldw = weights(gi, True)
                     bm = elem_gep(b, ty, a_p, b.add(b.mul(b.add(b.mul(oo, i64c(G)), gi),
                                                       i64c(kk * ch.rows * n_last)), c0))
                     cm = elem_gep(b, ty, c_p, b.add(b.add(b.mul(o, i64c(o_tot * inner)),
                                                       b.mul(gi, i64c(og * inner))), col0))
-                    blas(i64c(og), cnt, wm, wt, ldw, bm, False, ch.rows * n_last, cm, inner)
-                if k.epilogue is not None:  # blocks hold whole rows of the innermost dim
+                    if smallk:
+                        after = None
+                        if k.epilogue is not None:
+                            def after(orow, j0, n, gi=gi, col0=col0, o=o, oidx=oidx):
+                                fi = b.add(b.mul(gi, i64c(og)), orow)
+                                first = b.add(col0, j0)
+                                base = b.add(b.add(b.mul(o, i64c(o_tot * inner)),
+                                                   b.mul(fi, i64c(inner))), first)
+                                emit_epilogue(ts, k, c_p, ex_p, lambda j: oidx + [fi] + delinearize(
+                                    b, b.add(first, j), g.os[g.of + 1:]), base, n)
+                        conv_smallk.emit(b, g.dtype, og, kk, k.w_major, o_tot, wm, bm, cm,
+                                         cnt, i64c(ch.rows * n_last), i64c(inner), after)
+                    else:
+                        blas(i64c(og), cnt, wm, wt, ldw, bm, False, ch.rows * n_last, cm,
+                             inner)
+                if k.epilogue is not None and not smallk:  # whole rows of the innermost dim
                     oidx = delinearize(b, o, g.os[:g.of])
                     with for_range(b, o_tot, "ef") as fi, \
                             for_range(b, b.udiv(b.add(col0, cnt), i64c(n_last)), "er",
