@@ -17,9 +17,10 @@ def _gemm_at_every_size(monkeypatch, tmp_path):
     """These small cases test the GEMM/direct kernels: keep tiny f32 convolutions off
     the exact f64 loop (``linalg.SMALL_CONV_MACS``, covered in test_small_products),
     with a compile cache of their own (the threshold is not part of its key)."""
-    from oxla_backend_cpu import linalg
+    from oxla_backend_cpu import linalg, wide_conv
 
     monkeypatch.setattr(linalg, "SMALL_CONV_MACS", 0)
+    monkeypatch.setattr(wide_conv, "WIDE_CONV_MACS", 0)
     monkeypatch.setenv("OXLA_CACHE_DIR", str(tmp_path / "cache"))
 
 

@@ -15,9 +15,10 @@ from tests.backend_cpu.test_conv_gemm import CNN, conv_case
 @pytest.fixture(autouse=True)
 def _gemm_at_every_size(monkeypatch, tmp_path):
     """Small cases on the GEMM kernel (not the exact f64 loop), own compile cache."""
-    from oxla_backend_cpu import linalg
+    from oxla_backend_cpu import linalg, wide_conv
 
     monkeypatch.setattr(linalg, "SMALL_CONV_MACS", 0)
+    monkeypatch.setattr(wide_conv, "WIDE_CONV_MACS", 0)
     monkeypatch.setenv("OXLA_CACHE_DIR", str(tmp_path / "cache"))
 
 

@@ -18,9 +18,10 @@ from oxla.ir import parse_module  # noqa: E402
 @pytest.fixture(autouse=True)
 def _gemm_at_every_size(monkeypatch, tmp_path):
     """Small cases: keep the phases (and the unsplit form) on the GEMM path."""
-    from oxla_backend_cpu import linalg
+    from oxla_backend_cpu import linalg, wide_conv
 
     monkeypatch.setattr(linalg, "SMALL_CONV_MACS", 0)
+    monkeypatch.setattr(wide_conv, "WIDE_CONV_MACS", 0)
     monkeypatch.setenv("OXLA_CACHE_DIR", str(tmp_path / "cache"))
 
 

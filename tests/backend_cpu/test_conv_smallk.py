@@ -19,9 +19,10 @@ needs_fma = pytest.mark.skipif(not sk.lanes_for("f32"), reason="host without FMA
 
 @pytest.fixture(autouse=True)
 def _own_cache(monkeypatch, tmp_path):
-    from oxla_backend_cpu import linalg
+    from oxla_backend_cpu import linalg, wide_conv
 
     monkeypatch.setattr(linalg, "SMALL_CONV_MACS", 0)
+    monkeypatch.setattr(wide_conv, "WIDE_CONV_MACS", 0)
     monkeypatch.setenv("OXLA_CACHE_DIR", str(tmp_path / "cache"))
 
 
@@ -43,8 +44,9 @@ CASES = {
 
 
 def _geom(text: str):
-    from oxla.ir import parse_module
     from oxla_backend_cpu.conv import geometry
+
+    from oxla.ir import parse_module
 
     return geometry(next(o for o in parse_module(text, "t.mlir").walk()
                          if o.name == "stablehlo.convolution"))

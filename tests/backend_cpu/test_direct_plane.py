@@ -20,9 +20,10 @@ ce = pytest.importorskip("oxla_backend_cpu.conv_emit")
 def _no_f64_loop(monkeypatch, tmp_path):
     """Small cases must reach the direct kernel, not the exact f64 loop
     (``linalg.SMALL_CONV_MACS``), with a compile cache of their own."""
-    from oxla_backend_cpu import linalg
+    from oxla_backend_cpu import linalg, wide_conv
 
     monkeypatch.setattr(linalg, "SMALL_CONV_MACS", 0)
+    monkeypatch.setattr(wide_conv, "WIDE_CONV_MACS", 0)
     monkeypatch.setenv("OXLA_CACHE_DIR", str(tmp_path / "cache"))
 
 

@@ -1,6 +1,8 @@
 """Tiny f32 dots and convolutions skip BLAS: a dot of at most ``SMALL_DOT_MACS``
 multiply-adds folds in f32 in contraction order and a convolution of at most
-``SMALL_CONV_MACS`` accumulates in f64, as the interpreter computes them, so cpu equals
+``WIDE_CONV_MACS`` accumulates in f64 (the loop kernel up to ``SMALL_CONV_MACS``, the
+f64 convolution kernels above, :mod:`oxla_backend_cpu.wide_conv`), as the interpreter
+computes them, so cpu equals
 the interpreter bit for bit even where terms cancel (the dynamic conformance files
 ``vmap_dot_general...1_3_4`` and ``conv_general_dilated_1d_{2,3}`` were a few hundred
 ULP apart through BLAS's blocked order); larger ones keep BLAS."""
@@ -65,5 +67,11 @@ def test_thresholds_pick_the_kernels():
     assert not linalg.small_f32_dot(bop) and _blas_dot(bop)
     conv = next(op for op in parse_module(CONV, "t").walk()
                 if op.name == "stablehlo.convolution")
-    assert linalg.small_f32_conv(conv, 3 * 24 * 16, 4 * 16)
-    assert not linalg.small_f32_conv(conv, 64 * 56 * 56, 9 * 64)
+    assert linalg.small_f32_conv(conv, 8 * 8, 4 * 16)
+    assert not linalg.small_f32_conv(conv, 3 * 24 * 16, 4 * 16)
+    from oxla_backend_cpu.wide_conv import _applies
+
+    assert _applies(conv)  # 73K multiply-adds: f64 on the convolution kernels
+    assert not _applies(next(op for op in parse_module(
+        CONV.replace("3x12x16", "64x12x16").replace("3x24x16", "64x24x16"), "t").walk()
+        if op.name == "stablehlo.convolution"))  # 1.6M: f32 kernels

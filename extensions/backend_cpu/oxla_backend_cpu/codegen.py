@@ -49,6 +49,7 @@ from oxla.lowering import (
     window_update,
 )
 from oxla_backend_cpu.conv import ConvKernel
+from oxla_backend_cpu.conv_emit import smax, smin
 from oxla_backend_cpu.conv_gemm import emit_conv_kernel
 from oxla_backend_cpu.gemm_emit import emit_gemm
 from oxla_backend_cpu.gemv import gemv_parallel
@@ -206,11 +207,19 @@ def _emit_kernel(module: ir.Module, target: Target, k: Kernel, plan: Plan,
         else:
             outer = _parallel_range(fn, k)
             blocked = transposed_blocking(k)
-            nest = loop_nest(b, shape, outer=outer) if blocked is None else \
-                tiled_loop_nest(b, shape, *blocked, outer=outer)
-            with nest as idx:
-                f.reset()
-                store(s, out, et, linearize(b, idx, shape), f.value_at(k.root, idx))
+            cat = _root_concatenate(k) if blocked is None else None
+            if cat is not None:
+                if outer is not None:  # split the concatenation's dimension 0
+                    cs = shape_of(cat.results[0])
+                    n, inner = _outer_inner(cs)
+                    fn.oxla_parallel = (n, grain_for(n, loop_work(inner, k.fused_ops)))
+                _emit_concat_parts(s, f, cat, out, et, outer)
+            else:
+                nest = loop_nest(b, shape, outer=outer) if blocked is None else \
+                    tiled_loop_nest(b, shape, *blocked, outer=outer)
+                with nest as idx:
+                    f.reset()
+                    store(s, out, et, linearize(b, idx, shape), f.value_at(k.root, idx))
     elif isinstance(k, RowKernel):  # reductions fused with their consumer
         emit_rows(s, k, dict(zip(k.inputs, fn.args)), list(fn.args[len(reads):]))
     elif isinstance(k, OpKernel):
@@ -229,6 +238,52 @@ def _emit_kernel(module: ir.Module, target: Target, k: Kernel, plan: Plan,
     return fn
 
 
+
+
+def _root_concatenate(k: LoopKernel):
+    """The ``concatenate`` a loop kernel's root is, under fused reshapes (a reshape keeps
+    the row-major order of the elements, so the concatenation's parts can be written
+    at their own linear offsets), or None."""
+    v = k.root
+    while v not in k.inputs and v.owner_op is not None and \
+            v.owner_op.name == "stablehlo.reshape":
+        v = v.owner_op.operands[0]
+    op = v.owner_op
+    if v in k.inputs or op is None or op.name != "stablehlo.concatenate":
+        return None
+    return op
+
+
+def _emit_concat_parts(s: Scalar, f: FusedEmitter, op, out: ir.Value, et,
+                       outer: tuple | None) -> None:
+    """A loop kernel whose root is a ``concatenate`` (spec section "concatenate"): one
+    loop nest per operand over its own part of the output, each evaluating only that
+    operand's fused expression. The index rule's select chain evaluated every operand's
+    expression at every element: an LSTM's stacked hidden states (32 steps of
+    ``o * tanh(c)``) cost 32 times their work. ``outer``: the parallel chunk of
+    dimension 0, intersected with each part's range there."""
+    b = s.b
+    dim = op.attr("dimension").value
+    shape = shape_of(op.results[0])
+    start = 0
+    for x in op.operands:
+        n = shape_of(x)[dim]
+        st, start = start, start + n
+        if not n:
+            continue
+        part = list(shape)
+        part[dim] = n
+        rng = outer
+        if outer is not None and dim == 0:  # the part's rows of this chunk, local
+            lo = b.sub(smax(b, outer[0], ir.Constant(I64, st)), ir.Constant(I64, st))
+            hi = b.sub(smin(b, outer[1], ir.Constant(I64, st + n)), ir.Constant(I64, st))
+            rng = (lo, smax(b, hi, lo))
+        with loop_nest(b, part, outer=rng) as idx:
+            f.reset()
+            gidx = list(idx)
+            gidx[dim] = b.add(idx[dim], ir.Constant(I64, st))
+            store(s, out, et, linearize(b, gidx, shape), f.value_at(x, idx))
+        f.reset()
 
 
 BLOCKED_MIN_BYTES = 64 * 1024

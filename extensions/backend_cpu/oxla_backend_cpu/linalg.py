@@ -60,8 +60,10 @@ def acc_type(et: T.ElementType) -> T.ElementType:
 
 SMALL_DOT_MACS = 1024
 """f32 dots of at most this many multiply-adds use the loop kernel, not BLAS."""
-SMALL_CONV_MACS = 1 << 17
-"""f32 convolutions of at most this many multiply-adds use the loop kernel."""
+SMALL_CONV_MACS = 1 << 12
+"""f32 convolutions of at most this many multiply-adds use the loop kernel (larger ones
+up to :data:`oxla_backend_cpu.wide_conv.WIDE_CONV_MACS` are computed in f64 on the
+convolution kernels: the loop's one f64 sum per output is latency-bound)."""
 SMALL_DIRECT_MACS = 1 << 13
 """The same bound for depthwise-like convolutions (the direct kernel's, summing the few
 terms of a window in order, not BLAS's blocked order): the scalar f64 loop took 141 us

@@ -84,6 +84,7 @@ from oxla_backend_cpu.packed_gemm import (
 from oxla_backend_cpu.patch_conv import rewrite_patch_convs
 from oxla_backend_cpu.rowfusion import fuse_rows
 from oxla_backend_cpu.stages import STAGES
+from oxla_backend_cpu.wide_conv import rewrite_wide_convs
 from oxla_backend_cpu.widen_dots import fold_broadcast_batch, fold_transposed_weights, widen_dots
 from oxla_backend_cpu.window_slices import rewrite_window_slices
 
@@ -176,6 +177,7 @@ class CPUPolicy(PolicyBase):
         patch_convs = rewrite_patch_convs(module)
         im2col_convs = rewrite_im2col_convs(module)
         depthwise = rewrite_small_depthwise(module)
+        wide_convs = rewrite_wide_convs(module)
         window_slices = rewrite_window_slices(module)
         widened = widen_dots(module, keep=lambda op: int8_gemm_isa(op) is not None)
         unbatched = fold_broadcast_batch(module)
@@ -189,6 +191,7 @@ class CPUPolicy(PolicyBase):
                         f"patch convolutions as one GEMM: {patch_convs}",
                         f"few-pixel convolutions as im2col + one GEMM: {im2col_convs}",
                         f"small-plane depthwise convolutions feature-innermost: {depthwise}",
+                        f"small f32 convolutions accumulated in f64: {wide_convs}",
                         f"reduce_window as fused window slices: {window_slices}",
                         f"dots widened to f32 GEMMs: {widened}",
                         f"batched dots of a broadcast rhs unbatched: {unbatched}",
