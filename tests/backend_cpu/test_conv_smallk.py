@@ -115,3 +115,19 @@ def test_narrow_or_feature_last_stay_on_blas():
                         out="NHWC")
     assert not sk.applies(_geom(narrow), 25)
     assert not sk.applies(_geom(nhwc), 200)
+
+
+@needs_fma
+@pytest.mark.parametrize("name", ["pointwise-bn-relu", "3x3-stride2", "f64"])
+def test_avx2_tiles_match_interpreter(name, monkeypatch):
+    """With 8 f32 lanes (an AVX2 host: 16 registers, 4-row tiles), emitted here on a
+    wider host, which runs the narrower vectors too."""
+    from oxla_backend_cpu import packed_gemm
+
+    monkeypatch.setattr(packed_gemm, "host_lanes", lambda: 8)
+    kw = CASES[name]
+    text, args = conv_case(**kw)
+    exe = compile_cpu(text, cache=False)
+    assert ("llvm.fma.v4f64" if kw.get("t") == "f64" else "llvm.fma.v8f32") in exe.llvm_ir
+    tol = 1e-11 if kw.get("t") == "f64" else 1e-5
+    run_both(text, args, rtol=tol, atol=tol)
