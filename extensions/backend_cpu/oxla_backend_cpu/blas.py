@@ -111,7 +111,7 @@ def _openblas_wheel() -> dict[str, int]:
         path = _wheel_library()
         if not path:
             return {}
-        lib = ctypes.CDLL(path)
+        lib = _load_one_threaded(path)
         out = {sym: ctypes.cast(getattr(lib, "scipy_" + routine + "_"), ctypes.c_void_p).value
                for sym, routine in SYMBOLS.items()}
         out[THREADS_SYMBOL] = ctypes.cast(lib.openblas_set_num_threads_local,
@@ -119,6 +119,23 @@ def _openblas_wheel() -> dict[str, int]:
     except (ImportError, OSError, AttributeError):
         return {}
     return out if all(out.values()) else {}
+
+
+def _load_one_threaded(path: str) -> ctypes.CDLL:
+    """``dlopen`` of an OpenBLAS with ``OPENBLAS_NUM_THREADS=1`` while its constructor
+    runs (unless the user set it): OpenBLAS starts its worker pool at load, and idle
+    workers spin for ~2^28 cycles before they sleep, so loading it in the middle of a
+    first compile made that compile burn a second core (a small transposed
+    convolution: 0.13 s of CPU for 0.07 s of work). oxla asks for threads per call
+    (:func:`set_gemm_threads`, ``openblas_set_num_threads_local``), which starts the
+    workers the first time a GEMM wants more than one."""
+    if "OPENBLAS_NUM_THREADS" in os.environ:
+        return ctypes.CDLL(path)
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    try:
+        return ctypes.CDLL(path)
+    finally:
+        os.environ.pop("OPENBLAS_NUM_THREADS", None)
 
 
 class _DlInfo(ctypes.Structure):
