@@ -10,8 +10,8 @@ program back without parsing, optimizing or generating code again.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import llvmlite.binding as llvm
