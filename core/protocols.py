@@ -203,13 +203,38 @@ class FrontendInfo:
 
 
 @dataclass(frozen=True)
+class LazyPass:
+    """A pass class named by its module and attribute, imported at its first use: a
+    :attr:`PassInfo.factory` that keeps a pass a pipeline never names from costing its
+    import (the sharding passes: ~10 ms of every process's first compile).
+
+    Attributes:
+        module: the module that defines the class (``oxla.sharding.partition``).
+        attr: the class's name in it (``SpmdPartition``).
+    """
+
+    module: str
+    attr: str
+
+    def load(self) -> Any:
+        """The class (its module imported now if it was not)."""
+        import importlib
+
+        return getattr(importlib.import_module(self.module), self.attr)
+
+    def __call__(self, **options: Any) -> Any:
+        return self.load()(**options)
+
+
+@dataclass(frozen=True)
 class PassInfo:
     """Describes a pass usable in pipeline strings.
 
     Attributes:
         name: kebab-case name used in pipeline strings (``canonicalize``).
         factory: called with the pass options as snake_case keyword arguments; returns
-            an object with ``name`` and ``run(module)``.
+            an object with ``name`` and ``run(module)``. A dataclass (options typed by
+            its fields), any callable, or a :class:`LazyPass` naming the class.
         description: one line for ``oxla plugins``.
     """
 

@@ -33,7 +33,7 @@ from oxla.passes.rewrite import (
     Rewriter,
     pattern,
 )
-from oxla.protocols import PassInfo, PatternInfo
+from oxla.protocols import LazyPass, PassInfo, PatternInfo
 
 DEFAULT_PIPELINE = "inline,chlo-legalize-to-stablehlo,canonicalize,cse,dce"
 """The target-independent pipeline backends run first (registered as ``default``)."""
@@ -43,7 +43,7 @@ PIPELINES["default"] = DEFAULT_PIPELINE
 
 def _pass_classes() -> list[type]:
     from oxla.passes.canonicalize import Canonicalize
-    from oxla.passes.chlo_legalize import ChloLegalizeToStablehlo
+    from oxla.passes.chlo_pass import ChloLegalizeToStablehlo
     from oxla.passes.composites import InlineComposites
     from oxla.passes.cse_dce import CSE, DCE
     from oxla.passes.dot_layout import AbsorbDotTransposes
@@ -51,18 +51,27 @@ def _pass_classes() -> list[type]:
     from oxla.passes.inline import Inline
     from oxla.passes.plugin_patterns import PluginPatterns
     from oxla.passes.probes import ProbesToCustomCalls
-    from oxla.passes.refine_shapes import RefineShapes
 
-    return [Inline, Canonicalize, ConstantFold, CSE, DCE, ChloLegalizeToStablehlo, RefineShapes,
+    return [Inline, Canonicalize, ConstantFold, CSE, DCE, ChloLegalizeToStablehlo,
             InlineComposites, AbsorbDotTransposes, ProbesToCustomCalls, PluginPatterns]
 
 
+LAZY_PASSES = (
+    ("stablehlo-refine-shapes", "oxla.passes.refine_shapes", "RefineShapes",
+     "Makes shapes static, starting from the entry function's argument types."),
+)
+"""Core passes no backend pipeline runs by default: (pipeline name, module, class, its
+docstring's first line), imported when a pipeline names them."""
+
+
 def builtin_passes() -> list[PassInfo]:
-    """The core passes, as :class:`~oxla.protocols.PassInfo` for the ``oxla_passes`` hook."""
+    """The core passes, as :class:`~oxla.protocols.PassInfo` for the ``oxla_passes`` hook
+    (those of :data:`LAZY_PASSES` as :class:`~oxla.protocols.LazyPass`)."""
     out = []
     for cls in _pass_classes():
         doc = (cls.__doc__ or "").strip().splitlines()[0]
         out.append(PassInfo(name=cls.name, factory=cls, description=doc))
+    out += [PassInfo(name, LazyPass(module, attr), doc) for name, module, attr, doc in LAZY_PASSES]
     return out
 
 

@@ -21,6 +21,7 @@ from typing import Any, TextIO
 from oxla.errors import PassError
 from oxla.ir import Module, print_module
 from oxla.ir.gcpause import gc_paused
+from oxla.protocols import LazyPass
 
 PIPELINES: dict[str, str] = {}
 """Named pipelines (``default``) -> pipeline string; filled by :mod:`oxla.passes`."""
@@ -98,7 +99,7 @@ def make_pass(name: str, options: dict[str, str] | None = None) -> Any:
             notes=["plugins add passes through the 'oxla_passes' hook"],
         )
     options = options or {}
-    cls = info.factory
+    cls = info.factory.load() if isinstance(info.factory, LazyPass) else info.factory
     kwargs: dict[str, Any] = {}
     fields = {f.name: f for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else {}
     for key, value in options.items():

@@ -10,18 +10,39 @@ local shapes and collectives, and :func:`run_sharded` runs it on an in-process g
 
 from __future__ import annotations
 
-from oxla.sharding.gspmd import GspmdSharding, mesh_for, parse_gspmd
-from oxla.sharding.propagation import ShardingPropagation
+from typing import Any
+
+_LAZY = {"GspmdSharding": "oxla.sharding.gspmd", "parse_gspmd": "oxla.sharding.gspmd",
+         "mesh_for": "oxla.sharding.gspmd", "ShardingPropagation": "oxla.sharding.propagation"}
+
+PASSES = (
+    ("sharding-propagation", "oxla.sharding.propagation", "ShardingPropagation",
+     "Completes the shardings of a module annotated with ``sdy`` shardings."),
+    ("spmd-partition", "oxla.sharding.partition", "SpmdPartition",
+     "Rewrites a sharded module into its per-device SPMD program (local shapes,"),
+    ("import-shardings", "oxla.sharding.importer", "ImportShardings",
+     "Converts GSPMD ``mhlo.sharding`` annotations into sdy shardings over one mesh."),
+)
+"""The sharding passes: (pipeline name, module, class, its docstring's first line).
+Named, not imported: the plugin registry lists every pass at a process's first compile,
+and importing these (~10 ms) would be paid by every program, sharded or not."""
 
 
 def builtin_passes() -> list:
-    """The sharding passes, as :class:`~oxla.protocols.PassInfo` for ``oxla_passes``."""
-    from oxla.protocols import PassInfo
-    from oxla.sharding.importer import ImportShardings
-    from oxla.sharding.partition import SpmdPartition
+    """The sharding passes, as :class:`~oxla.protocols.PassInfo` for ``oxla_passes``
+    (each a :class:`~oxla.protocols.LazyPass`, imported when a pipeline names it)."""
+    from oxla.protocols import LazyPass, PassInfo
 
-    return [PassInfo(c.name, c, (c.__doc__ or "").strip().splitlines()[0])
-            for c in (ShardingPropagation, SpmdPartition, ImportShardings)]
+    return [PassInfo(name, LazyPass(module, attr), doc) for name, module, attr, doc in PASSES]
+
+
+def __getattr__(name: str) -> Any:
+    """The package's names, imported at first use (``import oxla.sharding`` is cheap)."""
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'oxla.sharding' has no attribute '{name}'")
 
 
 __all__ = ["GspmdSharding", "parse_gspmd", "mesh_for", "ShardingPropagation",

@@ -195,3 +195,30 @@ func.func @main(%x: tensor<4xi32>) -> tensor<4xi32> {
     run_pipeline(module, "default", verify_each=True)
     after = run_function(module, None, [x])
     np.testing.assert_array_equal(before[0], after[0])
+
+
+def test_lazy_passes_name_their_class():
+    """A pass registered as a :class:`~oxla.protocols.LazyPass` (imported at first use)
+    names a class that exists, under the same pipeline name and docstring line."""
+    from oxla import plugins
+    from oxla.protocols import LazyPass
+
+    lazy = [p for p in plugins.passes().values() if isinstance(p.factory, LazyPass)]
+    assert {"sharding-propagation", "spmd-partition", "import-shardings"} <= {p.name for p in lazy}
+    for p in lazy:
+        cls = p.factory.load()
+        assert cls.name == p.name
+        assert (cls.__doc__ or "").strip().splitlines()[0] == p.description
+
+
+def test_first_compile_does_not_import_sharding():
+    import subprocess
+    import sys
+
+    code = ("import sys, oxla; oxla.compile('func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> "
+            "{ %0 = stablehlo.add %a, %a : tensor<4xf32>\\n return %0 : tensor<4xf32> }', "
+            "backend='interpreter'); "
+            "print(sorted(m for m in sys.modules if m.startswith('oxla.sharding.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip().splitlines()[-1]
+    assert out == "[]"

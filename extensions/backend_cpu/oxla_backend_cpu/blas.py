@@ -22,7 +22,9 @@ without that function keeps its own setting (no call is emitted).
 from __future__ import annotations
 
 import ctypes
+import importlib.util
 import os
+from collections.abc import Iterator, Mapping
 from functools import cache
 
 import llvmlite.ir as ir
@@ -59,6 +61,43 @@ def blas_symbols() -> dict[str, int]:
     return out
 
 
+class _LazyBlasSymbols(Mapping):
+    """:func:`blas_symbols` as a mapping whose names are known up front and whose
+    addresses are found at the first lookup: what the JIT is given
+    (:func:`oxla_codegen_llvm.jit.load_object` asks only for the names an object
+    calls), so a program without a GEMM never loads the BLAS library (~20 ms of a first
+    compile: the wheel's import and ``dlopen``)."""
+
+    def __getitem__(self, name: str) -> int:
+        return blas_symbols()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter((*SYMBOLS, THREADS_SYMBOL))
+
+    def __len__(self) -> int:
+        return len(SYMBOLS) + 1
+
+
+BLAS_SYMBOLS: Mapping[str, int] = _LazyBlasSymbols()
+"""The BLAS routines' addresses for the JIT, loaded when first asked for."""
+
+
+def _wheel_library() -> str:
+    """The path of the ``scipy-openblas32`` wheel's library, found without importing the
+    wheel's package (its ``__init__`` reads its version with ``importlib.metadata``,
+    ~10 ms per process), or ``""`` when the wheel is absent. The layout is the one its
+    ``get_lib_dir``/``get_library`` read: ``lib/libscipy_openblas*`` in the package."""
+    spec = importlib.util.find_spec("scipy_openblas32")
+    if spec is None or not spec.submodule_search_locations:
+        return ""
+    lib_dir = os.path.join(os.path.realpath(list(spec.submodule_search_locations)[0]), "lib")
+    try:
+        names = sorted(n for n in os.listdir(lib_dir) if n.startswith("libscipy_openblas"))
+    except OSError:
+        return ""
+    return os.path.join(lib_dir, names[0]) if names else ""
+
+
 def _openblas_wheel() -> dict[str, int]:
     """The routines of the ``scipy-openblas32`` wheel (the OpenBLAS build that numpy and
     scipy release from, LP64, newer than the copy inside scipy's own wheel), or {} when
@@ -69,9 +108,10 @@ def _openblas_wheel() -> dict[str, int]:
     10-12% faster than scipy 1.17's bundled 0.3.30, and 1024^3 at the same speed.
     """
     try:
-        import scipy_openblas32 as wheel
-
-        lib = ctypes.CDLL(os.path.join(wheel.get_lib_dir(), wheel.get_library(True)))
+        path = _wheel_library()
+        if not path:
+            return {}
+        lib = _load_one_threaded(path)
         out = {sym: ctypes.cast(getattr(lib, "scipy_" + routine + "_"), ctypes.c_void_p).value
                for sym, routine in SYMBOLS.items()}
         out[THREADS_SYMBOL] = ctypes.cast(lib.openblas_set_num_threads_local,
@@ -79,6 +119,23 @@ def _openblas_wheel() -> dict[str, int]:
     except (ImportError, OSError, AttributeError):
         return {}
     return out if all(out.values()) else {}
+
+
+def _load_one_threaded(path: str) -> ctypes.CDLL:
+    """``dlopen`` of an OpenBLAS with ``OPENBLAS_NUM_THREADS=1`` while its constructor
+    runs (unless the user set it): OpenBLAS starts its worker pool at load, and idle
+    workers spin for ~2^28 cycles before they sleep, so loading it in the middle of a
+    first compile made that compile burn a second core (a small transposed
+    convolution: 0.13 s of CPU for 0.07 s of work). oxla asks for threads per call
+    (:func:`set_gemm_threads`, ``openblas_set_num_threads_local``), which starts the
+    workers the first time a GEMM wants more than one."""
+    if "OPENBLAS_NUM_THREADS" in os.environ:
+        return ctypes.CDLL(path)
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    try:
+        return ctypes.CDLL(path)
+    finally:
+        os.environ.pop("OPENBLAS_NUM_THREADS", None)
 
 
 class _DlInfo(ctypes.Structure):

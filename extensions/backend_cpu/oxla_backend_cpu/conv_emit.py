@@ -160,6 +160,22 @@ def input_row(b: ir.IRBuilder, g, idx: dict[str, ir.Value], last: str, n: int):
     return off, step, ja, jb
 
 
+def whole_row(b: ir.IRBuilder, g, idx: dict[str, ir.Value], last: str):
+    """``(base, step, ok)`` when the index of role ``last`` moves along no spatial
+    dimension of the input (channels, a group, the batch): its whole row reads
+    ``base + j * step`` when ``ok``, and is zero padding otherwise (what
+    :func:`input_row` says as ``ja = 0`` and ``jb = ok ? n : 0``); None for a row along
+    a spatial dimension."""
+    aff = _affine(g, last)
+    if aff is None or aff[1] >= 0:
+        return None
+    off, dims = lhs_at(b, g, {**idx, last: i64c(0)})
+    ok = ir.Constant(I1, 1)
+    for _, d_ok in dims:
+        ok = b.and_(ok, d_ok)
+    return off, aff[0], ok
+
+
 def elem_gep(b: ir.IRBuilder, ty: ir.Type, p: ir.Value, off: ir.Value) -> ir.Value:
     return b.gep(p, [off], source_etype=ty, inbounds=True)
 

@@ -36,7 +36,7 @@ from oxla.interpreter.registry import TOKEN
 from oxla.ir import func_type, parse_module
 from oxla.ir.types import TensorType
 from oxla.protocols import Signature
-from oxla_backend_cpu.blas import blas_symbols
+from oxla_backend_cpu.blas import BLAS_SYMBOLS
 from oxla_backend_cpu.codegen import ABI_FIELDS, ABI_SYMBOL
 from oxla_backend_cpu.collectives_runtime import call_as_process, install
 from oxla_backend_cpu.custom_call import bind_custom_calls
@@ -383,7 +383,7 @@ def load_artifact(path: str | os.PathLike[str],
         host = CPUTarget(manifest["target_triple"], str(manifest.get("cpu", "")),
                          host.features)
     try:
-        jit = load_object(data["program.o"], host, blas_symbols(),
+        jit = load_object(data["program.o"], host, BLAS_SYMBOLS,
                           llvm_text, data.get("runtime.o", b""), tuple(data[m] for m in libs))
     except OxlaError as exc:
         raise OxlaError(f"'{p}' is corrupt: {exc}") from exc

@@ -21,7 +21,7 @@ from oxla.ir import func_type, print_module
 from oxla.lowering import Compilation, Stage
 from oxla.protocols import Signature
 from oxla_backend_cpu import cache
-from oxla_backend_cpu.blas import blas_symbols
+from oxla_backend_cpu.blas import BLAS_SYMBOLS
 from oxla_backend_cpu.codegen import INLINE_CONSTANT_BYTES, emit_program
 from oxla_backend_cpu.executable import CPUExecutable
 from oxla_backend_cpu.fft_lib import declared, library_objects
@@ -45,7 +45,7 @@ def _jit(c: Compilation) -> None:
     store = cache.RUNTIME_OBJECTS if cached else None
     text = c.artifacts["ir_text"]
     libs = library_objects(declared(text), c.target, store, LIBRARY)  # its FFT passes
-    jit = compile_ir(text, c.target, blas_symbols(), store=store, runtime=HOST_RUNTIME,
+    jit = compile_ir(text, c.target, BLAS_SYMBOLS, store=store, runtime=HOST_RUNTIME,
                      libraries=libs, library=LIBRARY)
     c.dump("6-optimized.ll", jit.ir_text)
     c.plan.notes.append(f"codegen: {len(c.plan.kernels)} kernels, llvm -O3 for {c.target.cpu}")

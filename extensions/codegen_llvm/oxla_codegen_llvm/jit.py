@@ -10,6 +10,7 @@ program back without parsing, optimizing or generating code again.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -128,9 +129,17 @@ def _keep_functions_apart(mod: llvm.ModuleRef) -> None:
             fn.add_function_attribute("noinline")
 
 
-def _register(symbols: dict[str, int] | None) -> None:
-    for name, addr in (symbols or {}).items():
-        llvm.add_symbol(name, addr)
+def _register(symbols: Mapping[str, int] | None, objects: tuple[bytes, ...]) -> None:
+    """Registers each of ``symbols`` that one of ``objects`` names (an undefined symbol's
+    name is in its object's string table). Only then is its address asked for: a
+    mapping that loads its library at the first lookup (the cpu backend's BLAS, ~20 ms
+    of imports and ``dlopen``) costs nothing to programs that do not call it."""
+    for name in symbols or ():
+        key = name.encode()
+        if any(key in obj for obj in objects):
+            addr = symbols.get(name)
+            if addr:
+                llvm.add_symbol(name, addr)
 
 
 def _engine(target: Target) -> llvm.ExecutionEngine:
@@ -139,7 +148,7 @@ def _engine(target: Target) -> llvm.ExecutionEngine:
     return llvm.create_mcjit_compiler(empty, target.new_target_machine())
 
 
-def compile_ir(ir_text: str, target: Target, symbols: dict[str, int] | None = None,
+def compile_ir(ir_text: str, target: Target, symbols: Mapping[str, int] | None = None,
                opt: int = 3, store: Any = None, runtime: Runtime | None = None,
                libraries: tuple[bytes, ...] = (), library: Any = None) -> JitModule:
     """Optimizes ``ir_text``, generates its object code once and loads it.
@@ -147,7 +156,8 @@ def compile_ir(ir_text: str, target: Target, symbols: dict[str, int] | None = No
     Args:
         ir_text: a module's LLVM IR (text).
         target: the target to compile for (must be the host to be loaded).
-        symbols: external symbol name -> address (BLAS routines), registered globally.
+        symbols: external symbol name -> address (BLAS routines), registered globally
+            when the loaded code names them (see :func:`_register`).
         opt: LLVM optimization level, 0..3.
         store: where the runtime object persists between processes, or None (see
             :func:`runtime_object`).
@@ -257,7 +267,7 @@ def llvm_version() -> str:
     return f"{llvmlite.__version__}/{'.'.join(map(str, llvm.llvm_version_info))}"
 
 
-def load_object(obj: bytes, target: Target, symbols: dict[str, int] | None = None,
+def load_object(obj: bytes, target: Target, symbols: Mapping[str, int] | None = None,
                 ir_text: str = "", runtime: bytes = b"",
                 libraries: tuple[bytes, ...] = ()) -> JitModule:
     """Loads object code made by :func:`compile_ir` for this host, with the parallel
@@ -267,7 +277,7 @@ def load_object(obj: bytes, target: Target, symbols: dict[str, int] | None = Non
     Raises:
         LoweringError: the bytes are not an object file for this target.
     """
-    _register(symbols)
+    _register(symbols, (obj, runtime, *libraries))
     engine = _engine(target)
     try:
         if runtime:  # each engine has its own copy: its own pool and thread count
