@@ -296,6 +296,16 @@ PLANE_WINDOW = 64
 """Most window elements :func:`emit_direct_plane` unrolls (8x8)."""
 
 
+def _direct_task(s: Scalar, name: str, extras: list):
+    """A direct-kernel task ``name(src, w, dst, extras..., start, end)`` (``dst``
+    noalias): ``(fn, builder, scalar emitter, (src, w, dst, extras, start, end))``."""
+    n_ptr = 3 + len(extras)
+    fn, b = task_function(s.module, name, n_ptr, (2,))
+    a = fn.args
+    return fn, b, Scalar(b, s.module, s.target, s.fast_math), \
+        (a[0], a[1], a[2], list(a[3:n_ptr]), a[n_ptr], a[n_ptr + 1])
+
+
 def plane_geometry(g) -> tuple[int, int] | None:
     """``(i_row, i_col)``, the spatial indices of the output's two innermost dimensions,
     when :func:`emit_direct_plane` handles ``g``: two spatial dimensions, one input
@@ -364,17 +374,11 @@ def emit_direct_plane(s: Scalar, k, lhs: ir.Value, w: ir.Value, out: ir.Value,
     lanes = 64 // g.itemsize
     nouter = math.prod(g.os[:-2])
     lst, kst = g.lst, g.kst
-    n_ptr = 3 + len(extras)
-    fn, b = task_function(s.module, f"{k.name}.plane", n_ptr, (2,))
-    ts = Scalar(b, s.module, s.target, s.fast_math)
-    src, wp, dst = fn.args[:3]
-    ex_p = list(fn.args[3:n_ptr])
-    start, end = fn.args[n_ptr], fn.args[n_ptr + 1]
+    fn, b, ts, (src, wp, dst, ex_p, start, end) = _direct_task(s, f"{k.name}.plane", extras)
     flags = ts.flags
     scr = b.alloca(ty, sw * phase, name="plane")
     scr.align = 64
-    with for_range(b, sw * phase, "pz") as z:
-        b.store(ir.Constant(ty, 0.0), elem_gep(b, ty, scr, z))
+    fill_zero(b, ty, scr, i64c(0), i64c(0), i64c(sw * phase))
     r0, r1 = max(0, lo_h), min(ph_rows, lo_h + in_h)  # plane rows with input
     with for_range(b, end, "r", start) as r:
         prefix = delinearize(b, r, g.os[:-2])
@@ -463,12 +467,8 @@ def emit_direct(s: Scalar, k, lhs: ir.Value, w: ir.Value, out: ir.Value,
     nouter = math.prod(g.os[:-nblk])
     win_roles = ["ci"] + [f"k{i}" for i in range(g.ns)]
     win_ext = [g.extent(r) for r in win_roles]
-    n_ptr = 3 + len(extras)
-    fn, b = task_function(s.module, f"{k.name}.direct", n_ptr, (2,))
-    ts = Scalar(b, s.module, s.target, s.fast_math)
-    src, wp, dst = fn.args[:3]
-    ex_p = list(fn.args[3:n_ptr])
-    start, end = fn.args[n_ptr], fn.args[n_ptr + 1]
+    fn, b, ts, (src, wp, dst, ex_p, start, end) = _direct_task(s, f"{k.name}.direct",
+                                                                extras)
     flags = ts.flags
     wsteps = [kst[g.kof] if r == "f" else 0 for r in broles]
     with for_range(b, end, "r", start) as r:
