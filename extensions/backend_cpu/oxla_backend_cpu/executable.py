@@ -132,6 +132,22 @@ class CPUExecutable:
             ptr = loc.arena_ptr = loc.arena.ctypes.data
         return ptr
 
+    def _tables(self) -> tuple:
+        """This thread's argument tables, made at its first call: the input/constant
+        pointer table (constants filled in), its address, the result pointer table, its
+        address, and the arena's address. A call writes only the input and result slots
+        (building both tables per call cost ~1.5 us of a small model's ~40)."""
+        loc = self._local
+        tables = getattr(loc, "tables", None)
+        if tables is None:
+            ins = self._in_array()
+            for j, p in enumerate(self._const_ptrs):
+                ins[len(self.signature.inputs) + j] = p
+            outs = self._out_array()
+            tables = loc.tables = (ins, ctypes.addressof(ins), outs,
+                                   ctypes.addressof(outs), self._arena())
+        return tables
+
     def _inputs(self, args: tuple) -> list:
         """The arguments as C-contiguous numpy arrays (``_NO_DATA`` for tokens), checked
         against the signature (RuntimeInputError: count, shape or dtype)."""
@@ -164,12 +180,15 @@ class CPUExecutable:
         """
         vals = self._inputs(args)
         outs = self._outputs.arrays(TOKEN)
-        in_ptrs = self._in_array(*[v.ctypes.data for v in vals], *self._const_ptrs)
-        out_ptrs = self._out_array(*[o.ctypes.data if s else 0
-                                     for o, s in zip(outs, self._out_specs)])
+        in_ptrs, in_at, out_ptrs, out_at, arena = self._tables()
+        for i, v in enumerate(vals):
+            in_ptrs[i] = v.ctypes.data
+        for i, (o, s) in enumerate(zip(outs, self._out_specs)):
+            if s:  # a token's slot stays null
+                out_ptrs[i] = o.ctypes.data
         if self._custom_calls is not None:
             self._custom_calls.probes.begin_call()
-        self._entry(ctypes.addressof(in_ptrs), ctypes.addressof(out_ptrs), self._arena())
+        self._entry(in_at, out_at, arena)
         if self._custom_calls is not None:
             self._custom_calls.raise_pending()
         return outs
