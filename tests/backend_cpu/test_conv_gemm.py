@@ -483,6 +483,7 @@ def test_small_cnn_im2col_holds_min_gemm_cols(monkeypatch, threads):
     overlaps the first, test_conv_over_input), and the result stays right."""
     import oxla_backend_cpu.conv as conv
 
+    monkeypatch.setattr(conv.conv_implicit, "geometry", lambda g: None)  # the im2col path
     monkeypatch.setenv("OXLA_NUM_THREADS", threads)
     rng = np.random.default_rng(5)
     args = [rng.standard_normal((8, 3, 32, 32)).astype(np.float32),

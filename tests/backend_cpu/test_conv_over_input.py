@@ -72,7 +72,8 @@ def _check(text: str, args: list, tol: float = 1e-4):
 
 
 def test_small_cnn_arena_below_xla(monkeypatch):
-    """bench/cpu_vs_xla.py's cnn: the second conv's output overlaps the first conv's
+    """bench/cpu_vs_xla.py's cnn on the im2col GEMMs (the implicit GEMM off; its own
+    placement: test_conv_implicit): the second conv's output overlaps the first conv's
     (dead) output, so the arena is the first output, ``S`` output images past it and
     the im2col chunks. One thread (``S = 1``, one chunk): under XLA's 664,576 temp
     bytes (the two conv outputs and a 9 KiB weight transpose). Two threads: the second
@@ -84,6 +85,9 @@ def test_small_cnn_arena_below_xla(monkeypatch):
             (rng.standard_normal((16, 3, 3, 3)) * 0.2).astype(np.float32),
             (rng.standard_normal((16, 16, 3, 3)) * 0.1).astype(np.float32),
             (rng.standard_normal((4096, 10)) * 0.01).astype(np.float32)]
+    from oxla_backend_cpu import conv_implicit
+
+    monkeypatch.setattr(conv_implicit, "geometry", lambda g: None)
     for threads in ("1", "2"):
         monkeypatch.setenv("OXLA_NUM_THREADS", threads)
         plan = _placed_plan(CNN)

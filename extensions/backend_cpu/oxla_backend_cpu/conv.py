@@ -1,6 +1,6 @@
 """f32/f64 ``convolution`` on the cpu backend: im2col + BLAS GEMM, or a direct kernel.
 
-Planning (this module) picks, per op, one of three forms (:func:`conv_kernels`):
+Planning (this module) picks, per op, one of four forms (:func:`conv_kernels`):
 
 * **GEMM**: chunk by chunk of the output, an im2col packing task (parallel loop nest)
   writes a temporary ``col`` buffer (one chunk, :func:`chunk_budget`: what the threads
@@ -10,6 +10,10 @@ Planning (this module) picks, per op, one of three forms (:func:`conv_kernels`):
   (no packing). The kernel is used in place when its output feature dimension is
   outermost or innermost, else copied once to ``[O, rest]`` (a
   :class:`~oxla.lowering.PackKernel`).
+* **implicit**: an NCHW-layout convolution with several input features per group and
+  output rows of at least one vector reads shifted windows of one zero-padded input copy
+  per image through a table of offsets instead of an im2col buffer
+  (:mod:`oxla_backend_cpu.conv_implicit`): no ``K``-fold copy of the input.
 * **direct**: depthwise-like convolutions (one input feature per group, more than one
   group) accumulate over the window straight into blocks of the two innermost output
   dimensions, vectorized along the innermost, with the valid ranges computed once per
@@ -54,6 +58,7 @@ from dataclasses import dataclass, field
 from oxla.ir import Operation, Value
 from oxla.ir import types as T
 from oxla.lowering import Buf, Kernel, KernelBase, LoopKernel, PackKernel
+from oxla_backend_cpu import conv_implicit
 from oxla_backend_cpu.linalg import SMALL_DIRECT_MACS, conv_params, small_f32_conv
 from oxla_backend_cpu.parallel import num_threads
 
@@ -209,7 +214,8 @@ def geometry(op: Operation) -> ConvGeom:
 
 @dataclass(eq=False)
 class ConvKernel(KernelBase):
-    """A convolution as im2col + GEMM (``mode == "gemm"``) or a direct vectorized
+    """A convolution as im2col + GEMM (``mode == "gemm"``), an implicit GEMM over a
+    padded input copy (``"implicit"``, ``col`` holds the copy) or a direct vectorized
     kernel (``mode == "direct"``), with an optional fused elementwise epilogue.
 
     Attributes:
@@ -492,6 +498,11 @@ def conv_kernels(op: Operation, vbuf: dict[Value, Buf], n: int, counter) -> list
         perm = (g.kof,) + tuple(d for d in range(len(g.ks)) if d != g.kof)
         wbuf = Buf(f"pack{next(counter)}", nbytes(rhs), "temp")
         kernels.append(PackKernel(f"pack{n}", rhs, vbuf[rhs], perm, wbuf))
+    if conv_implicit.geometry(g) is not None and not g.no_packing():
+        pad = Buf(f"pad{next(counter)}", conv_implicit.pad_elements(g) * g.itemsize, "temp")
+        kernels.append(ConvKernel(f"{name}_{len(kernels)}", op, g, "implicit", vbuf[lhs],
+                                  wbuf, out, pad, w_major))
+        return kernels
     col = None
     ch = plan_chunks(g)
     if ch.col_elems:
@@ -503,7 +514,8 @@ def conv_kernels(op: Operation, vbuf: dict[Value, Buf], n: int, counter) -> list
 
 def output_over_input(k: Kernel, vbuf: dict[Value, Buf]) -> int | None:
     """Where the output of GEMM-mode :class:`ConvKernel` ``k`` may start, in bytes from
-    the start of its input ``lhs``, when ``lhs`` dies at ``k``; None when it may not.
+    the start of its input ``lhs``, when ``lhs`` dies at ``k``; None when it may not
+    (implicit mode: :func:`_implicit_over_input`).
 
     With ``N`` batches outermost in both (input slabs of ``IB`` bytes, output slabs of
     ``OB <= IB``), one batch group, im2col packing (the GEMM reads only ``col``) and the
@@ -519,6 +531,8 @@ def output_over_input(k: Kernel, vbuf: dict[Value, Buf]) -> int | None:
     blocks per group), ``(S-1)*OB`` bytes more than one batch at a time. None when the
     kernel reads ``lhs`` otherwise (as its weights or in its epilogue).
     """
+    if isinstance(k, ConvKernel) and k.mode == "implicit":
+        return _implicit_over_input(k, vbuf)
     if not isinstance(k, ConvKernel) or k.mode != "gemm" or k.col is None:
         return None
     g = k.geom
@@ -534,6 +548,25 @@ def output_over_input(k: Kernel, vbuf: dict[Value, Buf]) -> int | None:
     if groups:  # a group's slots write output batches [b0, b1) while reading input [b0, b1)
         return max(b1 * ib - b0 * ob for _, _, b0, b1 in groups)
     return k.lhs.nbytes - (n - 1) * ob
+
+
+def _implicit_over_input(k: ConvKernel, vbuf: dict[Value, Buf]) -> int | None:
+    """:func:`output_over_input` of an implicit-GEMM convolution: 0 (the output may
+    start where the input does) when batches are outermost in both, output images are
+    no larger than input images and nothing else the kernel reads is the input. Each
+    image's input is copied into the padded buffer before any of its output is written
+    (:mod:`oxla_backend_cpu.conv_implicit`), images run first to last, and output image
+    ``b`` ends at ``(b+1)*OB <= (b+1)*IB``, before every input image still to be read."""
+    g = k.geom
+    n = g.nb
+    if g.ib != 0 or g.ob != 0 or g.ls[g.ib] != n:
+        return None
+    if any(b is k.lhs for b in [k.rhs] + [vbuf[x] for x in k.extra]):
+        return None
+    ib, ob = k.lhs.nbytes // n, k.out.nbytes // n
+    if ob > ib or ib * n != k.lhs.nbytes or ob * n != k.out.nbytes:
+        return None
+    return 0
 
 
 def fuse_conv_epilogues(kernels: list[Kernel], vbuf: dict[Value, Buf]) -> list[Kernel]:

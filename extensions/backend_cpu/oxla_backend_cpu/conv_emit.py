@@ -58,6 +58,17 @@ def task_function(module: ir.Module, name: str, n_ptrs: int, noalias: tuple[int,
     return fn, ir.IRBuilder(fn.append_basic_block("entry"))
 
 
+def control_only(fn: ir.Function) -> None:
+    """Marks ``fn`` ``optnone`` (and ``noinline``, which ``optnone`` needs): it is scalar
+    control code (the chunk loop, the loop over GEMM blocks and their library calls)
+    that runs a few times per chunk or block, so LLVM's -O3 and instruction selection
+    would buy nothing at run time, and they took about half of a small convolution's
+    compile time."""
+    for a in ("noinline", "optnone"):
+        if a not in fn.attributes:
+            fn.attributes.add(a)
+
+
 def run_task(b: ir.IRBuilder, module: ir.Module, fn: ir.Function, ptrs: list, n: int,
              per_item: int) -> None:
     """Runs task ``fn`` over ``[0, n)``: on oxla's threads when worth it (``per_item``:
@@ -324,7 +335,7 @@ def plane_geometry(g) -> tuple[int, int] | None:
         return None
     if g.ks[g.ksd[0]] * g.ks[g.ksd[1]] > PLANE_WINDOW:
         return None
-    rows, cols = _plane_extent(g, ia), _plane_extent(g, ij)
+    rows, cols = plane_extent(g, ia), plane_extent(g, ij)
     if g.strides[ij] * rows * -(-cols // g.strides[ij]) * g.itemsize > PLANE_BYTES:
         return None
     return ia, ij
@@ -338,7 +349,7 @@ masking every iteration ran 2x24 and 4x56 rows 1.2-1.4x slower than a full vecto
 and its remainder."""
 
 
-def _plane_extent(g, i: int) -> int:
+def plane_extent(g, i: int) -> int:
     """Positions of the padded input that spatial dimension ``i``'s output reads."""
     return (g.os[g.osd[i]] - 1) * g.strides[i] + (g.ks[g.ksd[i]] - 1) * g.rdil[i] + 1
 
@@ -368,8 +379,8 @@ def emit_direct_plane(s: Scalar, k, lhs: ir.Value, w: ir.Value, out: ir.Value,
     kh_n, kw_n = g.ks[g.ksd[ia]], g.ks[g.ksd[ij]]
     lo_h, lo_w = g.lo[ia], g.lo[ij]
     in_h, in_w = g.ls[-2], g.ls[-1]
-    ph_rows = _plane_extent(g, ia)
-    wq = -(-_plane_extent(g, ij) // sw)
+    ph_rows = plane_extent(g, ia)
+    wq = -(-plane_extent(g, ij) // sw)
     phase = ph_rows * wq
     lanes = 64 // g.itemsize
     nouter = math.prod(g.os[:-2])
@@ -390,7 +401,7 @@ def emit_direct_plane(s: Scalar, k, lhs: ir.Value, w: ir.Value, out: ir.Value,
             with for_range(b, r1, "pr", r0) as row:
                 xrow = b.add(base, b.mul(b.sub(row, i64c(lo_h)), i64c(in_w)))
                 prow = b.mul(row, i64c(wq))
-                _copy_phases(b, ty, src, xrow, scr, prow, phase, sw, wq, lo_w, in_w)
+                copy_phases(b, ty, src, xrow, scr, prow, phase, sw, wq, lo_w, in_w)
         wbase = b.mul(feat, i64c(kst[g.kof]))
         taps = []  # (weight, plane offset of the tap at output (0, 0))
         for a in range(kh_n):
@@ -416,7 +427,7 @@ def emit_direct_plane(s: Scalar, k, lhs: ir.Value, w: ir.Value, out: ir.Value,
              ho * wo * len(taps))
 
 
-def _copy_phases(b: ir.IRBuilder, ty: ir.Type, src, xrow, scr, prow, phase: int, sw: int,
+def copy_phases(b: ir.IRBuilder, ty: ir.Type, src, xrow, scr, prow, phase: int, sw: int,
                  wq: int, lo_w: int, in_w: int) -> None:
     """Copies one input row (``src[xrow + x]``, ``x < in_w``) into the phase-split plane
     row ``prow``: padded column ``p = x + lo_w`` goes to ``scr[ph*phase + prow + c]``

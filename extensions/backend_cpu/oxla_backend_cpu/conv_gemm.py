@@ -54,6 +54,7 @@ from oxla_backend_cpu.conv_emit import (
     MAX_SHUFFLE_STEP,
     PTR,
     VOID,
+    control_only,
     elem_gep,
     emit_direct,
     emit_epilogue,
@@ -68,6 +69,7 @@ from oxla_backend_cpu.conv_emit import (
     task_function,
     whole_row,
 )
+from oxla_backend_cpu.conv_implicit import emit_implicit
 from oxla_backend_cpu.parallel import MIN_ELEMENTS_PER_CHUNK, runtime, task_wrapper
 
 
@@ -303,17 +305,6 @@ class _Micro:
         b.call(self.fn, [self.desc, a, w, c])
 
 
-def control_only(fn: ir.Function) -> None:
-    """Marks ``fn`` ``optnone`` (and ``noinline``, which ``optnone`` needs): it is scalar
-    control code (the chunk loop, the loop over GEMM blocks and their library calls)
-    that runs a few times per chunk or block, so LLVM's -O3 and instruction selection
-    would buy nothing at run time, and they took about half of a small convolution's
-    compile time."""
-    for a in ("noinline", "optnone"):
-        if a not in fn.attributes:
-            fn.attributes.add(a)
-
-
 def _gemm_task(s: Scalar, k, ch, n_extra: int) -> ir.Function:
     """``task(src, w, out, params, extras..., start, end)``: GEMM items ``[start, end)``
     of one chunk, each followed by the epilogue on the output it wrote."""
@@ -539,5 +530,8 @@ def emit_conv_kernel(s: Scalar, k, ins: list[ir.Value], outs: list[ir.Value]) ->
     out = outs[0]
     if k.mode == "direct":
         emit_direct(s, k, lhs, w, out, extras)
+        return
+    if k.mode == "implicit":
+        emit_implicit(s, k, lhs, w, out, outs[1], extras)
         return
     emit_gemm_mode(s, k, lhs, w, out, outs[1] if k.col is not None else None, extras)

@@ -67,11 +67,14 @@ def _fma(module: ir.Module, vec: ir.VectorType) -> ir.Function:
 
 
 def emit(b: ir.IRBuilder, dtype: str, rows: int, k: int, w_major: bool, ldw: int,
-         w: ir.Value, x: ir.Value, c: ir.Value, ncols: ir.Value, ldx: ir.Value,
-         ldc: ir.Value, after_tile=None) -> None:
+         w: ir.Value, x: ir.Value, c: ir.Value, ncols: ir.Value, ldx: ir.Value | None,
+         ldc: ir.Value, after_tile=None, xoff: ir.Value | None = None) -> None:
     """Emits at ``b``: ``c[o*ldc + j] = sum_kk W(o, kk) * x[kk*ldx + j]`` for
     ``o < rows``, ``j < ncols``, ``kk < k``, with ``W(o, kk) = w[o*k + kk]``
-    (``w_major``) or ``w[kk*ldw + o]``. Reads no element of ``x`` or ``c`` past column
+    (``w_major``) or ``w[kk*ldw + o]``. With ``xoff`` (a pointer to ``k`` i64
+    element offsets) row ``kk`` of ``X`` is ``x[xoff[kk] + j]`` instead (``ldx``
+    unused): the implicit GEMM of :mod:`oxla_backend_cpu.conv_implicit`, whose rows are
+    shifted windows of one padded input. Reads no element of ``x`` or ``c`` past column
     ``ncols`` (masked last vector). ``after_tile(o, j0, n)``, when given, is emitted
     after each register tile is stored, for each of its rows ``o`` (columns
     ``[j0, j0 + n)``, still in L1): the fused epilogue."""
@@ -125,7 +128,8 @@ def emit(b: ir.IRBuilder, dtype: str, rows: int, k: int, w_major: bool, ldw: int
              width: ir.Value | None = None) -> None:
         """``C[o0:o0+mr, j0:j0+nv*vl]`` (``mask``: one masked vector of ``width``)."""
         def step(kk, accs):
-            xrow = b.mul(kk, ldx)
+            xrow = b.mul(kk, ldx) if xoff is None else \
+                b.load(b.gep(xoff, [kk], source_etype=I64), typ=I64)
             xs = []
             for v in range(nv):
                 p = elem_gep(b, ty, x, b.add(xrow, b.add(j0, i64c(v * vl))))

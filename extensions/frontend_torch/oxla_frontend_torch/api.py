@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 import torch
 from torch.export import ExportedProgram
-from torch.utils import _pytree as pytree
 from torch.export.graph_signature import InputKind
+from torch.utils import _pytree as pytree
 
 from oxla.errors import NotSupportedError, OxlaError, RuntimeInputError
 from oxla.ir import Module
