@@ -46,6 +46,7 @@ CASES = {
     "iohw-weights": dict(n=1, c=6, o=11, sp=(9, 16), k=(3, 3), rhs="IOHW", pad=P1),
     "grouped": dict(n=2, c=8, o=12, fgc=2, sp=(11, 24), k=(3, 3), pad=P1, bias=True),
     "f64": dict(n=1, c=5, o=11, sp=(6, 20), k=(3, 3), t="f64", pad=P1, bias=True),
+    "width-12-stacked": dict(n=2, c=5, o=9, sp=(7, 12), k=(3, 3), pad=P1, relu=True),
     "1xk": dict(n=1, c=16, o=16, sp=(1, 48), k=(1, 7), pad=((0, 0), (3, 3)), relu=True),
 }
 
@@ -76,21 +77,24 @@ def test_implicit_matches_interpreter(name):
 
 
 @needs_fma
-def test_residual_epilogue_reads_the_right_element():
+@pytest.mark.parametrize("wd", [28, 16, 13])
+def test_residual_epilogue_reads_the_right_element(wd):
     """``relu(conv(x) + r)`` with ``r`` a whole NCHW tensor: each tile's epilogue must
-    read ``r`` at (batch, feature, row, column) of the tile."""
+    read ``r`` at (batch, feature, row, column) of the tile; rows of one vector or less
+    (16, 13) are computed two to a tile, the odd last row alone."""
     rng = np.random.default_rng(5)
-    x = rng.standard_normal((2, 6, 9, 28)).astype(np.float32)
+    x = rng.standard_normal((2, 6, 9, wd)).astype(np.float32)
     w = rng.standard_normal((10, 6, 3, 3)).astype(np.float32)
-    r = rng.standard_normal((2, 10, 9, 28)).astype(np.float32)
-    ty = "tensor<2x10x9x28xf32>"
+    r = rng.standard_normal((2, 10, 9, wd)).astype(np.float32)
+    ty = f"tensor<2x10x9x{wd}xf32>"
+    xt = f"tensor<2x6x9x{wd}xf32>"
     text = f"""
-func.func @main(%x: tensor<2x6x9x28xf32>, %w: tensor<10x6x3x3xf32>, %r: {ty}) -> {ty} {{
+func.func @main(%x: {xt}, %w: tensor<10x6x3x3xf32>, %r: {ty}) -> {ty} {{
   %0 = stablehlo.convolution(%x, %w) dim_numbers = [b, f, 0, 1]x[o, i, 0, 1]->[b, f, 0, 1],
       window = {{stride = [1, 1], pad = [[1, 1], [1, 1]], lhs_dilate = [1, 1],
                 rhs_dilate = [1, 1], reverse = [false, false]}}
       {{batch_group_count = 1 : i64, feature_group_count = 1 : i64}}
-      : (tensor<2x6x9x28xf32>, tensor<10x6x3x3xf32>) -> {ty}
+      : ({xt}, tensor<10x6x3x3xf32>) -> {ty}
   %1 = stablehlo.add %0, %r : {ty}
   %z = stablehlo.constant dense<0.0> : {ty}
   %2 = stablehlo.maximum %1, %z : {ty}

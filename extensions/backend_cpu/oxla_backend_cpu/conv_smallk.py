@@ -68,7 +68,8 @@ def _fma(module: ir.Module, vec: ir.VectorType) -> ir.Function:
 
 def emit(b: ir.IRBuilder, dtype: str, rows: int, k: int, w_major: bool, ldw: int,
          w: ir.Value, x: ir.Value, c: ir.Value, ncols: ir.Value, ldx: ir.Value | None,
-         ldc: ir.Value, after_tile=None, xoff: ir.Value | None = None) -> None:
+         ldc: ir.Value, after_tile=None, xoff: ir.Value | None = None,
+         stacked: tuple[int, ir.Value, ir.Value] | None = None) -> None:
     """Emits at ``b``: ``c[o*ldc + j] = sum_kk W(o, kk) * x[kk*ldx + j]`` for
     ``o < rows``, ``j < ncols``, ``kk < k``, with ``W(o, kk) = w[o*k + kk]``
     (``w_major``) or ``w[kk*ldw + o]``. With ``xoff`` (a pointer to ``k`` i64
@@ -77,7 +78,13 @@ def emit(b: ir.IRBuilder, dtype: str, rows: int, k: int, w_major: bool, ldw: int
     shifted windows of one padded input. Reads no element of ``x`` or ``c`` past column
     ``ncols`` (masked last vector). ``after_tile(o, j0, n)``, when given, is emitted
     after each register tile is stored, for each of its rows ``o`` (columns
-    ``[j0, j0 + n)``, still in L1): the fused epilogue."""
+    ``[j0, j0 + n)``, still in L1): the fused epilogue.
+
+    ``stacked = (nv, xstep, cstep)``, for ``ncols`` at most one vector: each tile's
+    ``nv`` vectors are ``nv`` such column runs stacked, vector ``v`` at ``x + v*xstep``
+    and ``c + v*cstep`` (``nv`` output rows of an implicit GEMM, so that each broadcast
+    weight feeds ``nv`` FMAs, not one); ``after_tile(o, v, n)`` then names the run
+    ``v`` (a Python int)."""
     module = b.module
     ty = ir.FloatType() if dtype == "f32" else ir.DoubleType()
     vl = lanes_for(dtype)
@@ -124,15 +131,21 @@ def emit(b: ir.IRBuilder, dtype: str, rows: int, k: int, w_major: bool, ldw: int
         b.position_at_end(end)
         return phis
 
+    def xat(v: int) -> ir.Value:  # the column offset of a tile's vector v
+        return i64c(v * vl) if stacked is None else b.mul(i64c(v), stacked[1])
+
+    def cat(v: int) -> ir.Value:
+        return i64c(v * vl) if stacked is None else b.mul(i64c(v), stacked[2])
+
     def tile(o0: ir.Value, mr: int, j0: ir.Value, nv: int, mask: ir.Value | None,
              width: ir.Value | None = None) -> None:
-        """``C[o0:o0+mr, j0:j0+nv*vl]`` (``mask``: one masked vector of ``width``)."""
+        """``C[o0:o0+mr, j0:j0+nv*vl]`` (``mask``: each vector masked to ``width``)."""
         def step(kk, accs):
             xrow = b.mul(kk, ldx) if xoff is None else \
                 b.load(b.gep(xoff, [kk], source_etype=I64), typ=I64)
             xs = []
             for v in range(nv):
-                p = elem_gep(b, ty, x, b.add(xrow, b.add(j0, i64c(v * vl))))
+                p = elem_gep(b, ty, x, b.add(xrow, b.add(j0, xat(v))))
                 xs.append(b.load(p, typ=vec, align=align.constant) if mask is None else
                           b.call(mload, [p, align, mask, zero]))
             out = []
@@ -146,17 +159,25 @@ def emit(b: ir.IRBuilder, dtype: str, rows: int, k: int, w_major: bool, ldw: int
         for r in range(mr):
             crow = b.mul(b.add(o0, i64c(r)), ldc)
             for v in range(nv):
-                p = elem_gep(b, ty, c, b.add(crow, b.add(j0, i64c(v * vl))))
+                p = elem_gep(b, ty, c, b.add(crow, b.add(j0, cat(v))))
                 if mask is None:
                     b.store(accs[r * nv + v], p, align=align.constant)
                 else:
                     b.call(mstore, [accs[r * nv + v], p, align, mask])
-        if after_tile is not None:  # one loop over the rows: one copy of the epilogue
+        if after_tile is not None and stacked is not None:
+            with for_range(b, i64c(mr), "er") as r:
+                for v in range(nv):
+                    after_tile(b.add(o0, r), v, width)
+        elif after_tile is not None:  # one loop over the rows: one copy of the epilogue
             n = i64c(nv * vl) if width is None else width
             with for_range(b, i64c(mr), "er") as r:
                 after_tile(b.add(o0, r), j0, n)
 
     def row_block(o0: ir.Value, mr: int) -> None:
+        if stacked is not None:  # one tile of stacked runs, each masked to ncols
+            tile(o0, mr, i64c(0), stacked[0],
+                 b.icmp_signed("<", lanes, splat(ncols, I64, vl)), ncols)
+            return
         wide = NV * vl
         n_tiles = b.sdiv(ncols, i64c(wide))
         loop(n_tiles, i64c(0), "jt", [],
