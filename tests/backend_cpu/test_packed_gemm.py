@@ -78,11 +78,22 @@ def test_transposed_lhs() -> None:
 
 
 @needs_simd
-def test_few_rows_go_to_blas() -> None:
+def test_one_row_goes_to_blas() -> None:
     rng = np.random.default_rng(3)
-    x = rng.standard_normal((pg.MIN_ROWS - 1, 20)).astype(np.float32)
+    x = rng.standard_normal((pg.MIN_CONST_ROWS - 1, 20)).astype(np.float32)
     w = rng.standard_normal((20, 30)).astype(np.float32)
     _check(x, w, (1, 0), expect_packed=False)
+
+
+@needs_simd
+@pytest.mark.parametrize("m,k,n", [(2, 64, 64), (5, 256, 256), (8, 256, 10), (15, 40, 97)])
+def test_a_few_rows_with_a_constant_weight_are_packed(m: int, k: int, n: int) -> None:
+    """Fewer rows than a tile (a small batch through ``nn.Linear``): the packed kernel,
+    not BLAS, which packs the weight on every call; rows past ``m`` are never stored."""
+    rng = np.random.default_rng(m * k + n)
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    w = rng.standard_normal((k, n)).astype(np.float32)
+    _check(x, w, (1, 0))
 
 
 @needs_simd

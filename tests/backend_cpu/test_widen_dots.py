@@ -155,29 +155,30 @@ def test_broadcasts_that_change_the_weight_or_the_order_are_kept():
 
 
 def test_small_transposed_weight_is_folded_for_blas():
-    """torch's ``nn.Linear`` form at 8 rows, ``dot_general(x, transpose(W))`` with a
-    constant ``W [out, in]``: the transpose is folded into a new constant, so BLAS
-    multiplies untransposed (``NN``); results equal the interpreter's."""
-    from oxla_backend_cpu.packed_gemm import LARGE_WEIGHT, MIN_ROWS
+    """torch's ``nn.Linear`` form at one row (BLAS: more rows take the packed kernel),
+    ``dot_general(x, transpose(W))`` with a constant ``W [out, in]``: the transpose is
+    folded into a new constant, so BLAS multiplies untransposed (``NN``); results equal
+    the interpreter's."""
+    from oxla_backend_cpu.packed_gemm import LARGE_WEIGHT, MIN_CONST_ROWS
     from oxla_backend_cpu.widen_dots import fold_transposed_weights
 
     from tests.backend_cpu.conftest import compile_cpu
 
     rng = np.random.default_rng(5)
-    w = rng.standard_normal((24, 40)).astype(np.float32)
+    w = rng.standard_normal((96, 160)).astype(np.float32)
     dense = str(w.astype(np.float64).tolist())
     text = f"""
-func.func @main(%x: tensor<8x40xf32>) -> tensor<8x24xf32> {{
-  %w = stablehlo.constant dense<{dense}> : tensor<24x40xf32>
-  %t = stablehlo.transpose %w, dims = [1, 0] : (tensor<24x40xf32>) -> tensor<40x24xf32>
-  %0 = stablehlo.dot_general %x, %t, contracting_dims = [1] x [0] : (tensor<8x40xf32>, tensor<40x24xf32>) -> tensor<8x24xf32>
-  return %0 : tensor<8x24xf32>
+func.func @main(%x: tensor<1x160xf32>) -> tensor<1x96xf32> {{
+  %w = stablehlo.constant dense<{dense}> : tensor<96x160xf32>
+  %t = stablehlo.transpose %w, dims = [1, 0] : (tensor<96x160xf32>) -> tensor<160x96xf32>
+  %0 = stablehlo.dot_general %x, %t, contracting_dims = [1] x [0] : (tensor<1x160xf32>, tensor<160x96xf32>) -> tensor<1x96xf32>
+  return %0 : tensor<1x96xf32>
 }}"""
     module = parse_module(text, "t.mlir")
-    assert fold_transposed_weights(module, MIN_ROWS, LARGE_WEIGHT) == 1
+    assert fold_transposed_weights(module, MIN_CONST_ROWS, LARGE_WEIGHT) == 1
     assert "stablehlo.transpose" not in str(module)
-    assert fold_transposed_weights(parse_module(text, "t.mlir"), 8, LARGE_WEIGHT) == 0
-    assert fold_transposed_weights(parse_module(text, "t.mlir"), MIN_ROWS, w.size) == 0
+    assert fold_transposed_weights(parse_module(text, "t.mlir"), 1, LARGE_WEIGHT) == 0
+    assert fold_transposed_weights(parse_module(text, "t.mlir"), MIN_CONST_ROWS, w.size) == 0
     labels = compile_cpu(text, extra={"profile": True}, cache=False).stats["profile_labels"]
     assert [lab.split()[-1] for lab in labels if " dot " in lab] == ["NN"], labels
-    run_both(text, [rng.standard_normal((8, 40)).astype(np.float32)], rtol=1e-5, atol=1e-5)
+    run_both(text, [rng.standard_normal((1, 160)).astype(np.float32)], rtol=1e-5, atol=1e-5)

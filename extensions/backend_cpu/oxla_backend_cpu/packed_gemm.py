@@ -107,11 +107,19 @@ def host_lanes() -> int:
     return 0
 
 
-MIN_ROWS = 16  # fewer rows of A: mostly padding in MR-row tiles; BLAS is faster
+MIN_ROWS = 16
+"""Fewest rows of A from which a GEMM whose B is packed per call (run-time B: batched
+GEMMs) takes the microkernel: fewer rows are mostly padding in MR-row tiles."""
+MIN_CONST_ROWS = 2
+"""Fewest rows of A from which a GEMM with a constant B (packed once, at compile time)
+takes the microkernel instead of BLAS. OpenBLAS packs B on every call, whatever its
+size: one Zen 5 thread, kernel time, BLAS against packed, [m, k] x [k, n]: 2x256x256
+14.0 against 4.4 us, 8x256x256 17.0 against 4.5, 8x64x64 0.95 against 0.46, 4x1024x256
+36 against 18, 12x512x512 80 against 33. One row stays on BLAS (its GEMV: 1x256x256
+1.1 against 4.5 us)."""
 LARGE_WEIGHT = 1 << 17
-"""A weight of at least this many elements is packed from ``MR`` rows of A on (one full
-row tile, no padding): BLAS re-reads such a weight per call through its own packing;
-measured on the LSTM's 8-row steps ([8, 256] x [256, 1024]: ~3x faster packed)."""
+"""The most elements of a transposed constant weight that a one-row (BLAS) GEMM has
+transposed at compile time (:func:`~oxla_backend_cpu.widen_dots.fold_transposed_weights`)."""
 _PACKED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
@@ -134,8 +142,7 @@ def pack_constant_rhs(rbuf, shape: tuple[int, ...], contracting: tuple[int, ...]
     lanes = host_lanes()
     if not lanes or rbuf.kind != "const" or rbuf.data is None:
         return None
-    min_rows = min(MIN_ROWS, tile_shape(lanes)[0]) if k * n >= LARGE_WEIGHT else MIN_ROWS
-    if rbuf.data.dtype != np.float32 or rbuf.data.size != k * n or m < min_rows or n < 2 \
+    if rbuf.data.dtype != np.float32 or rbuf.data.size != k * n or m < MIN_CONST_ROWS or n < 2 \
             or k < 1:  # (a splat's data would be one element: never packed)
         return None
     nr = tile_shape(lanes)[1]
@@ -158,8 +165,7 @@ def pack_constant_rhs(rbuf, shape: tuple[int, ...], contracting: tuple[int, ...]
 def _packs(m: int, n: int, k: int, mr: int) -> bool:
     """Whether a ``[m, k] x [k, n]`` f32 GEMM goes to the packed microkernel when its
     weight is packed already (the thresholds :func:`pack_constant_rhs` applies)."""
-    min_rows = min(MIN_ROWS, mr) if k * n >= LARGE_WEIGHT else MIN_ROWS
-    return m >= min_rows and n >= 2 and k >= 1
+    return m >= MIN_CONST_ROWS and n >= 2 and k >= 1
 
 
 @dataclass(eq=False)
