@@ -22,24 +22,25 @@ RNG = np.random.default_rng(7)
 
 
 def _text(w: np.ndarray, b: np.ndarray) -> str:
-    """``x @ w + b`` with ``w`` (64x64 f32, 16 KB: a run-time constant) and ``b``
-    (64 f32, 256 bytes: printed into the key) as constants."""
+    """``x @ w + b`` with ``w`` (64x64 f32, 16 KB: a run-time constant, read as it is:
+    one row of ``x``, no packed copy) and ``b`` (64 f32, 256 bytes: printed into the
+    key) as constants."""
     return f"""
-func.func @main(%x: tensor<8x64xf32>) -> tensor<8x64xf32> {{
+func.func @main(%x: tensor<1x64xf32>) -> tensor<1x64xf32> {{
   %w = stablehlo.constant dense<"{encode_hex(w)}"> : tensor<64x64xf32>
   %b = stablehlo.constant dense<"{encode_hex(b)}"> : tensor<64xf32>
   %0 = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0]
-      : (tensor<8x64xf32>, tensor<64x64xf32>) -> tensor<8x64xf32>
-  %1 = stablehlo.broadcast_in_dim %b, dims = [1] : (tensor<64xf32>) -> tensor<8x64xf32>
-  %2 = stablehlo.add %0, %1 : tensor<8x64xf32>
-  return %2 : tensor<8x64xf32>
+      : (tensor<1x64xf32>, tensor<64x64xf32>) -> tensor<1x64xf32>
+  %1 = stablehlo.broadcast_in_dim %b, dims = [1] : (tensor<64xf32>) -> tensor<1x64xf32>
+  %2 = stablehlo.add %0, %1 : tensor<1x64xf32>
+  return %2 : tensor<1x64xf32>
 }}
 """
 
 
 W = RNG.standard_normal((64, 64)).astype(np.float32)
 B = RNG.standard_normal(64).astype(np.float32)
-X = RNG.standard_normal((8, 64)).astype(np.float32)
+X = RNG.standard_normal((1, 64)).astype(np.float32)
 
 
 @pytest.fixture
