@@ -52,6 +52,20 @@ _ENTRY = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_
 _NO_DATA = np.empty(0, np.uint8)  # what a token argument points to
 
 
+_CHAR_AT = ctypes.c_char.from_buffer
+
+
+def _address(a: np.ndarray) -> int:
+    """The address of C-contiguous array ``a``'s first byte: through ctypes' buffer
+    export (~0.2 us), not ``a.ctypes.data`` (~0.8 us, a quarter of a small model's
+    Python time per call); read-only and empty arrays, which that export refuses, take
+    ``a.ctypes.data``."""
+    try:
+        return ctypes.addressof(_CHAR_AT(a))
+    except (TypeError, ValueError):
+        return a.ctypes.data
+
+
 def _shutdown_pool(address: int, jit: Any) -> None:
     """Stops and joins the program's worker pool; ``jit`` (the machine code) is released
     only after this returns."""
@@ -182,10 +196,10 @@ class CPUExecutable:
         outs = self._outputs.arrays(TOKEN)
         in_ptrs, in_at, out_ptrs, out_at, arena = self._tables()
         for i, v in enumerate(vals):
-            in_ptrs[i] = v.ctypes.data
+            in_ptrs[i] = _address(v)
         for i, (o, s) in enumerate(zip(outs, self._out_specs)):
             if s:  # a token's slot stays null
-                out_ptrs[i] = o.ctypes.data
+                out_ptrs[i] = _address(o)
         if self._custom_calls is not None:
             self._custom_calls.probes.begin_call()
         self._entry(in_at, out_at, arena)
