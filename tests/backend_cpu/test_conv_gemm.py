@@ -611,14 +611,15 @@ def test_control_code_skips_the_optimizer(kw, tmp_path):
 
 
 @pytest.mark.parametrize("kw,mode", [
-    (dict(n=8, c=1, o=32, sp=(28, 28), k=(3, 3), pad=((1, 1), (1, 1))), "gemm"),
+    (dict(n=8, c=1, o=32, sp=(28, 28), k=(3, 3), pad=((1, 1), (1, 1))), "implicit"),
     (dict(n=2, c=1, o=16, sp=(50,), k=(10,), stride=(5,), lhs="NCW", rhs="OIW", out="NCW"),
      "gemm"),
     (dict(n=2, c=8, o=8, fgc=8, sp=(28, 28), k=(3, 3), pad=((1, 1), (1, 1))), "direct"),
 ], ids=["grayscale-first-conv", "waveform-first-conv", "depthwise"])
 def test_one_input_feature_is_a_gemm_unless_grouped(kw, mode):
-    """One group of one input feature is one GEMM over all output features (the
-    direct kernel ran it 3-6x slower); depthwise convolutions keep the direct kernel."""
+    """One group of one input feature is one GEMM over all output features (im2col, or
+    implicit for rows of 28; the direct kernel ran it 3-6x slower); depthwise
+    convolutions keep the direct kernel."""
     text, args = conv_case(**kw)
     assert [k.mode for k in conv_kernels_of(text)] == [mode]
     check(**kw)

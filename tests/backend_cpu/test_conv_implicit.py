@@ -1,6 +1,7 @@
 """NCHW convolutions as an implicit GEMM over a zero-padded input copy
 (:mod:`oxla_backend_cpu.conv_implicit`): the cpu backend against the interpreter over
-padding (none, asymmetric, negative), strides (rows and columns, phase-split copies),
+one and two spatial dimensions, padding (none, asymmetric, negative), strides (rows and
+columns, phase-split copies), rows split into column blocks,
 dilation, window reversal, weight layouts, feature groups, batches (the padding is
 zeroed by the first image only), output-feature remainders, f64 and fused epilogues;
 and the shapes it leaves to the im2col GEMM."""
@@ -47,6 +48,14 @@ CASES = {
     "grouped": dict(n=2, c=8, o=12, fgc=2, sp=(11, 24), k=(3, 3), pad=P1, bias=True),
     "f64": dict(n=1, c=5, o=11, sp=(6, 20), k=(3, 3), t="f64", pad=P1, bias=True),
     "width-12-stacked": dict(n=2, c=5, o=9, sp=(7, 12), k=(3, 3), pad=P1, relu=True),
+    "1d-stride-2-column-blocks": dict(n=2, c=6, o=10, sp=(1203,), k=(3,), stride=(2,),
+                                      lhs="NCW", rhs="OIW", out="NCW", relu=True,
+                                      bias=True),
+    "1d-one-input-feature": dict(n=2, c=1, o=16, sp=(530,), k=(10,), stride=(5,),
+                                 lhs="NCW", rhs="OIW", out="NCW", bias=True),
+    "1d-padded-dilated": dict(n=1, c=5, o=7, sp=(90,), k=(4,), rd=(3,), pad=((5, 2),),
+                              lhs="NCW", rhs="OIW", out="NCW"),
+    "2d-long-rows": dict(n=1, c=3, o=9, sp=(3, 1100), k=(3, 3), pad=P1, relu=True),
     "1xk": dict(n=1, c=16, o=16, sp=(1, 48), k=(1, 7), pad=((0, 0), (3, 3)), relu=True),
 }
 
@@ -124,13 +133,15 @@ def test_offsets_follow_the_padded_phase_split_copy():
 
 
 def test_other_shapes_keep_the_im2col_gemm():
-    """Rows narrower than a vector (ResNet's 8x8 planes), one input feature, NHWC, batch
-    groups and input dilation are not implicit GEMMs."""
+    """Rows narrower than a vector (ResNet's 8x8 planes), depthwise groups, NHWC, batch
+    groups, input dilation and three spatial dimensions are not implicit GEMMs."""
     lanes = sk.lanes_for("f32")
     if not lanes:
         pytest.skip("host without FMA vectors")
     for kw in (dict(n=1, c=8, o=8, sp=(8, 8), k=(3, 3), pad=P1),
-               dict(n=1, c=1, o=8, sp=(8, 40), k=(3, 3), pad=P1),
+               dict(n=1, c=8, o=8, fgc=8, sp=(8, 40), k=(3, 3), pad=P1),
+               dict(n=1, c=4, o=4, sp=(4, 8, 40), k=(1, 3, 3), lhs="NCDHW", rhs="OIDHW",
+                    out="NCDHW"),
                dict(n=1, c=8, o=8, sp=(8, 40), k=(3, 3), pad=P1, lhs="NHWC", out="NHWC"),
                dict(n=2, c=4, o=4, sp=(8, 40), k=(3, 3), pad=P1, bgc=2),
                dict(n=1, c=4, o=4, sp=(8, 20), k=(3, 3), ld=(2, 2), pad=P1)):

@@ -46,9 +46,15 @@ from oxla_backend_cpu.conv_emit import (
     float_type,
     i64c,
     plane_extent,
+    smin,
     task_function,
 )
 from oxla_backend_cpu.parallel import MIN_ELEMENTS_PER_CHUNK, call_parallel, runtime
+
+COL_BLOCK = 256
+"""Output columns per work item when a row is longer than two of these (1-D signals:
+a 2x64x3199 -> 1599 convolution would be one item per image), a multiple of the
+register tile's width."""
 
 MIN_LANE_USE = 0.75
 """Least share of vector lanes an output row fills (``Wo / (ceil(Wo / lanes) * lanes)``):
@@ -56,38 +62,47 @@ rows of 8 columns in 16-lane vectors (ResNet's 8x8 planes) keep the im2col GEMM,
 columns run across rows; 12-16 take one masked vector."""
 
 
-def geometry(g) -> tuple[int, int] | None:
-    """``(ia, ij)``, the spatial indices of the output's rows and columns, when
-    :class:`~oxla_backend_cpu.conv.ConvGeom` ``g`` runs here: two spatial dimensions,
-    input and output ``[batch, feature, rows, cols]`` (the same spatial order), any
+def geometry(g) -> tuple[int | None, int] | None:
+    """``(ia, ij)``, the spatial indices of the output's rows and columns (``ia`` None
+    for one spatial dimension: one row), when :class:`~oxla_backend_cpu.conv.ConvGeom`
+    ``g`` runs here: one or two spatial dimensions, input and output ``[batch, feature,
+    rows, cols]`` or ``[batch, feature, cols]`` (the same spatial order), any
     kernel layout (:func:`~oxla_backend_cpu.conv.conv_kernels` copies one whose output
     feature is neither first nor last to ``[O, rest]``), feature groups but no batch
-    groups, no input dilation, at least 2 input features per group, ``K`` at most
+    groups, no input dilation, several input features per group or one group,
+    ``K`` at most
     :data:`conv_smallk.MAX_K`, output rows whose vectors are filled to
     :data:`MIN_LANE_USE`, and FMA vectors on the host."""
-    if g.ns != 2 or g.bgc != 1 or any(d != 1 for d in g.ldil) or g.cg < 2:
+    if g.ns not in (1, 2) or g.bgc != 1 or any(d != 1 for d in g.ldil) or \
+            (g.cg < 2 and g.G > 1):
         return None
     if g.ib != 0 or g.if_ != 1 or g.ob != 0 or g.of != 1:
         return None
-    ia, ij = g.osd.index(2), g.osd.index(3)
-    if g.isd[ia] != 2 or g.isd[ij] != 3:
-        return None
-    if g.k_size > conv_smallk.MAX_K:
+    if g.ns == 1:
+        ia, ij = None, 0
+    else:
+        ia, ij = g.osd.index(2), g.osd.index(3)
+        if g.isd[ia] != 2:
+            return None
+    if g.isd[ij] != g.ns + 1 or g.k_size > conv_smallk.MAX_K:
         return None
     lanes = conv_smallk.lanes_for(g.dtype)
-    wo = g.os[3]
+    wo = g.os[-1]
     if not lanes or wo / (-(-wo // lanes) * lanes) < MIN_LANE_USE:
         return None
     return ia, ij
 
 
-def layout(g, ia: int, ij: int) -> tuple[int, int, int, int]:
+def _rows(g, ia: int | None) -> int:
+    """Rows of the padded plane (1 for one spatial dimension)."""
+    return 1 if ia is None else plane_extent(g, ia)
+
+
+def layout(g, ia: int | None, ij: int) -> tuple[int, int, int, int]:
     """``(plane, phase, wq, sw)``: the element strides of the padded copy the GEMM
     reads (per input feature, per phase, per row) and the column stride."""
-
-
     sw = g.strides[ij]
-    rows, cols = plane_extent(g, ia), plane_extent(g, ij)
+    rows, cols = _rows(g, ia), plane_extent(g, ij)
     wq = -(-cols // sw)
     return sw * rows * wq, rows * wq, wq, sw
 
@@ -98,7 +113,7 @@ def pad_elements(g) -> int:
     return g.ls[1] * layout(g, ia, ij)[0]
 
 
-def offsets(g, ia: int, ij: int) -> list[int]:
+def offsets(g, ia: int | None, ij: int) -> list[int]:
     """The element offset of contraction element ``kk`` (the kernel's order without its
     output feature, :attr:`ConvGeom.k_roles`) in the buffer, for output ``(0, 0)`` of
     group 0: ``ci * plane + (q % sw) * phase + dy * dh * wq + q // sw`` with ``q = dx *
@@ -131,8 +146,8 @@ def emit_implicit(s: Scalar, k, lhs: ir.Value, w: ir.Value, out: ir.Value,
     module, b = s.module, s.b
     control_only(b.function)
     runtime(module)
-    c_in, h, wd = g.ls[1], g.ls[2], g.ls[3]
-    ho, wo = g.os[2], g.os[3]
+    c_in, wd, wo = g.ls[1], g.ls[-1], g.os[-1]
+    h, ho = (1, 1) if ia is None else (g.ls[2], g.os[2])
     kk, og, o_tot, n_groups = g.k_size, g.og, g.o_tot, g.G
     table = offsets(g, ia, ij)
     tty = ir.ArrayType(I64, len(table))
@@ -148,8 +163,8 @@ def emit_implicit(s: Scalar, k, lhs: ir.Value, w: ir.Value, out: ir.Value,
     start, end = copy_fn.args[3], copy_fn.args[4]
     bi = cb.load(cp, typ=I64)
     zero = cb.load(cb.gep(cp, [i64c(1)], source_etype=I64), typ=I64)
-    lo_h, lo_w = g.lo[ia], g.lo[ij]
-    rows = plane_extent(g, ia)
+    lo_h, lo_w = (0 if ia is None else g.lo[ia]), g.lo[ij]
+    rows = _rows(g, ia)
     r0, r1 = max(0, lo_h), min(rows, lo_h + h)
     with for_range(cb, end, "c", start) as c:
         base = cb.mul(c, i64c(plane))
@@ -171,31 +186,39 @@ def emit_implicit(s: Scalar, k, lhs: ir.Value, w: ir.Value, out: ir.Value,
     start, end = gemm_fn.args[4 + n_extra], gemm_fn.args[5 + n_extra]
     ts = Scalar(gb, module, s.target, s.fast_math)
     bi = gb.load(gp, typ=I64)
-    sh = g.strides[ia]
+    sh = 1 if ia is None else g.strides[ia]
     xoff = gb.gep(tab, [i64c(0), i64c(0)], source_etype=tty)
     stack = 2 if wo <= conv_smallk.lanes_for(g.dtype) and ho >= 2 else 1
-    per_group = -(-ho // stack)  # items per group: runs of `stack` output rows
+    per_group = -(-ho // stack)  # runs of `stack` output rows per group
+    cbw = wo if wo <= 2 * COL_BLOCK else COL_BLOCK
+    ncb = -(-wo // cbw)  # column blocks per run
     with for_range(gb, end, "it", start) as it:
-        gi = gb.udiv(it, i64c(per_group))
-        y = gb.mul(gb.urem(it, i64c(per_group)), i64c(stack))
+        gi = gb.udiv(it, i64c(per_group * ncb))
+        rest = gb.urem(it, i64c(per_group * ncb))
+        y = gb.mul(gb.udiv(rest, i64c(ncb)), i64c(stack))
+        xc = gb.mul(gb.urem(rest, i64c(ncb)), i64c(cbw))  # the block's first column
+        ncols = i64c(wo) if ncb == 1 else smin(gb, i64c(cbw), gb.sub(i64c(wo), xc))
         x0 = gb.add(gb.mul(gi, i64c(g.cg * plane)), gb.mul(y, i64c(sh * wq)))
-        xrow = elem_gep(gb, ty, xs, x0)
+        xrow = elem_gep(gb, ty, xs, gb.add(x0, xc))
         if k.w_major:  # W stored [O, K]
             wg, ldw = elem_gep(gb, ty, wp, gb.mul(gi, i64c(og * kk))), kk
         else:  # stored [K, O]
             wg, ldw = elem_gep(gb, ty, wp, gb.mul(gi, i64c(og))), o_tot
         fi0 = gb.mul(gi, i64c(og))
         c0 = gb.add(gb.mul(gb.add(gb.mul(bi, i64c(o_tot)), fi0), i64c(ho * wo)),
-                    gb.mul(y, i64c(wo)))
+                    gb.add(gb.mul(y, i64c(wo)), xc))
         crow = elem_gep(gb, ty, dst, c0)
 
-        def epilogue(orow, yy, j0, n, fi0=fi0, bi=bi):
+        def epilogue(orow, yy, j0, n, fi0=fi0, bi=bi, xc=xc):
             fi = gb.add(fi0, orow)
+            x = gb.add(xc, j0)
             base = gb.add(gb.add(gb.mul(gb.add(gb.mul(bi, i64c(o_tot)), fi),
-                                        i64c(ho * wo)), gb.mul(yy, i64c(wo))), j0)
-            emit_epilogue(ts, k, dst, ex_p, lambda j: [bi, fi, yy, gb.add(j0, j)], base, n)
+                                        i64c(ho * wo)), gb.mul(yy, i64c(wo))), x)
+            pre = [bi, fi] if ia is None else [bi, fi, yy]
+            emit_epilogue(ts, k, dst, ex_p, lambda j: pre + [gb.add(x, j)], base, n)
 
-        def rows(nv: int, y=y, epilogue=epilogue, wg=wg, ldw=ldw, xrow=xrow, crow=crow):
+        def rows(nv: int, y=y, epilogue=epilogue, wg=wg, ldw=ldw, xrow=xrow, crow=crow,
+                 ncols=ncols):
             """One output row (``nv`` None) or ``nv`` stacked rows from ``y``."""
             after = None
             if k.epilogue is not None and nv is None:
@@ -205,7 +228,7 @@ def emit_implicit(s: Scalar, k, lhs: ir.Value, w: ir.Value, out: ir.Value,
                 def after(orow, v, n):
                     epilogue(orow, gb.add(y, i64c(v)), i64c(0), n)
             conv_smallk.emit(gb, g.dtype, og, kk, k.w_major, ldw, wg, xrow, crow,
-                             i64c(wo), None, i64c(ho * wo), after, xoff,
+                             ncols, None, i64c(ho * wo), after, xoff,
                              None if nv is None else (nv, i64c(sh * wq), i64c(wo)))
 
         if stack == 1:
@@ -219,7 +242,7 @@ def emit_implicit(s: Scalar, k, lhs: ir.Value, w: ir.Value, out: ir.Value,
     gb.ret_void()
 
     # per image: copy (the first image zeroes the padding), then the rows
-    items = n_groups * per_group
+    items = n_groups * per_group * ncb
     copy_grain = max(1, -(-MIN_ELEMENTS_PER_CHUNK // plane))
     with for_range(b, g.nb, "img") as bi:
         b.store(bi, prm)
