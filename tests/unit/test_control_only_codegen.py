@@ -72,3 +72,47 @@ def test_control_only_module_runs():
                      CPUTarget.host())
     f = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(jit.address("entry"))
     assert f(10) == 45 and f(0) == 0
+
+
+BRANCHY = """
+define i64 @"pick"(i64 %n) {
+entry:
+  %c = icmp slt i64 %n, 5
+  br i1 %c, label %small, label %big
+small:
+  %a = call i64 @"sum"(i64 %n)
+  br label %done
+big:
+  %b = add i64 %n, 1
+  br label %done
+done:
+  %r = phi i64 [%a, %small], [%b, %big]
+  ret i64 %r
+}
+"""
+
+
+def test_loop_free_branches_are_control_only():
+    """A wrapper with branches but no loop (an entry choosing kernels, copy kernels
+    calling the runtime) keeps the module control-only: no -O3 pipeline, level-0 code
+    generation, same results."""
+    from oxla_codegen_llvm import CPUTarget
+    from oxla_codegen_llvm.jit import compile_ir, control_only
+
+    text = LOOP.format(linkage="internal", attrs="noinline optnone") + BRANCHY
+    assert control_only(_mod(text))
+    jit = compile_ir(text, CPUTarget.host())
+    f = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(jit.address("pick"))
+    assert f(4) == 6 and f(9) == 10
+
+
+def test_large_loop_free_function_is_optimized():
+    """Straight-line code above the size limit is worth -O3 (an unrolled kernel)."""
+    from oxla_codegen_llvm.jit import CONTROL_WRAPPER_INSTRUCTIONS, control_only
+
+    adds = "\n".join(f"  %x{i + 1} = add i64 %x{i}, {i}"
+                     for i in range(CONTROL_WRAPPER_INSTRUCTIONS + 1))
+    big = (f'define i64 @"big"(i64 %x0) {{\nentry:\n{adds}\n'
+           f'  br label %end\nend:\n  ret i64 %x{CONTROL_WRAPPER_INSTRUCTIONS + 1}\n}}\n')
+    text = LOOP.format(linkage="", attrs="noinline optnone") + big
+    assert not control_only(llvm.parse_assembly(text))  # as optimize() sees it

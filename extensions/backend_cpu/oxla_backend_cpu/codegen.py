@@ -48,9 +48,10 @@ from oxla.lowering import (
     location,
     window_update,
 )
+from oxla_backend_cpu import strided_copy
 from oxla_backend_cpu.conv import ConvKernel
 from oxla_backend_cpu.conv_emit import smax, smin
-from oxla_backend_cpu.conv_gemm import emit_conv_kernel
+from oxla_backend_cpu.conv_gemm import control_only, emit_conv_kernel
 from oxla_backend_cpu.gemm_emit import emit_gemm
 from oxla_backend_cpu.gemv import gemv_parallel
 from oxla_backend_cpu.opkernels import OP_EMITTERS
@@ -184,7 +185,23 @@ def _emit_kernel(module: ir.Module, target: Target, k: Kernel, plan: Plan,
         window = None
     if window is not None:
         par = False  # one small window: serial
+    copies = None
+    if isinstance(k, LoopKernel) and not in_place and alias_free:
+        copies = strided_copy.pieces(k.root, k.inputs, k.fused_ops)
+    if copies is not None:
+        n_items, item_bytes = strided_copy.items(copies)
+        par = worth_parallel(n_items, item_bytes // 4)
     fn, b = _new_function(module, k.name, len(reads) + len(writes), alias_free, par)
+    if copies is not None:  # a pure data movement: runtime copies, no loop of its own
+        control_only(fn)
+        rng = None
+        if par:
+            fn.oxla_parallel = (n_items, grain_for(n_items, item_bytes // 4))  # type: ignore[attr-defined]
+            rng = (fn.args[-2], fn.args[-1])
+        strided_copy.emit_copies(module, b, k.name, copies, list(fn.args[:len(reads)]),
+                                 fn.args[len(reads)], rng)
+        b.ret_void()
+        return fn
     s = Scalar(b, module, target, fast_math)
     out = fn.args[len(reads)] if len(fn.args) > len(reads) else None  # none: custom_call
     if isinstance(k, LoopKernel):

@@ -92,6 +92,8 @@ def optimize(ir_text: str, target: Target, opt: int = 3) -> llvm.ModuleRef:
     mod.data_layout = str(tm.target_data)
     _merge_identical_functions(mod, tm)
     _keep_functions_apart(mod)
+    if opt >= 2 and control_only(mod):  # nothing the pipeline would make faster
+        return mod
     pto = llvm.create_pipeline_tuning_options(speed_level=opt)
     pto.loop_vectorization = opt >= 2
     pto.slp_vectorization = opt >= 2
@@ -182,14 +184,23 @@ def compile_ir(ir_text: str, target: Target, symbols: Mapping[str, int] | None =
     return load_object(obj, target, symbols, str(mod), code, libraries)
 
 
+CONTROL_WRAPPER_INSTRUCTIONS = 256
+"""Most instructions of a loop-free function next to ``optnone`` control code for the
+module to count as :func:`control_only` (task wrappers and an entry calling kernels are
+tens)."""
+
+
 def control_only(mod: llvm.ModuleRef) -> bool:
     """True when the module has no code worth optimizing: at least one defined
     function is ``optnone`` (scalar control code, such as a GEMM-mode convolution's chunk
-    loop calling BLAS and the runtime) and every other defined function is one basic
-    block (no loop: task wrappers, the entry calling kernels). Such a module is
-    generated at code generation level 0 (:meth:`Target.fast_codegen_machine`): the
-    -O3 code generator took about 8 ms on a small convolution's control code against
-    2.5 ms, for code that runs a few times per chunk of work."""
+    loop calling BLAS and the runtime) and every other defined function is small and
+    has no loop (task wrappers, the entry calling kernels, copy kernels calling the
+    runtime; at most :data:`CONTROL_WRAPPER_INSTRUCTIONS`). Such a module skips the
+    ``-O3`` pipeline (:func:`optimize`: ~4 ms of a transposed convolution's ~10 ms of
+    LLVM, for code that runs once per call) and is generated at code generation level
+    0 (:meth:`Target.fast_codegen_machine`): the -O3 code generator took about 8 ms on
+    a small convolution's control code against 2.5 ms, for code that runs a few times
+    per chunk of work."""
     some = False
     for fn in mod.functions:
         if fn.is_declaration:
@@ -197,9 +208,32 @@ def control_only(mod: llvm.ModuleRef) -> bool:
         attrs = {a.decode() if isinstance(a, bytes) else str(a) for a in fn.attributes}
         if any("optnone" in a for a in attrs):
             some = True
-        elif sum(1 for _ in fn.blocks) > 1:
+        elif not _small_loop_free(fn, CONTROL_WRAPPER_INSTRUCTIONS):
             return False
     return some
+
+
+def _small_loop_free(fn: llvm.ValueRef, limit: int) -> bool:
+    """True when ``fn`` has at most ``limit`` instructions and no branch back to its
+    own or an earlier block (how the emitters' loops close); a block without a name
+    answers False unless it is the only one (then any branch is a loop)."""
+    seen: set[str] = set()
+    n = 0
+    blocks = list(fn.blocks)
+    for block in blocks:
+        if not block.name and len(blocks) > 1:
+            return False
+        seen.add(block.name)
+        last = None
+        for ins in block.instructions:
+            n += 1
+            if n > limit:
+                return False
+            last = ins
+        if last is not None and last.opcode in ("br", "switch", "indirectbr") and \
+                (len(blocks) == 1 or any(op.name in seen for op in last.operands)):
+            return False
+    return True
 
 
 def _runtime_calls(mod: llvm.ModuleRef, runtime: Runtime) -> frozenset[str]:
