@@ -585,12 +585,16 @@ def _defines(tmp_path, text: str) -> dict[str, str]:
     dict(), dict(lhs="NHWC", rhs="HWIO", out="NHWC", stride=(2, 1), pad=((1, 1), (0, 1))),
     dict(t="f64", fgc=2), dict(bias=True, relu=True)], ids=["nchw", "nhwc", "f64-groups",
                                                             "epilogue"])
-def test_control_code_skips_the_optimizer(kw, tmp_path):
-    """The chunk loop and an epilogue-free GEMM task are ``optnone`` (compile time); a
-    GEMM task with a fused epilogue stays optimized, and so does an emitted im2col task
-    (one that only calls the runtime's im2col, for feature-innermost outputs, is
-    ``optnone``); results still match the interpreter."""
-    from oxla_backend_cpu import conv_runtime
+def test_control_code_skips_the_optimizer(kw, tmp_path, monkeypatch):
+    """The chunk loop and an epilogue-free BLAS GEMM task are ``optnone`` (compile
+    time); a GEMM task with a fused epilogue stays optimized, and so does an emitted
+    im2col task (one that only calls the runtime's im2col, for feature-innermost
+    outputs, is ``optnone``); results still match the interpreter. (These small NCHW
+    cases would take the register-tiled kernel, a vector loop that stays optimized:
+    kept on BLAS here.)"""
+    from oxla_backend_cpu import conv_runtime, conv_smallk
+
+    monkeypatch.setattr(conv_smallk, "MIN_COLS", 1 << 30)
 
     text, _ = conv_case(**kw)
     defs = _defines(tmp_path, text)

@@ -113,10 +113,11 @@ def test_agrees_with_blas(monkeypatch):
 
 
 def test_narrow_or_feature_last_stay_on_blas():
-    narrow, _ = conv_case(n=1, c=4, o=6, sp=(5, 5), k=(1, 1))   # 25 columns
+    narrow, _ = conv_case(n=1, c=4, o=6, sp=(3, 3), k=(1, 1))   # 9 columns
     nhwc, _ = conv_case(n=2, c=8, o=12, sp=(10, 10), k=(1, 1), lhs="NHWC", rhs="HWIO",
                         out="NHWC")
-    assert not sk.applies(_geom(narrow), 25)
+    assert not sk.applies(_geom(narrow), 9)
+    assert sk.applies(_geom(narrow), sk.MIN_COLS)
     assert not sk.applies(_geom(nhwc), 200)
 
 
