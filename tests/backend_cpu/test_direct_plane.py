@@ -115,3 +115,34 @@ def test_small_planes_are_not_transposed_to_nhwc():
                                                 rhs="OIW", out="NCW"), 1)):
         text, _ = conv_case(**kw)
         assert rewrite_small_depthwise(parse_module(text, "t.mlir")) == want
+
+
+@pytest.mark.parametrize("hw", [6, 9])
+def test_plane_epilogue_reads_a_whole_tensor_at_each_element(hw):
+    """``relu6(dwconv(x) + r)`` with ``r`` a whole NCHW tensor: the epilogue runs once
+    over each contiguous output plane, so each flattened position must map back to
+    its (batch, feature, row, column)."""
+    rng = np.random.default_rng(hw)
+    c = 5
+    x = rng.standard_normal((2, c, hw, hw)).astype(np.float32)
+    w = rng.standard_normal((c, 1, 3, 3)).astype(np.float32)
+    r = rng.standard_normal((2, c, hw, hw)).astype(np.float32)
+    ty = f"tensor<2x{c}x{hw}x{hw}xf32>"
+    text = f"""
+func.func @main(%x: {ty}, %w: tensor<{c}x1x3x3xf32>, %r: {ty}) -> {ty} {{
+  %0 = stablehlo.convolution(%x, %w) dim_numbers = [b, f, 0, 1]x[o, i, 0, 1]->[b, f, 0, 1],
+      window = {{stride = [1, 1], pad = [[1, 1], [1, 1]], lhs_dilate = [1, 1],
+                rhs_dilate = [1, 1], reverse = [false, false]}}
+      {{batch_group_count = 1 : i64, feature_group_count = {c} : i64}}
+      : ({ty}, tensor<{c}x1x3x3xf32>) -> {ty}
+  %1 = stablehlo.add %0, %r : {ty}
+  %z = stablehlo.constant dense<0.0> : {ty}
+  %s = stablehlo.constant dense<6.0> : {ty}
+  %2 = stablehlo.clamp %z, %1, %s : {ty}
+  return %2 : {ty}
+}}"""
+    from tests.backend_cpu.conftest import compile_cpu
+
+    labels = compile_cpu(text, cache=False, extra={"profile": True}).stats["profile_labels"]
+    assert any("conv-direct" in lab and "+" in lab for lab in labels), labels
+    run_both(text, [x, w, r], rtol=1e-5, atol=1e-5)

@@ -257,8 +257,9 @@ def emit_epilogue(s: Scalar, k, out: ir.Value, extras: list[ir.Value], prefix,
               base: ir.Value, n: int | ir.Value) -> None:
     """Applies the fused loop kernel to one output row: index ``prefix + [j]``, element
     ``base + j``, for ``j < n``, reading the convolution's value there and overwriting
-    it (the innermost loop is plain, so LLVM vectorizes it). ``prefix`` may instead be
-    a function of ``j`` giving the whole index (a run of a flattened output)."""
+    it (the innermost loop is plain, so LLVM vectorizes it; a constant ``n`` shorter
+    than one 64-byte vector is one masked iteration). ``prefix`` may instead be a
+    function of ``j`` giving the whole index (a run of a flattened output)."""
     ep = k.epilogue
     if ep is None:
         return
@@ -283,7 +284,16 @@ def emit_epilogue(s: Scalar, k, out: ir.Value, extras: list[ir.Value], prefix,
     index = prefix(j) if callable(prefix) else list(prefix) + [j]
     store(s, out, et, at, f.value_at(ep.root, index))
     j.add_incoming(b.add(j, i64c(1), flags=["nsw"]), b.block)
-    _no_interleave(b, b.branch(head))
+    latch = b.branch(head)
+    count = n if isinstance(n, int) else getattr(n, "constant", None)
+    if isinstance(count, int) and 1 < count < 64 // max(1, et.bitwidth // 8):
+        # shorter than a vector: one masked iteration, not a scalar remainder loop
+        from oxla_codegen_llvm.loops import loop_hint
+
+        loop_hint(b, latch, "llvm.loop.interleave.count", ir.Constant(ir.IntType(32), 1),
+                  *_TAIL_MASKED)
+    else:
+        _no_interleave(b, latch)
     b.position_at_end(end)
     f.reset()
 
@@ -367,8 +377,9 @@ def emit_direct_plane(s: Scalar, k, lhs: ir.Value, w: ir.Value, out: ir.Value,
     unrolled in the window's order with the weights in registers, summed from zero in
     one register and stored once; the innermost loop has a constant trip count and
     vectorizes (padding elements contribute ``0 * w`` as in the spec's padded input,
-    section "convolution"). The epilogue runs on each output row. Planes run in
-    parallel."""
+    section "convolution"). The epilogue runs once over each output plane (rows of a
+    6x6 plane are shorter than a vector: per row, its loop was all scalar remainder).
+    Planes run in parallel."""
     g = k.geom
     ty = float_type(g)
     nd = len(g.os)
@@ -420,8 +431,10 @@ def emit_direct_plane(s: Scalar, k, lhs: ir.Value, w: ir.Value, out: ir.Value,
                     x = b.load(elem_gep(b, ty, scr, b.add(arow, b.add(j, i64c(off)))), typ=ty)
                     acc = b.fadd(acc, b.fmul(x, wv, flags=flags), flags=flags)
                 b.store(acc, elem_gep(b, ty, dst, b.add(orow, j)))
-            if k.epilogue is not None:
-                emit_epilogue(ts, k, dst, ex_p, prefix + [a], orow, wo)
+        if k.epilogue is not None:  # once over the plane (contiguous): not per short row
+            emit_epilogue(ts, k, dst, ex_p,
+                          lambda j, prefix=prefix: prefix + delinearize(b, j, (ho, wo)),
+                          blk0, ho * wo)
     b.ret_void()
     run_task(s.b, s.module, fn, [lhs, w, out] + list(extras), nouter,
              ho * wo * len(taps))
