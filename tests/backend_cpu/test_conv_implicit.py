@@ -192,3 +192,32 @@ def test_output_over_input_with_groups_and_stride():
     (k,) = _convs(plan)
     assert k.mode == "implicit" and k.out.offset == k.lhs.offset
     _check(text, args)
+
+
+def test_column_blocks_give_each_thread_items():
+    """Whole rows when there are enough of them; blocks of whole register tiles when an
+    image has fewer than 4 items per thread (1-D signals); COL_BLOCK for long rows."""
+    text, _ = conv_case(n=2, c=4, o=4, sp=(799,), k=(3,), stride=(2,), lhs="NCW",
+                        rhs="OIW", out="NCW")
+    g = _geom(text)
+    tile = sk.NV * sk.lanes_for("f32")
+    if not tile:
+        pytest.skip("host without FMA vectors")
+    assert ci.column_block(g, 399, 1, 1, threads=1) == 399
+    cbw = ci.column_block(g, 399, 1, 1, threads=2)
+    assert cbw % tile == 0 and -(-399 // cbw) >= 4
+    assert ci.column_block(g, 32, 16, 1, threads=2) == 32  # 16 rows: enough items
+    assert ci.column_block(g, 16, 8, 2, threads=2) == 16  # stacked rows stay whole
+    assert ci.column_block(g, 3000, 1, 1, threads=1) == ci.COL_BLOCK
+
+
+@needs_fma
+@pytest.mark.parametrize("threads", ["2", "3"])
+def test_split_rows_match_interpreter(monkeypatch, threads):
+    monkeypatch.setenv("OXLA_NUM_THREADS", threads)
+    kw = dict(n=2, c=6, o=10, sp=(799,), k=(3,), stride=(2,), lhs="NCW", rhs="OIW",
+              out="NCW", relu=True, bias=True)
+    text, args = conv_case(**kw)
+    exe = compile_cpu(text, cache=False, extra={"profile": True})
+    assert "conv-implicit" in _modes(exe)
+    run_both(text, args, rtol=1e-5, atol=1e-5)
