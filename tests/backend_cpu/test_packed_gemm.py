@@ -86,14 +86,28 @@ def test_one_row_goes_to_blas() -> None:
 
 
 @needs_simd
-@pytest.mark.parametrize("m,k,n", [(2, 64, 64), (5, 256, 256), (8, 256, 10), (15, 40, 97)])
+@pytest.mark.parametrize("m,k,n", [(2, 512, 256), (5, 128, 1024), (8, 256, 10), (8, 256, 256),
+                                   (15, 40, 97)])
 def test_a_few_rows_with_a_constant_weight_are_packed(m: int, k: int, n: int) -> None:
-    """Fewer rows than a tile (a small batch through ``nn.Linear``): the packed kernel,
-    not BLAS, which packs the weight on every call; rows past ``m`` are never stored."""
+    """A small batch through ``nn.Linear``: one row tile, or from 2 rows with a large
+    weight (:func:`~oxla_backend_cpu.packed_gemm.const_min_rows`), takes the packed
+    kernel, not BLAS, which packs the weight on every call; rows past ``m`` are never
+    stored."""
     rng = np.random.default_rng(m * k + n)
     x = rng.standard_normal((m, k)).astype(np.float32)
     w = rng.standard_normal((k, n)).astype(np.float32)
+    assert m >= pg.const_min_rows(k, n, pg.blas_rows())
     _check(x, w, (1, 0))
+
+
+@needs_simd
+def test_few_rows_with_a_small_weight_go_to_blas() -> None:
+    """Fewer rows than a tile and a small weight: BLAS (the tile would be mostly
+    padding)."""
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((pg.blas_rows() - 1, 256)).astype(np.float32)
+    w = rng.standard_normal((256, 256)).astype(np.float32)
+    _check(x, w, (1, 0), expect_packed=False)
 
 
 @needs_simd

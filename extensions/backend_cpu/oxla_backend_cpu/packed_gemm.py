@@ -111,15 +111,35 @@ MIN_ROWS = 16
 """Fewest rows of A from which a GEMM whose B is packed per call (run-time B: batched
 GEMMs) takes the microkernel: fewer rows are mostly padding in MR-row tiles."""
 MIN_CONST_ROWS = 2
-"""Fewest rows of A from which a GEMM with a constant B (packed once, at compile time)
-takes the microkernel instead of BLAS. OpenBLAS packs B on every call, whatever its
-size: one Zen 5 thread, kernel time, BLAS against packed, [m, k] x [k, n]: 2x256x256
-14.0 against 4.4 us, 8x256x256 17.0 against 4.5, 8x64x64 0.95 against 0.46, 4x1024x256
-36 against 18, 12x512x512 80 against 33. One row stays on BLAS (its GEMV: 1x256x256
-1.1 against 4.5 us)."""
+"""Fewest rows of A from which a GEMM with a large constant B (at least
+:data:`LARGE_WEIGHT` elements, packed once at compile time) takes the microkernel:
+OpenBLAS packs B on every call. One Zen 5 thread, kernel time, BLAS (its AVX-512
+kernels) against packed, [m, k] x [k, n]: 2x1024x1024 302 against 68 us, 4x1024x256 78
+against 19, 4x128x1024 27 against 8.5 (2x512x512: 9.0 against 16.8, the exception).
+A smaller constant B takes it from one full row tile (:func:`const_min_rows`): 4x256x256
+2.1 against 4.6, 8x256x256 5.3 against 4.8, 8x64x64 0.35 against 0.47 us. (With
+``OPENBLAS_CORETYPE=Haswell``, OpenBLAS's AVX2 kernels, the packed kernel wins at every
+size from 2 rows: 8x256x256 17.0 against 4.5 us.) One row stays on BLAS's GEMV."""
+
+
+def blas_rows() -> int:
+    """Rows of A below which a GEMM with a small constant weight stays on BLAS on this
+    host: one row tile (:data:`MIN_ROWS` without FMA vectors, where nothing is packed)."""
+    lanes = host_lanes()
+    return tile_shape(lanes)[0] if lanes else MIN_ROWS
+
+
+def const_min_rows(k: int, n: int, mr: int) -> int:
+    """Fewest rows of A from which ``[m, k] x [k, n]`` with a constant ``B`` is packed:
+    :data:`MIN_CONST_ROWS` for a weight of at least :data:`LARGE_WEIGHT` elements, else
+    one row tile (``mr``)."""
+    return MIN_CONST_ROWS if k * n >= LARGE_WEIGHT else mr
+
+
 LARGE_WEIGHT = 1 << 17
-"""The most elements of a transposed constant weight that a one-row (BLAS) GEMM has
-transposed at compile time (:func:`~oxla_backend_cpu.widen_dots.fold_transposed_weights`)."""
+"""Elements of a constant weight from which it is packed from :data:`MIN_CONST_ROWS`
+rows of A; smaller ones below a row tile stay on BLAS, and are transposed at compile
+time when read transposed (:func:`~oxla_backend_cpu.widen_dots.fold_transposed_weights`)."""
 _PACKED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
@@ -142,7 +162,8 @@ def pack_constant_rhs(rbuf, shape: tuple[int, ...], contracting: tuple[int, ...]
     lanes = host_lanes()
     if not lanes or rbuf.kind != "const" or rbuf.data is None:
         return None
-    if rbuf.data.dtype != np.float32 or rbuf.data.size != k * n or m < MIN_CONST_ROWS or n < 2 \
+    min_rows = const_min_rows(k, n, tile_shape(lanes)[0])
+    if rbuf.data.dtype != np.float32 or rbuf.data.size != k * n or m < min_rows or n < 2 \
             or k < 1:  # (a splat's data would be one element: never packed)
         return None
     nr = tile_shape(lanes)[1]
@@ -165,7 +186,7 @@ def pack_constant_rhs(rbuf, shape: tuple[int, ...], contracting: tuple[int, ...]
 def _packs(m: int, n: int, k: int, mr: int) -> bool:
     """Whether a ``[m, k] x [k, n]`` f32 GEMM goes to the packed microkernel when its
     weight is packed already (the thresholds :func:`pack_constant_rhs` applies)."""
-    return m >= MIN_CONST_ROWS and n >= 2 and k >= 1
+    return m >= const_min_rows(k, n, mr) and n >= 2 and k >= 1
 
 
 @dataclass(eq=False)

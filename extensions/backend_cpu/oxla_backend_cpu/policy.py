@@ -77,7 +77,7 @@ from oxla_backend_cpu.int8_gemm import int8_dot_kernels, int8_gemm_isa
 from oxla_backend_cpu.opkernels import OP_EMITTERS
 from oxla_backend_cpu.packed_gemm import (
     LARGE_WEIGHT,
-    MIN_CONST_ROWS,
+    blas_rows,
     hoist_invariant_packing,
     pack_constant_rhs,
 )
@@ -181,7 +181,7 @@ class CPUPolicy(PolicyBase):
         window_slices = rewrite_window_slices(module)
         widened = widen_dots(module, keep=lambda op: int8_gemm_isa(op) is not None)
         unbatched = fold_broadcast_batch(module)
-        untransposed = fold_transposed_weights(module, MIN_CONST_ROWS, LARGE_WEIGHT)
+        untransposed = fold_transposed_weights(module, blas_rows(), LARGE_WEIGHT)
         phased = split_transposed_convs(module)
         absorbed = absorb_transposes(module, BLAS_TYPES)
         return module, [f"core pipeline: {spec}",
