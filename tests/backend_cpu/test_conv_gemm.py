@@ -476,6 +476,15 @@ func.func @main(%x: tensor<8x3x32x32xf32>, %k1: tensor<16x3x3x3xf32>,
 }"""
 
 
+def cnn_args() -> list[np.ndarray]:
+    """Inputs of :data:`CNN` (image, two kernels, dense weights), seed 5."""
+    rng = np.random.default_rng(5)
+    return [rng.standard_normal((8, 3, 32, 32)).astype(np.float32),
+            (rng.standard_normal((16, 3, 3, 3)) * 0.2).astype(np.float32),
+            (rng.standard_normal((16, 16, 3, 3)) * 0.1).astype(np.float32),
+            (rng.standard_normal((4096, 10)) * 0.01).astype(np.float32)]
+
+
 @pytest.mark.parametrize("threads", ["1", "2", "16"])
 def test_small_cnn_im2col_holds_min_gemm_cols(monkeypatch, threads):
     """bench/cpu_vs_xla.py's cnn: two convs of under 2 items of ITEM_FLOPS per thread, so
@@ -487,11 +496,7 @@ def test_small_cnn_im2col_holds_min_gemm_cols(monkeypatch, threads):
 
     monkeypatch.setattr(conv.conv_implicit, "geometry", lambda g: None)  # the im2col path
     monkeypatch.setenv("OXLA_NUM_THREADS", threads)
-    rng = np.random.default_rng(5)
-    args = [rng.standard_normal((8, 3, 32, 32)).astype(np.float32),
-            (rng.standard_normal((16, 3, 3, 3)) * 0.2).astype(np.float32),
-            (rng.standard_normal((16, 16, 3, 3)) * 0.1).astype(np.float32),
-            (rng.standard_normal((4096, 10)) * 0.01).astype(np.float32)]
+    args = cnn_args()
     rows = -(-conv.MIN_GEMM_COLS // 16)  # whole rows of the 16-wide output
     col2 = 16 * 9 * rows * 16 * 4  # K = 16 x 3 x 3 floats per column
     k1, k2 = conv_kernels_of(CNN)

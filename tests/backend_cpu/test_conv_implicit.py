@@ -14,19 +14,11 @@ import pytest
 from tests.backend_cpu.conftest import compile_cpu, run_both
 from tests.backend_cpu.test_conv_gemm import conv_case
 
+# the kernel's FMA gate, and its tests' fixture: small cases on the kernels (not the
+# exact f64 loop), a compile cache of their own
+from tests.backend_cpu.test_conv_smallk import _own_cache, needs_fma, sk  # noqa: F401
+
 ci = pytest.importorskip("oxla_backend_cpu.conv_implicit")
-sk = pytest.importorskip("oxla_backend_cpu.conv_smallk")
-
-needs_fma = pytest.mark.skipif(not sk.lanes_for("f32"), reason="host without FMA vectors")
-
-
-@pytest.fixture(autouse=True)
-def _own_cache(monkeypatch, tmp_path):
-    from oxla_backend_cpu import linalg, wide_conv
-
-    monkeypatch.setattr(linalg, "SMALL_CONV_MACS", 0)
-    monkeypatch.setattr(wide_conv, "WIDE_CONV_MACS", 0)
-    monkeypatch.setenv("OXLA_CACHE_DIR", str(tmp_path / "cache"))
 
 
 P1 = ((1, 1), (1, 1))
@@ -155,15 +147,11 @@ def test_small_cnn_output_over_input_arena_below_xla(monkeypatch, threads):
     starts where its dead input (the first one's output) does, as each image is copied
     to the padded buffer before its output is written; the arena (first output plus
     the larger padded copy) stays under XLA's 664,576 temp bytes, and the result right."""
-    from tests.backend_cpu.test_conv_gemm import CNN
+    from tests.backend_cpu.test_conv_gemm import CNN, cnn_args
     from tests.backend_cpu.test_conv_over_input import _check, _convs, _placed_plan
 
     monkeypatch.setenv("OXLA_NUM_THREADS", threads)
-    rng = np.random.default_rng(5)
-    args = [rng.standard_normal((8, 3, 32, 32)).astype(np.float32),
-            (rng.standard_normal((16, 3, 3, 3)) * 0.2).astype(np.float32),
-            (rng.standard_normal((16, 16, 3, 3)) * 0.1).astype(np.float32),
-            (rng.standard_normal((4096, 10)) * 0.01).astype(np.float32)]
+    args = cnn_args()
     plan = _placed_plan(CNN)
     k1, k2 = _convs(plan)
     assert (k1.mode, k2.mode) == ("implicit", "implicit")

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from tests.backend_cpu.conftest import compile_cpu
-from tests.backend_cpu.test_conv_gemm import CNN, conv_case
+from tests.backend_cpu.test_conv_gemm import CNN, cnn_args, conv_case
 
 
 @pytest.fixture(autouse=True)
@@ -80,11 +80,7 @@ def test_small_cnn_arena_below_xla(monkeypatch):
     conv keeps its per-thread slots (``S = 2`` images at once, one chunk each,
     :func:`oxla_backend_cpu.conv.slot_groups`), 40 KB over XLA's figure, 92 KB under
     the two outputs and slots side by side. The result stays right."""
-    rng = np.random.default_rng(5)
-    args = [rng.standard_normal((8, 3, 32, 32)).astype(np.float32),
-            (rng.standard_normal((16, 3, 3, 3)) * 0.2).astype(np.float32),
-            (rng.standard_normal((16, 16, 3, 3)) * 0.1).astype(np.float32),
-            (rng.standard_normal((4096, 10)) * 0.01).astype(np.float32)]
+    args = cnn_args()
     from oxla_backend_cpu import conv_implicit
 
     monkeypatch.setattr(conv_implicit, "geometry", lambda g: None)

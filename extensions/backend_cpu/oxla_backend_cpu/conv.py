@@ -536,14 +536,10 @@ def output_over_input(k: Kernel, vbuf: dict[Value, Buf]) -> int | None:
     if not isinstance(k, ConvKernel) or k.mode != "gemm" or k.col is None:
         return None
     g = k.geom
-    n = g.nb
-    if g.bgc != 1 or g.ib != 0 or g.ob != 0 or n < 2 or g.ls[g.ib] != n:
+    slabs = _image_slabs(k, vbuf)
+    if g.bgc != 1 or slabs is None or slabs[0] < 2:
         return None
-    if any(b is k.lhs for b in [k.rhs] + [vbuf[x] for x in k.extra]):
-        return None
-    ib, ob = k.lhs.nbytes // n, k.out.nbytes // n
-    if ob > ib or ib * n != k.lhs.nbytes or ob * n != k.out.nbytes:
-        return None
+    n, ib, ob = slabs
     groups = slot_groups(g, k.chunking) if k.chunking is not None else None
     if groups:  # a group's slots write output batches [b0, b1) while reading input [b0, b1)
         return max(b1 * ib - b0 * ob for _, _, b0, b1 in groups)
@@ -557,6 +553,13 @@ def _implicit_over_input(k: ConvKernel, vbuf: dict[Value, Buf]) -> int | None:
     image's input is copied into the padded buffer before any of its output is written
     (:mod:`oxla_backend_cpu.conv_implicit`), images run first to last, and output image
     ``b`` ends at ``(b+1)*OB <= (b+1)*IB``, before every input image still to be read."""
+    return None if _image_slabs(k, vbuf) is None else 0
+
+
+def _image_slabs(k: ConvKernel, vbuf: dict[Value, Buf]) -> tuple[int, int, int] | None:
+    """``(N, IB, OB)``: batches and bytes per input and output image, when batches are
+    outermost in both, output images are no larger than input images, and the kernel
+    reads its input only as its input (not as weights or in its epilogue); else None."""
     g = k.geom
     n = g.nb
     if g.ib != 0 or g.ob != 0 or g.ls[g.ib] != n:
@@ -566,7 +569,7 @@ def _implicit_over_input(k: ConvKernel, vbuf: dict[Value, Buf]) -> int | None:
     ib, ob = k.lhs.nbytes // n, k.out.nbytes // n
     if ob > ib or ib * n != k.lhs.nbytes or ob * n != k.out.nbytes:
         return None
-    return 0
+    return n, ib, ob
 
 
 def fuse_conv_epilogues(kernels: list[Kernel], vbuf: dict[Value, Buf]) -> list[Kernel]:

@@ -16,7 +16,7 @@ import math
 
 import llvmlite.ir as ir
 from oxla_codegen_llvm import FusedEmitter, Scalar, for_range, load, loop_nest, store
-from oxla_codegen_llvm.loops import delinearize
+from oxla_codegen_llvm.loops import delinearize, loop_hint
 
 from oxla_backend_cpu.parallel import call_parallel, grain_for, worth_parallel
 
@@ -288,8 +288,6 @@ def emit_epilogue(s: Scalar, k, out: ir.Value, extras: list[ir.Value], prefix,
     count = n if isinstance(n, int) else getattr(n, "constant", None)
     if isinstance(count, int) and 1 < count < 64 // max(1, et.bitwidth // 8):
         # shorter than a vector: one masked iteration, not a scalar remainder loop
-        from oxla_codegen_llvm.loops import loop_hint
-
         loop_hint(b, latch, "llvm.loop.interleave.count", ir.Constant(ir.IntType(32), 1),
                   *_TAIL_MASKED)
     else:
@@ -302,8 +300,6 @@ def _no_interleave(b: ir.IRBuilder, latch: ir.Instruction) -> None:
     """``llvm.loop.interleave.count = 1`` on the loop of back edge ``latch``: one vector
     per iteration, so a row of 96 floats is 6 AVX-512 vectors, not one 64-float
     iteration and 32 scalar ones."""
-    from oxla_codegen_llvm.loops import loop_hint
-
     loop_hint(b, latch, "llvm.loop.interleave.count", ir.Constant(ir.IntType(32), 1))
 
 
